@@ -1,0 +1,82 @@
+#include "orchestrator/core/fleet_model.h"
+
+#include <cstdio>
+
+#include "common/result.h"
+
+namespace kiln::core {
+namespace {
+
+constexpr PlatformGeometry kCatalina{"GB200", 2, 72, 18, 4, 2, 9, 18};
+constexpr PlatformGeometry kClemente{"GB300", 1, 72, 18, 4, 2, 9, 18};
+constexpr PlatformGeometry kSanMiguel{"VR200", 1, 72, 18, 4, 2, 9, 18};
+
+std::string suffixed(std::string_view base, const char* fmt, int n) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, fmt, n);
+  std::string out(base);
+  out += buf;
+  return out;
+}
+
+}  // namespace
+
+std::string_view platformName(Platform p) {
+  switch (p) {
+    case Platform::kCatalina: return "catalina";
+    case Platform::kClemente: return "clemente";
+    case Platform::kSanMiguel: return "san_miguel";
+  }
+  return "unknown";
+}
+
+std::optional<Platform> parsePlatform(std::string_view name) {
+  for (Platform p : allPlatforms())
+    if (platformName(p) == name) return p;
+  return std::nullopt;
+}
+
+const std::vector<Platform>& allPlatforms() {
+  static const std::vector<Platform> all = {Platform::kCatalina, Platform::kClemente,
+                                            Platform::kSanMiguel};
+  return all;
+}
+
+const PlatformGeometry& geometry(Platform p) {
+  switch (p) {
+    case Platform::kCatalina: return kCatalina;
+    case Platform::kClemente: return kClemente;
+    case Platform::kSanMiguel: return kSanMiguel;
+  }
+  KILN_CHECK(false && "unknown platform");
+}
+
+bool isComponentKind(std::string_view kind) {
+  if (kind == kSwitchComponent) return true;
+  for (auto k : kHostComponents)
+    if (k == kind) return true;
+  return false;
+}
+
+PodLayout expandPod(std::string_view pod_id, Platform platform) {
+  const PlatformGeometry& g = geometry(platform);
+  PodLayout out;
+  for (int r = 1; r <= g.racks_per_pod; ++r) out.racks.push_back({suffixed(pod_id, "-r%d", r), r});
+  const int trays_per_rack = g.compute_trays / g.racks_per_pod;
+  const int spares_per_rack = g.spare_trays / g.racks_per_pod;
+  for (int t = 1; t <= g.compute_trays; ++t) {
+    const int rack = (t - 1) / trays_per_rack;  // 0-based
+    const int pos_in_rack = (t - 1) % trays_per_rack;
+    const bool spare = pos_in_rack >= trays_per_rack - spares_per_rack;
+    out.hosts.push_back({suffixed(pod_id, "-h%02d", t), out.racks[rack].id, t, spare});
+  }
+  for (int s = 1; s <= g.switch_trays; ++s) {
+    const int rack = (s - 1) % g.racks_per_pod;
+    out.switch_trays.push_back({suffixed(pod_id, "-s%d", s), out.racks[rack].id, s});
+  }
+  return out;
+}
+
+std::string gpuId(std::string_view host_id, int index) { return suffixed(host_id, "-g%d", index); }
+
+}  // namespace kiln::core

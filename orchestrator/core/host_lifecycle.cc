@@ -1,0 +1,148 @@
+#include "orchestrator/core/host_lifecycle.h"
+
+#include <array>
+#include <initializer_list>
+
+namespace kiln::core {
+namespace {
+
+using S = HostState;
+using A = HostAction;
+
+struct StateName {
+  S state;
+  std::string_view name;
+};
+constexpr std::array kStateNames = {
+    StateName{S::kIncoming, "incoming"},       StateName{S::kBurnIn, "burn_in"},
+    StateName{S::kAvailable, "available"},     StateName{S::kAllocated, "allocated"},
+    StateName{S::kDraining, "draining"},       StateName{S::kMaintenance, "maintenance"},
+    StateName{S::kValidating, "validating"},   StateName{S::kFailed, "failed"},
+    StateName{S::kRepair, "repair"},           StateName{S::kQuarantine, "quarantine"},
+    StateName{S::kRetired, "retired"},
+};
+
+struct Rule {
+  A action;
+  std::string_view name;
+  ActionKind kind;
+  std::initializer_list<S> from;  // empty = any state but retired (retire, override)
+  S to;
+};
+
+// The whole lifecycle (DESIGN.md "Host lifecycle"). Order is the order shown to operators.
+const std::array kRules = {
+    Rule{A::kAllocate, "allocate", ActionKind::kOperator, {S::kAvailable}, S::kAllocated},
+    Rule{A::kRelease, "release", ActionKind::kOperator, {S::kAllocated}, S::kAvailable},
+    Rule{A::kDrain, "drain", ActionKind::kOperator, {S::kAvailable, S::kAllocated}, S::kDraining},
+    Rule{A::kUndrain, "undrain", ActionKind::kOperator, {S::kDraining}, S::kAvailable},
+    Rule{A::kFail, "fail", ActionKind::kOperator,
+         {S::kBurnIn, S::kAvailable, S::kAllocated, S::kDraining, S::kMaintenance, S::kValidating},
+         S::kFailed},
+    Rule{A::kRepair, "repair", ActionKind::kOperator, {S::kFailed}, S::kRepair},
+    Rule{A::kRepairComplete, "repair_complete", ActionKind::kOperator, {S::kRepair},
+         S::kQuarantine},
+    Rule{A::kRetire, "retire", ActionKind::kOperator, {}, S::kRetired},
+    Rule{A::kOverride, "override", ActionKind::kAdmin, {}, S::kRetired /* override_to */},
+    Rule{A::kStartBurnIn, "start_burn_in", ActionKind::kSystem, {S::kIncoming}, S::kBurnIn},
+    Rule{A::kBurnInPass, "burn_in_pass", ActionKind::kSystem, {S::kBurnIn}, S::kAvailable},
+    Rule{A::kBurnInFail, "burn_in_fail", ActionKind::kSystem, {S::kBurnIn}, S::kFailed},
+    Rule{A::kDrained, "drained", ActionKind::kSystem, {S::kDraining}, S::kMaintenance},
+    Rule{A::kMaintenanceDone, "maintenance_done", ActionKind::kSystem, {S::kMaintenance},
+         S::kValidating},
+    Rule{A::kValidationPass, "validation_pass", ActionKind::kSystem, {S::kValidating},
+         S::kAvailable},
+    Rule{A::kValidationFail, "validation_fail", ActionKind::kSystem,
+         {S::kMaintenance, S::kValidating}, S::kFailed},
+    Rule{A::kQuarantinePass, "quarantine_pass", ActionKind::kSystem, {S::kQuarantine},
+         S::kAvailable},
+    Rule{A::kQuarantineFail, "quarantine_fail", ActionKind::kSystem, {S::kQuarantine},
+         S::kRepair},
+};
+
+const Rule& ruleFor(A action) {
+  for (const auto& r : kRules)
+    if (r.action == action) return r;
+  KILN_CHECK(false && "every action has a rule");
+}
+
+bool ruleAllows(const Rule& r, S from) {
+  if (from == S::kRetired) return false;  // terminal, even for override
+  if (r.from.size() == 0) return true;
+  for (S s : r.from)
+    if (s == from) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string_view hostStateName(HostState s) {
+  for (const auto& n : kStateNames)
+    if (n.state == s) return n.name;
+  return "unknown";
+}
+
+std::optional<HostState> parseHostState(std::string_view name) {
+  for (const auto& n : kStateNames)
+    if (n.name == name) return n.state;
+  return std::nullopt;
+}
+
+const std::vector<HostState>& allHostStates() {
+  static const std::vector<HostState> all = [] {
+    std::vector<HostState> v;
+    for (const auto& n : kStateNames) v.push_back(n.state);
+    return v;
+  }();
+  return all;
+}
+
+std::string_view hostActionName(HostAction a) { return ruleFor(a).name; }
+
+std::optional<HostAction> parseHostAction(std::string_view name) {
+  for (const auto& r : kRules)
+    if (r.name == name) return r.action;
+  return std::nullopt;
+}
+
+ActionKind actionKind(HostAction a) { return ruleFor(a).kind; }
+
+bool inService(HostState s) {
+  switch (s) {
+    case S::kBurnIn: case S::kAvailable: case S::kAllocated: case S::kDraining:
+    case S::kMaintenance: case S::kValidating:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool servesJobs(HostState s) { return s == S::kAvailable || s == S::kAllocated; }
+
+Result<HostState> nextState(HostState from, HostAction action,
+                            std::optional<HostState> override_to) {
+  const Rule& rule = ruleFor(action);
+  if (!ruleAllows(rule, from)) {
+    Error e = conflict("action '" + std::string(rule.name) + "' is not allowed in state '" +
+                       std::string(hostStateName(from)) + "'");
+    e.with("state", std::string(hostStateName(from)));
+    for (A a : allowedActions(from)) e.allowed.emplace_back(hostActionName(a));
+    return e;
+  }
+  if (action == A::kOverride) {
+    if (!override_to) return invalidContent("override needs a target state ('to')");
+    return *override_to;
+  }
+  return rule.to;
+}
+
+std::vector<HostAction> allowedActions(HostState from, bool include_system) {
+  std::vector<HostAction> out;
+  for (const auto& r : kRules) {
+    if (r.kind == ActionKind::kSystem && !include_system) continue;
+    if (ruleAllows(r, from)) out.push_back(r.action);
+  }
+  return out;
+}
+
+}  // namespace kiln::core

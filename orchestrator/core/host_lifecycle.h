@@ -1,0 +1,79 @@
+#pragma once
+// The host lifecycle of DESIGN.md as one table of allowed transitions. This is the only place
+// that decides whether a host may move from one state to another; the store applies a
+// transition only after asking here, and records every one as a host event.
+//
+// Pure: no I/O, no clock. Thread-safe (immutable tables).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kiln::core {
+
+enum class HostState {
+  kIncoming,
+  kBurnIn,
+  kAvailable,
+  kAllocated,
+  kDraining,
+  kMaintenance,
+  kValidating,
+  kFailed,
+  kRepair,
+  kQuarantine,
+  kRetired,
+};
+
+// What moves a host. Operator actions come from the REST API; system actions only from Kiln's
+// own controllers (burn-in runs, rollouts, quarantine validation).
+enum class HostAction {
+  // operator (or job scheduler) actions
+  kAllocate,        // available -> allocated (the scheduler takes it)
+  kRelease,         // allocated -> available
+  kDrain,           // available | allocated -> draining
+  kUndrain,         // draining -> available
+  kFail,            // any in service -> failed
+  kRepair,          // failed -> repair (sent to repair)
+  kRepairComplete,  // repair -> quarantine
+  kRetire,          // any -> retired (terminal)
+  kOverride,        // admin: any non-retired -> any, reason required
+  // system actions
+  kStartBurnIn,       // incoming -> burn_in
+  kBurnInPass,        // burn_in -> available
+  kBurnInFail,        // burn_in -> failed
+  kDrained,           // draining -> maintenance (no job left)
+  kMaintenanceDone,   // maintenance -> validating
+  kValidationPass,    // validating -> available
+  kValidationFail,    // maintenance | validating -> failed
+  kQuarantinePass,    // quarantine -> available
+  kQuarantineFail,    // quarantine -> repair
+};
+
+enum class ActionKind { kOperator, kAdmin, kSystem };
+
+std::string_view hostStateName(HostState s);
+std::optional<HostState> parseHostState(std::string_view name);
+const std::vector<HostState>& allHostStates();
+
+std::string_view hostActionName(HostAction a);
+std::optional<HostAction> parseHostAction(std::string_view name);
+ActionKind actionKind(HostAction a);
+
+// True for states in which a host counts as in service (can fail by operator or health check).
+bool inService(HostState s);
+// True for states in which the host's GPUs can serve jobs (available or allocated).
+bool servesJobs(HostState s);
+
+// The state an action leads to from `from`, or kConflict naming the current state and the
+// actions allowed from it. `override_to` is required for kOverride and ignored otherwise.
+Result<HostState> nextState(HostState from, HostAction action,
+                            std::optional<HostState> override_to = std::nullopt);
+
+// Actions of the given kinds allowed from a state, in table order.
+std::vector<HostAction> allowedActions(HostState from, bool include_system = false);
+
+}  // namespace kiln::core

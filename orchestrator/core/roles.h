@@ -1,0 +1,18 @@
+#pragma once
+// Roles of API tokens (DESIGN.md "REST API v1"). Pure.
+
+#include <optional>
+#include <string_view>
+
+namespace kiln::core {
+
+// viewer < operator < admin form a hierarchy; agent stands apart and may act only for its own
+// host on the agent endpoints.
+enum class Role { kViewer, kOperator, kAdmin, kAgent };
+
+std::string_view roleName(Role r);
+std::optional<Role> parseRole(std::string_view name);
+// True when a token of role `have` may call an endpoint that needs `need`.
+bool roleAllows(Role have, Role need);
+
+}  // namespace kiln::core

@@ -1,0 +1,84 @@
+#include "orchestrator/core/host_lifecycle.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::core {
+namespace {
+
+using S = HostState;
+using A = HostAction;
+
+TEST(HostLifecycleTest, FollowsTheDesignTable) {
+  struct Row { S from; A action; S to; };
+  const Row rows[] = {
+      {S::kIncoming, A::kStartBurnIn, S::kBurnIn},
+      {S::kBurnIn, A::kBurnInPass, S::kAvailable},
+      {S::kBurnIn, A::kBurnInFail, S::kFailed},
+      {S::kAvailable, A::kAllocate, S::kAllocated},
+      {S::kAllocated, A::kRelease, S::kAvailable},
+      {S::kAvailable, A::kDrain, S::kDraining},
+      {S::kAllocated, A::kDrain, S::kDraining},
+      {S::kDraining, A::kUndrain, S::kAvailable},
+      {S::kDraining, A::kDrained, S::kMaintenance},
+      {S::kMaintenance, A::kMaintenanceDone, S::kValidating},
+      {S::kValidating, A::kValidationPass, S::kAvailable},
+      {S::kMaintenance, A::kValidationFail, S::kFailed},
+      {S::kValidating, A::kValidationFail, S::kFailed},
+      {S::kAllocated, A::kFail, S::kFailed},
+      {S::kFailed, A::kRepair, S::kRepair},
+      {S::kRepair, A::kRepairComplete, S::kQuarantine},
+      {S::kQuarantine, A::kQuarantinePass, S::kAvailable},
+      {S::kQuarantine, A::kQuarantineFail, S::kRepair},
+      {S::kQuarantine, A::kRetire, S::kRetired},
+  };
+  for (const auto& r : rows) {
+    auto next = nextState(r.from, r.action);
+    ASSERT_TRUE(next.ok()) << hostStateName(r.from) << " --" << hostActionName(r.action);
+    EXPECT_EQ(*next, r.to) << hostStateName(r.from) << " --" << hostActionName(r.action);
+  }
+}
+
+TEST(HostLifecycleTest, QuarantinedHostCannotBeUndrainedOrReleasedIntoThePool) {
+  for (A a : {A::kUndrain, A::kRelease, A::kBurnInPass, A::kValidationPass, A::kAllocate}) {
+    auto next = nextState(S::kQuarantine, a);
+    ASSERT_FALSE(next.ok()) << hostActionName(a);
+    EXPECT_EQ(next.error().code, ErrorCode::kConflict);
+  }
+}
+
+TEST(HostLifecycleTest, RefusalNamesCurrentStateAndAllowedActions) {
+  auto next = nextState(S::kFailed, A::kUndrain);
+  ASSERT_FALSE(next.ok());
+  EXPECT_EQ(next.error().details.at("state"), "failed");
+  EXPECT_EQ(next.error().allowed, (std::vector<std::string>{"repair", "retire", "override"}));
+}
+
+TEST(HostLifecycleTest, RetiredIsTerminalEvenForOverride) {
+  EXPECT_FALSE(nextState(S::kRetired, A::kOverride, S::kAvailable).ok());
+  EXPECT_FALSE(nextState(S::kRetired, A::kRetire).ok());
+  EXPECT_TRUE(allowedActions(S::kRetired, true).empty());
+}
+
+TEST(HostLifecycleTest, OverrideNeedsTargetState) {
+  EXPECT_FALSE(nextState(S::kQuarantine, A::kOverride).ok());
+  auto next = nextState(S::kQuarantine, A::kOverride, S::kAvailable);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, S::kAvailable);
+  EXPECT_EQ(actionKind(A::kOverride), ActionKind::kAdmin);
+}
+
+TEST(HostLifecycleTest, SystemActionsAreNotOfferedToOperators) {
+  auto ops = allowedActions(S::kQuarantine);
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), A::kQuarantinePass), ops.end());
+  auto all = allowedActions(S::kQuarantine, true);
+  EXPECT_NE(std::find(all.begin(), all.end(), A::kQuarantinePass), all.end());
+}
+
+TEST(HostLifecycleTest, NamesRoundTrip) {
+  for (S s : allHostStates()) EXPECT_EQ(parseHostState(hostStateName(s)), s);
+  EXPECT_EQ(parseHostAction("repair_complete"), A::kRepairComplete);
+  EXPECT_FALSE(parseHostAction("explode").has_value());
+}
+
+}  // namespace
+}  // namespace kiln::core
