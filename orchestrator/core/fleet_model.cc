@@ -80,3 +80,24 @@ PodLayout expandPod(std::string_view pod_id, Platform platform) {
 std::string gpuId(std::string_view host_id, int index) { return suffixed(host_id, "-g%d", index); }
 
 }  // namespace kiln::core
+
+namespace kiln::core {
+
+std::string_view podState(const std::map<HostState, int>& by_state, const PlatformGeometry& g) {
+  auto count = [&](HostState s) {
+    auto it = by_state.find(s);
+    return it == by_state.end() ? 0 : it->second;
+  };
+  int total = 0;
+  for (const auto& [_, n] : by_state) total += n;
+  const int serving = count(HostState::kAvailable) + count(HostState::kAllocated);
+  if (total > 0 && count(HostState::kRetired) == total) return "retired";
+  if (count(HostState::kDraining) + count(HostState::kMaintenance) + count(HostState::kValidating) > 0)
+    return "maintenance";
+  if (serving == 0 && count(HostState::kIncoming) + count(HostState::kBurnIn) > 0) return "incoming";
+  if (serving * g.gpus_per_tray >= g.active_gpus_per_pod()) return "in_service";
+  if (serving > 0) return "degraded";
+  return "down";
+}
+
+}  // namespace kiln::core

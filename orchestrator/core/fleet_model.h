@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <map>
+
+#include "orchestrator/core/host_lifecycle.h"
 
 namespace kiln::core {
 
@@ -68,4 +71,12 @@ struct PodLayout {
 PodLayout expandPod(std::string_view pod_id, Platform platform);
 std::string gpuId(std::string_view host_id, int index);
 
+}  // namespace kiln::core
+
+namespace kiln::core {
+// A pod's state from its hosts' states (stored on the pod so lists can filter on it):
+// retired (all hosts retired), incoming (new hardware not yet in service), maintenance (a host
+// draining, in maintenance or validating), in_service (>= 64 GPUs can serve jobs: the spares
+// cover the rest), degraded (fewer), down (none).
+std::string_view podState(const std::map<HostState, int>& hosts_by_state, const PlatformGeometry& g);
 }  // namespace kiln::core

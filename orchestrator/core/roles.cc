@@ -24,3 +24,19 @@ bool roleAllows(Role have, Role need) {
 }
 
 }  // namespace kiln::core
+
+#include "orchestrator/core/store.h"
+
+namespace kiln::core {
+
+std::optional<ParsedToken> parseBearerToken(std::string_view token) {
+  constexpr std::string_view kPrefix = "kiln_";
+  if (token.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  token.remove_prefix(kPrefix.size());
+  auto sep = token.find('_');
+  if (sep == std::string_view::npos || sep == 0 || sep + 1 >= token.size()) return std::nullopt;
+  if (token.size() > 200) return std::nullopt;
+  return ParsedToken{std::string(token.substr(0, sep)), std::string(token.substr(sep + 1))};
+}
+
+}  // namespace kiln::core

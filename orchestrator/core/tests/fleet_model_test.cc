@@ -49,3 +49,21 @@ TEST(FleetModelTest, IdsAreUniqueAndStable) {
 
 }  // namespace
 }  // namespace kiln::core
+
+namespace kiln::core {
+namespace {
+
+TEST(PodStateTest, SparesCoverUpToTwoFailedTrays) {
+  const auto& g = geometry(Platform::kClemente);
+  EXPECT_EQ(podState({{HostState::kAvailable, 18}}, g), "in_service");
+  EXPECT_EQ(podState({{HostState::kAvailable, 14}, {HostState::kAllocated, 2}, {HostState::kFailed, 2}}, g),
+            "in_service");
+  EXPECT_EQ(podState({{HostState::kAvailable, 15}, {HostState::kFailed, 3}}, g), "degraded");
+  EXPECT_EQ(podState({{HostState::kAvailable, 17}, {HostState::kDraining, 1}}, g), "maintenance");
+  EXPECT_EQ(podState({{HostState::kIncoming, 18}}, g), "incoming");
+  EXPECT_EQ(podState({{HostState::kFailed, 18}}, g), "down");
+  EXPECT_EQ(podState({{HostState::kRetired, 18}}, g), "retired");
+}
+
+}  // namespace
+}  // namespace kiln::core

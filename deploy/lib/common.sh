@@ -1,0 +1,99 @@
+# Shared by deploy/quickstart.sh and deploy/test.sh: packages, build, private PostgreSQL.
+# Source it; it defines functions only.
+
+KILN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+KILN_PG_USER=kiln
+
+# Debian 12 packages Kiln needs to build and run. Keep in sync with README.md.
+KILN_PACKAGES=(
+  g++ cmake ninja-build pkg-config ccache git
+  libcpprest-dev libssl-dev libpqxx-dev libboost-dev libboost-filesystem-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpugixml-dev
+  libgtest-dev libgmock-dev
+  postgresql postgresql-client curl
+)
+
+log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }
+die() { printf '[kiln] error: %s\n' "$*" >&2; exit 1; }
+
+ensure_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  [ "$(id -u)" = 0 ] || die "missing packages: ${missing[*]} (run as root, or apt-get install them)"
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || die "apt-get update failed"
+  apt-get install -y -qq "${missing[@]}" >/dev/null || die "apt-get install failed"
+}
+
+# build BUILD_DIR [extra cmake args...]
+kiln_build() {
+  local dir=$1; shift
+  cmake -S "$KILN_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null \
+    || die "cmake configure failed"
+  cmake --build "$dir" -j2 || die "build failed"
+}
+
+# PostgreSQL refuses to run as root: a dedicated unprivileged user owns the clusters.
+ensure_pg_user() {
+  id "$KILN_PG_USER" >/dev/null 2>&1 && return 0
+  [ "$(id -u)" = 0 ] || die "user $KILN_PG_USER is missing and we are not root"
+  useradd --system --no-create-home --shell /usr/sbin/nologin "$KILN_PG_USER"
+}
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u "$KILN_PG_USER" -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# pg_up DIR PORT [fsync on|off]: a private cluster in DIR/data, socket in DIR/run, loopback
+# TCP off (socket only). Reuses an existing cluster; starts it if stopped.
+pg_up() {
+  local dir=$1 port=$2 fsync=${3:-on}
+  mkdir -p "$dir/run"
+  if [ "$(id -u)" = 0 ]; then ensure_pg_user; chown "$KILN_PG_USER" "$dir" "$dir/run"; fi
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    log "creating PostgreSQL cluster in $dir/data"
+    as_pg "$PG_BIN/initdb" -D "$dir/data" -U "$KILN_PG_USER" --auth=trust -E UTF8 --locale=C.UTF-8 \
+      >"$dir/initdb.log" 2>&1 || die "initdb failed, see $dir/initdb.log"
+  fi
+  if as_pg "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+    return 0
+  fi
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start \
+    -o "-p $port -k $dir/run -c listen_addresses='' -c fsync=$fsync -c synchronous_commit=$fsync -c max_connections=200 -c shared_buffers=256MB" \
+    >/dev/null || die "PostgreSQL did not start, see $dir/postgres.log"
+}
+
+pg_down() {
+  local dir=$1
+  [ -f "$dir/data/PG_VERSION" ] || return 0
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# pg_url DIR PORT DBNAME
+pg_url() { echo "host=$1/run port=$2 user=$KILN_PG_USER dbname=$3"; }
+
+pg_createdb() {
+  local dir=$1 port=$2 db=$3
+  as_pg /usr/bin/psql -h "$dir/run" -p "$port" -U "$KILN_PG_USER" -d postgres -tAc \
+    "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 && return 0
+  as_pg /usr/bin/createdb -h "$dir/run" -p "$port" -U "$KILN_PG_USER" "$db"
+}
+
+# wait_http URL SECONDS
+wait_http() {
+  local url=$1 secs=$2 i
+  for ((i = 0; i < secs * 10; i++)); do
+    curl -fsS -o /dev/null "$url" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}

@@ -1,0 +1,192 @@
+#pragma once
+// The fleet store: what kilnd keeps in PostgreSQL, as an interface of plain types so the API
+// and controllers do not see SQL. The implementation (orchestrator/db) commits each mutation
+// in one transaction together with its host events and audit record.
+//
+// Thread-safety: implementations are safe to call from many threads at once.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "orchestrator/core/clock.h"
+#include "orchestrator/core/fleet_spec.h"
+#include "orchestrator/core/host_lifecycle.h"
+#include "orchestrator/core/roles.h"
+
+namespace kiln::core {
+
+template <typename T>
+struct Page {
+  std::vector<T> items;
+  std::optional<std::string> next_cursor;  // pass back as `cursor` for the next page
+};
+
+struct PageRequest {
+  std::string cursor;  // empty = from the start
+  int limit = 100;     // 1..1000
+};
+
+// Who did something and why: written into host events and the audit log.
+struct Actor {
+  std::string token_id;  // "system" for Kiln's own controllers
+  std::string name;
+};
+
+struct SiteSummary {
+  std::string id;
+  std::vector<std::string> buildings;
+  std::int64_t pods = 0;
+  std::int64_t hosts = 0;
+};
+
+struct PodFilter {
+  std::string site, building, platform, state, label;  // label as "key=value"
+};
+
+struct PodSummary {
+  std::string id, site, building, platform, state;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::int64_t> hosts_by_state;
+  std::int64_t healthy_gpus = 0;  // GPUs on hosts that can serve jobs
+  std::int64_t racks = 0;
+};
+
+struct HostSummary {
+  std::string id, pod, rack, building, site, platform, state;
+  int tray = 0;
+  bool spare = false;
+  TimePoint state_since;
+  std::string state_reason;
+  std::optional<TimePoint> last_seen;
+};
+
+struct ComponentVersion {
+  std::string target;  // host or switch tray id
+  std::string kind;
+  std::string version;
+};
+
+struct SwitchTray {
+  std::string id, rack;
+  int tray = 0;
+};
+
+struct PodDetail {
+  PodSummary pod;
+  std::vector<std::string> racks;
+  std::vector<HostSummary> hosts;
+  std::vector<SwitchTray> switch_trays;
+  std::vector<ComponentVersion> components;
+};
+
+struct Gpu {
+  std::string id;
+  int index = 0;
+  std::string serial, uuid;
+};
+
+struct HostDetail {
+  HostSummary host;
+  std::vector<Gpu> gpus;
+  std::map<std::string, std::string> components;
+  std::vector<std::string> allowed_actions;
+};
+
+struct HostFilter {
+  std::string pod, building, site, state;
+};
+
+struct HostEvent {
+  std::int64_t id = 0;
+  std::string host;
+  TimePoint at;
+  std::string action, from_state, to_state, actor, reason;
+};
+
+struct ImportSummary {
+  std::int64_t sites_created = 0, buildings_created = 0, pods_created = 0, pods_existing = 0;
+  std::int64_t racks_created = 0, hosts_created = 0, switch_trays_created = 0, gpus_created = 0;
+  std::int64_t components_created = 0;
+};
+
+struct TokenInfo {
+  std::string id, name;
+  Role role = Role::kViewer;
+  std::string host;  // agent tokens: the only host they may act for
+  TimePoint created_at;
+  std::string created_by;
+  std::optional<TimePoint> revoked_at;
+};
+
+struct NewToken {
+  TokenInfo info;
+  std::string secret;  // the whole bearer token; shown once, stored only as a hash
+};
+
+struct TokenRecord {
+  TokenInfo info;
+  std::string secret_hash;
+};
+
+struct HostTransition {
+  std::string host;
+  HostAction action;
+  std::optional<HostState> override_to;
+  std::string reason;
+};
+
+struct FleetCounts {
+  std::map<std::string, std::int64_t> hosts_by_state;
+  std::map<std::string, std::int64_t> pods_by_platform;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  virtual Status ping() = 0;
+
+  // Idempotent: pods that exist already are left as they are (kConflict if a file moves an
+  // existing pod to another building or platform). All or nothing.
+  virtual Result<ImportSummary> importFleet(const FleetSpec& fleet, const Actor& actor) = 0;
+
+  virtual Result<std::vector<SiteSummary>> listSites() = 0;
+  virtual Result<Page<PodSummary>> listPods(const PodFilter& filter, const PageRequest& page) = 0;
+  virtual Result<PodDetail> getPod(const std::string& id) = 0;
+  virtual Result<Page<HostSummary>> listHosts(const HostFilter& filter,
+                                              const PageRequest& page) = 0;
+  virtual Result<HostDetail> getHost(const std::string& id) = 0;
+  virtual Result<Page<HostEvent>> hostEvents(const std::string& host_id,
+                                             const PageRequest& page) = 0;
+
+  // Applies one lifecycle transition (checked by core::nextState under a row lock), writes the
+  // host event and audit record, and refreshes the pod's state. kNotFound, kConflict.
+  virtual Result<HostSummary> transitionHost(const HostTransition& t, const Actor& actor) = 0;
+
+  // Pods of a platform that can run a full 64-GPU slice now.
+  virtual Result<std::int64_t> countHealthyPods(const std::string& platform) = 0;
+  virtual Result<FleetCounts> fleetCounts() = 0;
+
+  virtual Result<NewToken> createToken(Role role, const std::string& name,
+                                       const std::string& host, const Actor& actor) = 0;
+  virtual Result<std::vector<TokenInfo>> listTokens() = 0;
+  virtual Status revokeToken(const std::string& id, const Actor& actor) = 0;
+  virtual Result<std::optional<TokenRecord>> findToken(const std::string& id) = 0;
+  // True if any unrevoked admin token exists.
+  virtual Result<bool> hasAdminToken() = 0;
+
+  virtual Status audit(const Actor& actor, const std::string& action, const std::string& target,
+                       const std::string& details_json) = 0;
+};
+
+// Bearer tokens look like "kiln_<id>_<secret>"; this splits one. Pure.
+struct ParsedToken {
+  std::string id, secret;
+};
+std::optional<ParsedToken> parseBearerToken(std::string_view token);
+
+}  // namespace kiln::core

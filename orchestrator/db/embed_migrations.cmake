@@ -1,0 +1,11 @@
+# Writes OUT: a C++ file defining kiln::db::embeddedMigrations() from the .sql FILES.
+set(body "#include \"orchestrator/db/migrations.h\"\nnamespace kiln::db {\nconst std::vector<Migration>& embeddedMigrations() {\n  static const std::vector<Migration> all = {\n")
+foreach(f ${FILES})
+  get_filename_component(name ${f} NAME_WE)
+  string(REGEX MATCH "^[0-9]+" num ${name})
+  math(EXPR num "${num} + 0")
+  file(READ ${f} sql)
+  string(APPEND body "    {${num}, \"${name}\", R\"kiln_sql(${sql})kiln_sql\"},\n")
+endforeach()
+string(APPEND body "  };\n  return all;\n}\n}  // namespace kiln::db\n")
+file(WRITE ${OUT} "${body}")

@@ -1,0 +1,579 @@
+#include "orchestrator/db/pg_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <set>
+
+#include "common/crypto.h"
+#include "orchestrator/core/fleet_model.h"
+#include "orchestrator/db/pg_pool.h"
+
+namespace kiln::db {
+namespace {
+
+using core::TimePoint;
+using nlohmann::json;
+
+TimePoint fromEpoch(double seconds) {
+  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
+      std::chrono::duration<double>(seconds)));
+}
+
+// Builds a WHERE clause from fixed fragments; every value is a bind parameter.
+class Where {
+ public:
+  void add(const std::string& fragment_with_placeholder, const std::string& value) {
+    params_.push_back(value);
+    std::string f = fragment_with_placeholder;
+    f.replace(f.find('?'), 1, "$" + std::to_string(params_.size()));
+    sql_ += (sql_.empty() ? " WHERE " : " AND ") + f;
+  }
+  void addIf(const std::string& fragment, const std::string& value) {
+    if (!value.empty()) add(fragment, value);
+  }
+  std::string limit(int n) {
+    params_.push_back(std::to_string(n));
+    return " LIMIT $" + std::to_string(params_.size());
+  }
+  const std::string& sql() const { return sql_; }
+  const std::vector<std::string>& params() const { return params_; }
+
+ private:
+  std::string sql_;
+  std::vector<std::string> params_;
+};
+
+int clampLimit(int limit) { return std::clamp(limit, 1, 1000); }
+
+constexpr const char* kPodColumns =
+    "p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
+    " (SELECT coalesce(json_object_agg(state, n), '{}')::text FROM"
+    "   (SELECT state, count(*) n FROM hosts h WHERE h.pod_id = p.id GROUP BY state) s),"
+    " (SELECT count(*) FROM racks r WHERE r.pod_id = p.id)";
+
+core::PodSummary podFromRow(const pqxx::row& r) {
+  core::PodSummary p;
+  p.id = r[0].as<std::string>();
+  p.site = r[1].as<std::string>();
+  p.building = r[2].as<std::string>();
+  p.platform = r[3].as<std::string>();
+  p.state = r[4].as<std::string>();
+  const json labels = json::parse(r[5].c_str());
+  for (const auto& [k, v] : labels.items())
+    p.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  const auto& g = core::geometry(*core::parsePlatform(p.platform));
+  const json by_state = json::parse(r[6].c_str());
+  for (const auto& [state, n] : by_state.items()) {
+    p.hosts_by_state[state] = n.get<std::int64_t>();
+    if (state == "available" || state == "allocated") p.healthy_gpus += n.get<int>() * g.gpus_per_tray;
+  }
+  p.racks = r[7].as<std::int64_t>();
+  return p;
+}
+
+constexpr const char* kHostColumns =
+    "h.id, h.pod_id, h.rack_id, h.building_id, h.site_id, p.platform, h.state, h.tray, h.spare,"
+    " extract(epoch from h.state_since)::float8, h.state_reason,"
+    " extract(epoch from h.last_seen)::float8";
+
+core::HostSummary hostFromRow(const pqxx::row& r) {
+  core::HostSummary h;
+  h.id = r[0].as<std::string>();
+  h.pod = r[1].as<std::string>();
+  h.rack = r[2].as<std::string>();
+  h.building = r[3].as<std::string>();
+  h.site = r[4].as<std::string>();
+  h.platform = r[5].as<std::string>();
+  h.state = r[6].as<std::string>();
+  h.tray = r[7].as<int>();
+  h.spare = r[8].as<bool>();
+  h.state_since = fromEpoch(r[9].as<double>());
+  h.state_reason = r[10].as<std::string>();
+  if (!r[11].is_null()) h.last_seen = fromEpoch(r[11].as<double>());
+  return h;
+}
+
+core::TokenInfo tokenFromRow(const pqxx::row& r) {
+  core::TokenInfo t;
+  t.id = r[0].as<std::string>();
+  t.name = r[1].as<std::string>();
+  t.role = core::parseRole(r[2].as<std::string>()).value_or(core::Role::kViewer);
+  t.host = r[3].is_null() ? "" : r[3].as<std::string>();
+  t.created_at = fromEpoch(r[4].as<double>());
+  t.created_by = r[5].as<std::string>();
+  if (!r[6].is_null()) t.revoked_at = fromEpoch(r[6].as<double>());
+  return t;
+}
+
+constexpr const char* kTokenColumns =
+    "id, name, role, host_id, extract(epoch from created_at)::float8, created_by,"
+    " extract(epoch from revoked_at)::float8";
+
+void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& action,
+                const std::string& target, const std::string& details) {
+  txn.exec_params("INSERT INTO audit_log (actor, action, target, details) VALUES ($1,$2,$3,$4::jsonb)",
+                  actor.token_id, action, target, details.empty() ? "{}" : details);
+}
+
+// Recomputes a pod's state from its hosts (same transaction as the host change).
+void refreshPodState(pqxx::work& txn, const std::string& pod_id) {
+  auto rows = txn.exec_params(
+      "SELECT h.state, count(*), p.platform FROM hosts h JOIN pods p ON p.id = h.pod_id"
+      " WHERE h.pod_id = $1 GROUP BY h.state, p.platform",
+      pod_id);
+  if (rows.empty()) return;
+  std::map<core::HostState, int> by_state;
+  for (const auto& r : rows)
+    by_state[*core::parseHostState(r[0].as<std::string>())] = r[1].as<int>();
+  const auto& g = core::geometry(*core::parsePlatform(rows[0][2].as<std::string>()));
+  txn.exec_params("UPDATE pods SET state = $2 WHERE id = $1 AND state <> $2", pod_id,
+                  std::string(core::podState(by_state, g)));
+}
+
+template <typename T, typename F>
+core::Page<T> pageFrom(const pqxx::result& rows, int limit, F&& convert) {
+  core::Page<T> page;
+  for (const auto& r : rows) {
+    if (static_cast<int>(page.items.size()) == limit) break;
+    page.items.push_back(convert(r));
+  }
+  if (static_cast<int>(rows.size()) > limit) page.next_cursor = rows[limit - 1][0].as<std::string>();
+  return page;
+}
+
+class PgStore final : public core::Store {
+ public:
+  explicit PgStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
+
+  Status ping() override {
+    return pool_.transact<Ok>([](pqxx::work& txn) -> Status {
+      txn.exec1("SELECT 1");
+      return Ok{};
+    });
+  }
+
+  Result<core::ImportSummary> importFleet(const core::FleetSpec& fleet,
+                                          const core::Actor& actor) override {
+    return pool_.transact<core::ImportSummary>(
+        [&](pqxx::work& txn) -> Result<core::ImportSummary> { return importIn(txn, fleet, actor); });
+  }
+
+  Result<std::vector<core::SiteSummary>> listSites() override {
+    return pool_.transact<std::vector<core::SiteSummary>>(
+        [&](pqxx::work& txn) -> Result<std::vector<core::SiteSummary>> {
+          std::vector<core::SiteSummary> out;
+          for (const auto& r : txn.exec(
+                   "SELECT s.id, coalesce((SELECT json_agg(b.id ORDER BY b.id) FROM buildings b"
+                   " WHERE b.site_id = s.id), '[]')::text,"
+                   " (SELECT count(*) FROM pods p WHERE p.site_id = s.id),"
+                   " (SELECT count(*) FROM hosts h WHERE h.site_id = s.id)"
+                   " FROM sites s ORDER BY s.id")) {
+            core::SiteSummary s;
+            s.id = r[0].as<std::string>();
+            s.buildings = json::parse(r[1].c_str()).get<std::vector<std::string>>();
+            s.pods = r[2].as<std::int64_t>();
+            s.hosts = r[3].as<std::int64_t>();
+            out.push_back(std::move(s));
+          }
+          return out;
+        });
+  }
+
+  Result<core::Page<core::PodSummary>> listPods(const core::PodFilter& f,
+                                                const core::PageRequest& page) override {
+    Where w;
+    w.addIf("p.site_id = ?", f.site);
+    w.addIf("p.building_id = ?", f.building);
+    w.addIf("p.platform = ?", f.platform);
+    w.addIf("p.state = ?", f.state);
+    if (!f.label.empty()) {
+      auto eq = f.label.find('=');
+      if (eq == std::string::npos) return invalidArgument("label filter must be key=value");
+      w.add("p.labels @> ?::jsonb", json{{f.label.substr(0, eq), f.label.substr(eq + 1)}}.dump());
+    }
+    w.addIf("p.id > ?", page.cursor);
+    const int limit = clampLimit(page.limit);
+    const std::string sql = std::string("SELECT ") + kPodColumns + " FROM pods p" + w.sql() +
+                            " ORDER BY p.id" + w.limit(limit + 1);
+    return pool_.transact<core::Page<core::PodSummary>>(
+        [&](pqxx::work& txn) -> Result<core::Page<core::PodSummary>> {
+          auto rows = txn.exec_params(sql, pqxx::prepare::make_dynamic_params(w.params()));
+          return pageFrom<core::PodSummary>(rows, limit, podFromRow);
+        });
+  }
+
+  Result<core::PodDetail> getPod(const std::string& id) override {
+    return pool_.transact<core::PodDetail>([&](pqxx::work& txn) -> Result<core::PodDetail> {
+      auto rows = txn.exec_params(std::string("SELECT ") + kPodColumns + " FROM pods p WHERE p.id = $1", id);
+      if (rows.empty()) return notFound("no pod '" + id + "'");
+      core::PodDetail d;
+      d.pod = podFromRow(rows[0]);
+      for (const auto& r : txn.exec_params("SELECT id FROM racks WHERE pod_id = $1 ORDER BY idx", id))
+        d.racks.push_back(r[0].as<std::string>());
+      for (const auto& r : txn.exec_params(std::string("SELECT ") + kHostColumns +
+                                               " FROM hosts h JOIN pods p ON p.id = h.pod_id"
+                                               " WHERE h.pod_id = $1 ORDER BY h.tray",
+                                           id))
+        d.hosts.push_back(hostFromRow(r));
+      for (const auto& r : txn.exec_params(
+               "SELECT id, rack_id, tray FROM switch_trays WHERE pod_id = $1 ORDER BY tray", id))
+        d.switch_trays.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<int>()});
+      for (const auto& r : txn.exec_params(
+               "SELECT target_id, kind, version FROM components WHERE pod_id = $1"
+               " ORDER BY target_id, kind",
+               id))
+        d.components.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+      return d;
+    });
+  }
+
+  Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter& f,
+                                                  const core::PageRequest& page) override {
+    Where w;
+    w.addIf("h.pod_id = ?", f.pod);
+    w.addIf("h.building_id = ?", f.building);
+    w.addIf("h.site_id = ?", f.site);
+    w.addIf("h.state = ?", f.state);
+    w.addIf("h.id > ?", page.cursor);
+    const int limit = clampLimit(page.limit);
+    const std::string sql = std::string("SELECT ") + kHostColumns +
+                            " FROM hosts h JOIN pods p ON p.id = h.pod_id" + w.sql() +
+                            " ORDER BY h.id" + w.limit(limit + 1);
+    return pool_.transact<core::Page<core::HostSummary>>(
+        [&](pqxx::work& txn) -> Result<core::Page<core::HostSummary>> {
+          auto rows = txn.exec_params(sql, pqxx::prepare::make_dynamic_params(w.params()));
+          return pageFrom<core::HostSummary>(rows, limit, hostFromRow);
+        });
+  }
+
+  Result<core::HostDetail> getHost(const std::string& id) override {
+    return pool_.transact<core::HostDetail>([&](pqxx::work& txn) -> Result<core::HostDetail> {
+      auto rows = txn.exec_params(std::string("SELECT ") + kHostColumns +
+                                      " FROM hosts h JOIN pods p ON p.id = h.pod_id WHERE h.id = $1",
+                                  id);
+      if (rows.empty()) return notFound("no host '" + id + "'");
+      core::HostDetail d;
+      d.host = hostFromRow(rows[0]);
+      for (const auto& r : txn.exec_params(
+               "SELECT id, idx, serial, uuid FROM gpus WHERE host_id = $1 ORDER BY idx", id))
+        d.gpus.push_back({r[0].as<std::string>(), r[1].as<int>(), r[2].as<std::string>(), r[3].as<std::string>()});
+      for (const auto& r : txn.exec_params(
+               "SELECT kind, version FROM components WHERE target_id = $1 ORDER BY kind", id))
+        d.components[r[0].as<std::string>()] = r[1].as<std::string>();
+      for (auto a : core::allowedActions(*core::parseHostState(d.host.state)))
+        d.allowed_actions.emplace_back(core::hostActionName(a));
+      return d;
+    });
+  }
+
+  Result<core::Page<core::HostEvent>> hostEvents(const std::string& host_id,
+                                                 const core::PageRequest& page) override {
+    const int limit = clampLimit(page.limit);
+    // Newest first; the cursor is the id of the last event seen.
+    std::int64_t before = std::numeric_limits<std::int64_t>::max();
+    if (!page.cursor.empty()) {
+      try {
+        before = std::stoll(page.cursor);
+      } catch (...) {
+        return invalidArgument("cursor is not valid");
+      }
+    }
+    return pool_.transact<core::Page<core::HostEvent>>(
+        [&](pqxx::work& txn) -> Result<core::Page<core::HostEvent>> {
+          if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host_id).empty())
+            return notFound("no host '" + host_id + "'");
+          auto rows = txn.exec_params(
+              "SELECT id::text, host_id, extract(epoch from at)::float8, action,"
+              " coalesce(from_state, ''), to_state, actor, reason FROM host_events"
+              " WHERE host_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
+              host_id, before, limit + 1);
+          return pageFrom<core::HostEvent>(rows, limit, [](const pqxx::row& r) {
+            core::HostEvent e;
+            e.id = std::stoll(r[0].as<std::string>());
+            e.host = r[1].as<std::string>();
+            e.at = fromEpoch(r[2].as<double>());
+            e.action = r[3].as<std::string>();
+            e.from_state = r[4].as<std::string>();
+            e.to_state = r[5].as<std::string>();
+            e.actor = r[6].as<std::string>();
+            e.reason = r[7].as<std::string>();
+            return e;
+          });
+        });
+  }
+
+  Result<core::HostSummary> transitionHost(const core::HostTransition& t,
+                                           const core::Actor& actor) override {
+    return pool_.transact<core::HostSummary>([&](pqxx::work& txn) -> Result<core::HostSummary> {
+      auto rows = txn.exec_params("SELECT state, pod_id FROM hosts WHERE id = $1 FOR UPDATE", t.host);
+      if (rows.empty()) return notFound("no host '" + t.host + "'");
+      const std::string from = rows[0][0].as<std::string>();
+      const std::string pod = rows[0][1].as<std::string>();
+      auto next = core::nextState(*core::parseHostState(from), t.action, t.override_to);
+      if (!next.ok()) {
+        next.error().with("host", t.host);
+        return next.error();
+      }
+      const std::string to(core::hostStateName(*next));
+      const std::string action(core::hostActionName(t.action));
+      txn.exec_params(
+          "UPDATE hosts SET state = $2, state_since = now(), state_reason = $3, version = version + 1"
+          " WHERE id = $1",
+          t.host, to, t.reason);
+      txn.exec_params(
+          "INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
+          " VALUES ($1, $2, $3, $4, $5, $6)",
+          t.host, action, from, to, actor.token_id, t.reason);
+      writeAudit(txn, actor, "host." + action, t.host,
+                 json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
+      refreshPodState(txn, pod);
+      return hostFromRow(txn.exec_params1(std::string("SELECT ") + kHostColumns +
+                                          " FROM hosts h JOIN pods p ON p.id = h.pod_id WHERE h.id = $1",
+                                          t.host));
+    });
+  }
+
+  Result<std::int64_t> countHealthyPods(const std::string& platform) override {
+    return pool_.transact<std::int64_t>([&](pqxx::work& txn) -> Result<std::int64_t> {
+      return txn.exec_params1("SELECT count(*) FROM pods WHERE state = 'in_service' AND ($1 = '' OR platform = $1)",
+                              platform)[0]
+          .as<std::int64_t>();
+    });
+  }
+
+  Result<core::FleetCounts> fleetCounts() override {
+    return pool_.transact<core::FleetCounts>([&](pqxx::work& txn) -> Result<core::FleetCounts> {
+      core::FleetCounts c;
+      for (const auto& r : txn.exec("SELECT state, count(*) FROM hosts GROUP BY state"))
+        c.hosts_by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+      for (const auto& r : txn.exec("SELECT platform, count(*) FROM pods GROUP BY platform"))
+        c.pods_by_platform[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+      return c;
+    });
+  }
+
+  Result<core::NewToken> createToken(core::Role role, const std::string& name,
+                                     const std::string& host, const core::Actor& actor) override {
+    return pool_.transact<core::NewToken>([&](pqxx::work& txn) -> Result<core::NewToken> {
+      if (role == core::Role::kAgent) {
+        if (host.empty()) return invalidContent("an agent token needs a host");
+        if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host).empty())
+          return invalidContent("no host '" + host + "'");
+      } else if (!host.empty()) {
+        return invalidContent("only agent tokens are bound to a host");
+      }
+      const std::string id = randomHex(6);
+      const std::string secret = randomHex(24);
+      auto row = txn.exec_params1(
+          std::string("INSERT INTO tokens (id, secret_hash, role, name, host_id, created_by)"
+                      " VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6) RETURNING ") + kTokenColumns,
+          id, sha256Hex(secret), std::string(core::roleName(role)), name, host, actor.token_id);
+      writeAudit(txn, actor, "token.create", id,
+                 json{{"role", core::roleName(role)}, {"name", name}, {"host", host}}.dump());
+      return core::NewToken{tokenFromRow(row), "kiln_" + id + "_" + secret};
+    });
+  }
+
+  Result<std::vector<core::TokenInfo>> listTokens() override {
+    return pool_.transact<std::vector<core::TokenInfo>>(
+        [&](pqxx::work& txn) -> Result<std::vector<core::TokenInfo>> {
+          std::vector<core::TokenInfo> out;
+          for (const auto& r : txn.exec(std::string("SELECT ") + kTokenColumns +
+                                        " FROM tokens ORDER BY created_at, id"))
+            out.push_back(tokenFromRow(r));
+          return out;
+        });
+  }
+
+  Status revokeToken(const std::string& id, const core::Actor& actor) override {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      auto r = txn.exec_params(
+          "UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id", id);
+      if (r.empty()) {
+        if (txn.exec_params("SELECT 1 FROM tokens WHERE id = $1", id).empty())
+          return notFound("no token '" + id + "'");
+        return conflict("token '" + id + "' is already revoked");
+      }
+      writeAudit(txn, actor, "token.revoke", id, "{}");
+      return Ok{};
+    });
+  }
+
+  Result<std::optional<core::TokenRecord>> findToken(const std::string& id) override {
+    return pool_.transact<std::optional<core::TokenRecord>>(
+        [&](pqxx::work& txn) -> Result<std::optional<core::TokenRecord>> {
+          auto rows = txn.exec_params(
+              std::string("SELECT ") + kTokenColumns + ", secret_hash FROM tokens WHERE id = $1", id);
+          if (rows.empty()) return std::optional<core::TokenRecord>();
+          return std::optional<core::TokenRecord>(
+              core::TokenRecord{tokenFromRow(rows[0]), rows[0][7].as<std::string>()});
+        });
+  }
+
+  Result<bool> hasAdminToken() override {
+    return pool_.transact<bool>([&](pqxx::work& txn) -> Result<bool> {
+      return !txn.exec("SELECT 1 FROM tokens WHERE role = 'admin' AND revoked_at IS NULL LIMIT 1").empty();
+    });
+  }
+
+  Status audit(const core::Actor& actor, const std::string& action, const std::string& target,
+               const std::string& details_json) override {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      writeAudit(txn, actor, action, target, details_json);
+      return Ok{};
+    });
+  }
+
+ private:
+  Result<core::ImportSummary> importIn(pqxx::work& txn, const core::FleetSpec& fleet,
+                                       const core::Actor& actor);
+
+  PgPool pool_;
+};
+
+Result<core::ImportSummary> PgStore::importIn(pqxx::work& txn, const core::FleetSpec& fleet,
+                                              const core::Actor& actor) {
+  core::ImportSummary sum;
+  // Serialise imports: two at once would race on the "which pods are new" decision.
+  txn.exec("LOCK TABLE pods IN SHARE ROW EXCLUSIVE MODE");
+
+  for (const auto& site : fleet.sites) {
+    sum.sites_created +=
+        txn.exec_params("INSERT INTO sites (id) VALUES ($1) ON CONFLICT DO NOTHING", site).affected_rows();
+  }
+  for (const auto& b : fleet.buildings) {
+    auto r = txn.exec_params(
+        "INSERT INTO buildings (id, site_id) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id",
+        b.id, b.site);
+    if (!r.empty()) {
+      ++sum.buildings_created;
+      continue;
+    }
+    auto existing = txn.exec_params1("SELECT site_id FROM buildings WHERE id = $1", b.id);
+    if (existing[0].as<std::string>() != b.site)
+      return conflict("building '" + b.id + "' already exists in site '" +
+                      existing[0].as<std::string>() + "', not '" + b.site + "'");
+  }
+
+  // Which pods exist already? Stage the file's pods and compare in one query.
+  txn.exec0("CREATE TEMP TABLE import_pods (id text COLLATE \"C\", building_id text, platform text)"
+            " ON COMMIT DROP");
+  {
+    pqxx::stream_to s(txn, "import_pods", std::vector<std::string>{"id", "building_id", "platform"});
+    for (const auto& p : fleet.pods)
+      s << std::make_tuple(p.id, p.building, std::string(core::platformName(p.platform)));
+    s.complete();
+  }
+  std::set<std::string> existing;
+  for (const auto& r : txn.exec(
+           "SELECT i.id, p.building_id, p.platform, i.building_id, i.platform"
+           " FROM import_pods i JOIN pods p ON p.id = i.id")) {
+    const std::string id = r[0].as<std::string>();
+    if (r[1].as<std::string>() != r[3].as<std::string>() || r[2].as<std::string>() != r[4].as<std::string>()) {
+      Error e = conflict("pod '" + id + "' already exists in building '" + r[1].as<std::string>() +
+                         "' as " + r[2].as<std::string>() + "; the file says building '" +
+                         r[3].as<std::string>() + "' as " + r[4].as<std::string>());
+      e.with("pod", id);
+      return e;
+    }
+    existing.insert(id);
+  }
+  sum.pods_existing = static_cast<std::int64_t>(existing.size());
+
+  {
+    pqxx::stream_to pods(txn, "pods",
+                         std::vector<std::string>{"id", "building_id", "site_id", "platform", "labels", "state"});
+    for (const auto& p : fleet.pods) {
+      if (existing.count(p.id)) continue;
+      std::map<core::HostState, int> by_state{{p.initial_state, 18}};
+      pods << std::make_tuple(p.id, p.building, p.site, std::string(core::platformName(p.platform)),
+                              json(p.labels).dump(),
+                              std::string(core::podState(by_state, core::geometry(p.platform))));
+      ++sum.pods_created;
+    }
+    pods.complete();
+  }
+  {
+    // libpqxx allows one COPY stream per transaction at a time: one table after the other.
+    std::vector<std::pair<const core::PodSpec*, core::PodLayout>> layouts;
+    layouts.reserve(fleet.pods.size());
+    for (const auto& p : fleet.pods) {
+      if (existing.count(p.id)) continue;
+      layouts.emplace_back(&p, core::expandPod(p.id, p.platform));
+    }
+    auto stream = [&](const char* table, std::vector<std::string> cols, auto&& rows) {
+      pqxx::stream_to s(txn, table, cols);
+      for (const auto& [pod, layout] : layouts) rows(s, *pod, layout);
+      s.complete();
+    };
+    stream("racks", {"id", "pod_id", "idx"}, [&](pqxx::stream_to& s, const core::PodSpec& p, const core::PodLayout& l) {
+      for (const auto& r : l.racks) {
+        s << std::make_tuple(r.id, p.id, r.index);
+        ++sum.racks_created;
+      }
+    });
+    stream("hosts", {"id", "pod_id", "rack_id", "building_id", "site_id", "tray", "spare", "state"},
+           [&](pqxx::stream_to& s, const core::PodSpec& p, const core::PodLayout& l) {
+             const std::string state(core::hostStateName(p.initial_state));
+             for (const auto& h : l.hosts) {
+               s << std::make_tuple(h.id, p.id, h.rack_id, p.building, p.site, h.tray,
+                                    h.spare ? "t" : "f", state);
+               ++sum.hosts_created;
+             }
+           });
+    stream("switch_trays", {"id", "pod_id", "rack_id", "tray"},
+           [&](pqxx::stream_to& s, const core::PodSpec& p, const core::PodLayout& l) {
+             for (const auto& t : l.switch_trays) {
+               s << std::make_tuple(t.id, p.id, t.rack_id, t.tray);
+               ++sum.switch_trays_created;
+             }
+           });
+    stream("gpus", {"id", "host_id", "idx"},
+           [&](pqxx::stream_to& s, const core::PodSpec& p, const core::PodLayout& l) {
+             const int per_tray = core::geometry(p.platform).gpus_per_tray;
+             for (const auto& h : l.hosts)
+               for (int g = 0; g < per_tray; ++g) {
+                 s << std::make_tuple(core::gpuId(h.id, g), h.id, g);
+                 ++sum.gpus_created;
+               }
+           });
+    stream("components", {"target_id", "pod_id", "kind", "version"},
+           [&](pqxx::stream_to& s, const core::PodSpec& p, const core::PodLayout& l) {
+             for (const auto& [kind, version] : p.versions) {
+               if (kind == core::kSwitchComponent) {
+                 for (const auto& t : l.switch_trays) {
+                   s << std::make_tuple(t.id, p.id, kind, version);
+                   ++sum.components_created;
+                 }
+               } else {
+                 for (const auto& h : l.hosts) {
+                   s << std::make_tuple(h.id, p.id, kind, version);
+                   ++sum.components_created;
+                 }
+               }
+             }
+           });
+    stream("host_events", {"host_id", "action", "to_state", "actor", "reason"},
+           [&](pqxx::stream_to& s, const core::PodSpec& p, const core::PodLayout& l) {
+             const std::string state(core::hostStateName(p.initial_state));
+             for (const auto& h : l.hosts)
+               s << std::make_tuple(h.id, std::string("import"), state, actor.token_id,
+                                    std::string("fleet import"));
+           });
+  }
+  writeAudit(txn, actor, "fleet.import", "fleet",
+             json{{"pods_created", sum.pods_created},
+                  {"pods_existing", sum.pods_existing},
+                  {"hosts_created", sum.hosts_created}}
+                 .dump());
+  return sum;
+}
+
+}  // namespace
+
+std::unique_ptr<core::Store> makePgStore(const PgStoreOptions& options) {
+  return std::make_unique<PgStore>(options);
+}
+
+}  // namespace kiln::db

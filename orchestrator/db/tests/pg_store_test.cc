@@ -1,0 +1,197 @@
+#include "orchestrator/db/pg_store.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "orchestrator/db/migrations.h"
+#include "tests/support/test_db.h"
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+
+core::FleetSpec demoFleet(int pods_per_building = 3) {
+  json doc = {{"versions", {{"driver", "570.133.20"}, {"nvswitch", "1.2"}}},
+              {"sites", json::array()}};
+  json site = {{"name", "prn"}, {"buildings", json::array()}};
+  for (int b = 1; b <= 2; ++b) {
+    json building = {{"name", "prn-b0" + std::to_string(b)}, {"pods", json::array()}};
+    for (int p = 1; p <= pods_per_building; ++p)
+      building["pods"].push_back({{"name", "prn-b0" + std::to_string(b) + "-p" + std::to_string(p)},
+                                  {"platform", p % 2 ? "clemente" : "catalina"},
+                                  {"labels", {{"row", p % 2 ? "a" : "b"}}}});
+    site["buildings"].push_back(building);
+  }
+  doc["sites"].push_back(site);
+  auto spec = core::parseFleetSpec(doc);
+  EXPECT_TRUE(spec.ok());
+  return *spec;
+}
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  kiln::testing::TestDatabase db_;
+  std::unique_ptr<core::Store> store_ = makePgStore({db_.url(), 4});
+  core::Actor admin_{"test-admin", "test"};
+};
+
+TEST_F(PgStoreTest, ImportExpandsPodsWithPlatformGeometry) {
+  auto sum = store_->importFleet(demoFleet(), admin_);
+  ASSERT_TRUE(sum.ok()) << sum.error();
+  EXPECT_EQ(sum->pods_created, 6);
+  EXPECT_EQ(sum->racks_created, 4 * 1 + 2 * 2);  // 4 clemente (1 rack) + 2 catalina (2 racks)
+  EXPECT_EQ(sum->hosts_created, 6 * 18);
+  EXPECT_EQ(sum->gpus_created, 6 * 72);
+  EXPECT_EQ(sum->switch_trays_created, 6 * 9);
+  EXPECT_EQ(sum->components_created, 6 * 18 + 6 * 9);
+  EXPECT_EQ(db_.query("SELECT count(*) FROM gpus"), "432");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM host_events WHERE action = 'import'"), "108");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE action = 'fleet.import'"), "1");
+}
+
+TEST_F(PgStoreTest, ImportingTheSameFileTwiceChangesNothing) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(), admin_).ok());
+  const std::string before = db_.query(
+      "SELECT (SELECT count(*) FROM hosts) || '/' || (SELECT count(*) FROM gpus) || '/' ||"
+      " (SELECT count(*) FROM components) || '/' || (SELECT count(*) FROM host_events)");
+  auto again = store_->importFleet(demoFleet(), admin_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->pods_created, 0);
+  EXPECT_EQ(again->pods_existing, 6);
+  EXPECT_EQ(db_.query("SELECT (SELECT count(*) FROM hosts) || '/' || (SELECT count(*) FROM gpus)"
+                      " || '/' || (SELECT count(*) FROM components) || '/' || (SELECT count(*) FROM host_events)"),
+            before);
+}
+
+TEST_F(PgStoreTest, ImportThatMovesAPodIsRefusedAndWritesNothing) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  auto fleet = demoFleet(2);
+  fleet.pods[0].platform = core::Platform::kCatalina;  // prn-b01-p1 was clemente
+  auto r = store_->importFleet(fleet, admin_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(r.error().details.at("pod"), "prn-b01-p1");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM pods"), "2");  // the new p2 pods were rolled back
+}
+
+TEST_F(PgStoreTest, ListPodsPaginatesWithKeysetCursorAndFilters) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(5), admin_).ok());
+  std::vector<std::string> seen;
+  core::PageRequest page{"", 3};
+  for (int i = 0; i < 10; ++i) {
+    auto r = store_->listPods({}, page);
+    ASSERT_TRUE(r.ok()) << r.error();
+    for (const auto& p : r->items) seen.push_back(p.id);
+    if (!r->next_cursor) break;
+    page.cursor = *r->next_cursor;
+  }
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  auto cat = store_->listPods({.building = "prn-b02", .platform = "catalina"}, {"", 100});
+  ASSERT_TRUE(cat.ok());
+  ASSERT_EQ(cat->items.size(), 2u);
+  EXPECT_EQ(cat->items[0].racks, 2);
+  EXPECT_EQ(cat->items[0].healthy_gpus, 72);
+  EXPECT_EQ(cat->items[0].state, "in_service");
+  auto labelled = store_->listPods({.label = "row=b"}, {"", 100});
+  ASSERT_TRUE(labelled.ok());
+  EXPECT_EQ(labelled->items.size(), 4u);
+}
+
+TEST_F(PgStoreTest, TransitionRecordsEventAuditAndPodState) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  const std::string host = "prn-b01-p1-h03";
+  for (auto a : {core::HostAction::kFail, core::HostAction::kRepair}) {
+    auto r = store_->transitionHost({host, a, std::nullopt, "xid 79"}, admin_);
+    ASSERT_TRUE(r.ok()) << r.error();
+  }
+  auto host_detail = store_->getHost(host);
+  ASSERT_TRUE(host_detail.ok());
+  EXPECT_EQ(host_detail->host.state, "repair");
+  EXPECT_EQ(host_detail->allowed_actions, (std::vector<std::string>{"repair_complete", "retire", "override"}));
+  auto events = store_->hostEvents(host, {"", 10});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->items.size(), 3u);  // newest first: repair, fail, import
+  EXPECT_EQ(events->items[0].action, "repair");
+  EXPECT_EQ(events->items[1].from_state, "available");
+  EXPECT_EQ(events->items[1].reason, "xid 79");
+  EXPECT_EQ(events->items[1].actor, "test-admin");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE target = 'prn-b01-p1-h03'"), "2");
+  // One tray down: the spares still cover a 64-GPU slice.
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "in_service");
+  for (const char* h : {"prn-b01-p1-h01", "prn-b01-p1-h02"})
+    ASSERT_TRUE(store_->transitionHost({h, core::HostAction::kFail, std::nullopt, "test"}, admin_).ok());
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "degraded");
+}
+
+TEST_F(PgStoreTest, RefusedTransitionChangesNothing) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  auto r = store_->transitionHost({"prn-b01-p1-h01", core::HostAction::kRepairComplete, std::nullopt, ""}, admin_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(r.error().details.at("state"), "available");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM host_events WHERE host_id = 'prn-b01-p1-h01'"), "1");
+  EXPECT_EQ(store_->transitionHost({"nope", core::HostAction::kFail, std::nullopt, ""}, admin_).error().code,
+            ErrorCode::kNotFound);
+}
+
+TEST_F(PgStoreTest, ConcurrentTransitionsOfOneHostSerialise) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  std::atomic<int> ok{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      auto r = store_->transitionHost({"prn-b01-p1-h05", core::HostAction::kDrain, std::nullopt, "race"}, admin_);
+      (r.ok() ? ok : refused)++;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 1);
+  EXPECT_EQ(refused.load(), 3);
+}
+
+TEST_F(PgStoreTest, TokensAreStoredAsHashesAndRevocable) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  auto t = store_->createToken(core::Role::kOperator, "ci", "", admin_);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(db_.query("SELECT count(*) FROM tokens WHERE secret_hash LIKE '%" +
+                      core::parseBearerToken(t->secret)->secret + "%'"),
+            "0");
+  auto found = store_->findToken(t->info.id);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->info.role, core::Role::kOperator);
+  ASSERT_TRUE(store_->revokeToken(t->info.id, admin_).ok());
+  EXPECT_EQ(store_->revokeToken(t->info.id, admin_).error().code, ErrorCode::kConflict);
+  EXPECT_TRUE((*store_->findToken(t->info.id))->info.revoked_at.has_value());
+  EXPECT_FALSE(store_->createToken(core::Role::kAgent, "a", "", admin_).ok());
+  EXPECT_FALSE(store_->createToken(core::Role::kAgent, "a", "no-such-host", admin_).ok());
+  EXPECT_TRUE(store_->createToken(core::Role::kAgent, "a", "prn-b01-p1-h01", admin_).ok());
+}
+
+TEST_F(PgStoreTest, MigrationsAreIdempotentAndRefuseNewerSchema) {
+  auto again = applyMigrations(db_.url());
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->applied.empty());
+  db_.query("INSERT INTO schema_migrations (version, name) VALUES (9999, 'future') RETURNING 1");
+  auto newer = applyMigrations(db_.url());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().code, ErrorCode::kConflict);
+  EXPECT_NE(newer.error().message.find("9999"), std::string::npos);
+}
+
+TEST_F(PgStoreTest, ConcurrentMigrationsApplyOnce) {
+  kiln::testing::TestDatabase fresh;  // already migrated once by its constructor
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&] { failures += !applyMigrations(fresh.url()).ok(); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(fresh.query("SELECT count(*) FROM schema_migrations"),
+            std::to_string(embeddedMigrations().size()));
+}
+
+}  // namespace
+}  // namespace kiln::db
