@@ -169,8 +169,6 @@ kiln::Result<json> parseDcgmDiagJson(std::string_view text) {
            {"runtime_error", stringOrNull(*root, "runtime_error")},
            {"tests", json::array()},
            {"failed", json::array()}};
-  // A runtime error may also sit beside the root key.
-  if (out["runtime_error"].is_null()) out["runtime_error"] = stringOrNull(doc, "runtime_error");
   int worst = out["runtime_error"].is_null() ? 0 : 2;
   if (!out["runtime_error"].is_null()) {
     out["failed"].push_back({{"test", "runtime"}, {"entity_group", nullptr}, {"entity_id", nullptr},

@@ -115,6 +115,22 @@ TEST(DcgmDiagParserTest, OverallIsPassWhenAllResultsPassOrSkip) {
   EXPECT_TRUE(doc["dcgm_version"].is_null());
 }
 
+TEST(DcgmDiagParserTest, NormalizesStatusWordsAndReadsOldGpuIdsKey) {
+  json doc = parseOk(R"({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware",
+    "tests": [{"name": "Diagnostic", "results": [
+      {"gpu_ids": "0", "status": "PASS"}, {"gpu_ids": "1", "status": "SKIPPED"},
+      {"gpu_ids": "2", "status": "not run", "warnings": ["plain-string warning"]}]}]}],
+    "version": "2.4.7"}})");
+  const json& results = doc["tests"][0]["results"];
+  EXPECT_EQ(results[0]["status"], "Pass");
+  EXPECT_EQ(results[1]["status"], "Skip");
+  EXPECT_EQ(results[2]["status"], "Not Run");
+  EXPECT_EQ(results[2]["entity_id"], 2);
+  EXPECT_EQ(results[2]["warnings"][0]["message"], "plain-string warning");
+  EXPECT_TRUE(results[2]["warnings"][0]["error_id"].is_null());
+  EXPECT_EQ(doc["overall"], "Pass");
+}
+
 TEST(DcgmDiagParserTest, RuntimeErrorFailsOverall) {
   json doc = parseOk(R"({"DCGM Diagnostic": {"runtime_error":
     "Error: Diagnostic could not be run while DCGM is paused.", "version": "4.2.3"}})");
