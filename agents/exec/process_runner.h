@@ -37,8 +37,8 @@ struct ProcessResult {
   // Why the step did not start, e.g. "no such file: foo". Also set, with started=true, in
   // the one case where the exit status could not be collected ("exit status lost: ...").
   std::string spawn_error;
-  int exit_code = -1;       // -1 when killed by a signal or not started
-  int term_signal = 0;      // signal that ended it, 0 if it exited
+  int exit_code = -1;   // -1 when killed by a signal or not started
+  int term_signal = 0;  // signal that ended it, 0 if it exited
   bool timed_out = false;
   bool cancelled = false;
   std::string stdout_tail, stderr_tail;              // last output_cap bytes of each stream

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "agents/exec/process_runner.h"
@@ -135,6 +136,35 @@ TEST_F(BoostProcessRunnerTest, LeftoverBackgroundProcessIsKilledWhenTheMainProce
   EXPECT_EQ(r.stdout_tail, "done\n");
   EXPECT_LT(r.duration, 5s);
   EXPECT_TRUE(groupGone(r.pid));
+}
+
+TEST_F(BoostProcessRunnerTest, ProcessThatLeftTheGroupStopsHoldingTheStepAfterALinger) {
+  // setsid escapes the group kill (DEPENDENCIES.md trap 6) and keeps stdout open for 2 s.
+  ProcessSpec spec = shell(
+      "setsid sh -c 'touch escaped; exec sleep 2' & "
+      "while [ ! -e escaped ]; do sleep 0.01; done; echo started");
+  spec.working_dir = dir_.string();
+  spec.timeout = 20s;
+  ProcessResult r = runner_->run(spec);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_tail, "started\n");
+  EXPECT_GE(r.duration, 450ms);  // it waited for the escaped writer a while
+  EXPECT_LT(r.duration, 1500ms);
+  // The escaped process is ours to reap (subreaper) once it ends; TearDown checks for leftovers.
+  int status = 0;
+  EXPECT_GT(::waitpid(-1, &status, 0), 0);
+}
+
+TEST_F(BoostProcessRunnerTest, ExceptionFromOnStartedLeavesNoProcessBehind) {
+  int pid = 0;
+  EXPECT_THROW(runner_->run(shell("sleep 30 & sleep 30"), nullptr,
+                            [&](int started) {
+                              pid = started;
+                              throw std::runtime_error("journal write failed");
+                            }),
+               std::runtime_error);
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(groupGone(pid));
 }
 
 TEST_F(BoostProcessRunnerTest, CapturesFiveMegabytesOnEachStreamAtOnceWithExactTails) {
