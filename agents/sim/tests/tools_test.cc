@@ -1,0 +1,138 @@
+#include "agents/sim/tools.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::sim {
+namespace {
+
+class ToolsTest : public ::testing::Test {
+ protected:
+  ToolRun run(const std::string& tool, std::vector<std::string> args) {
+    return runTool(state_, tool, args, ctx_);
+  }
+  HostState state_ = makeDefaultState("cat-r01-t01", Platform::kCatalina);
+  std::map<std::string, std::string> files_;
+  ToolContext ctx_{"Mon Jun  2 10:00:00 2025",
+                   [this](const std::string& p) -> std::optional<std::string> {
+                     auto it = files_.find(p);
+                     if (it == files_.end()) return std::nullopt;
+                     return it->second;
+                   }};
+};
+
+TEST_F(ToolsTest, NvidiaSmiAcceptsTheUsualSpellings) {
+  EXPECT_NE(run("nvidia-smi", {"-q", "-x"}).stdoutText().find("<nvidia_smi_log>"),
+            std::string::npos);
+  EXPECT_NE(run("nvidia-smi", {"--query", "--xml-format"}).stdoutText().find("<gpu id="),
+            std::string::npos);
+  EXPECT_NE(run("nvidia-smi", {"-L"}).stdoutText().find("GPU 0: NVIDIA GB200"), std::string::npos);
+  EXPECT_EQ(run("nvidia-smi", {"--bogus"}).exit_code, 2);
+}
+
+TEST_F(ToolsTest, DcgmiDiagValidatesLevelAndReportsFailureInExitCode) {
+  EXPECT_EQ(run("dcgmi", {"diag", "-r", "5", "-j"}).exit_code, 2);
+  EXPECT_EQ(run("dcgmi", {"diag", "-r", "x"}).exit_code, 2);
+  EXPECT_EQ(run("dcgmi", {"diag", "-r", "1", "-j"}).exit_code, 0);
+  ASSERT_EQ(run("kiln-hwsim", {"fault", "set", "--kind", "row_remap_pending", "--gpu", "0"})
+                .exit_code,
+            0);
+  ToolRun failed = run("dcgmi", {"diag", "--run", "1", "--json"});
+  EXPECT_NE(failed.exit_code, 0);
+  auto j = nlohmann::json::parse(failed.stdoutText());
+  EXPECT_EQ(j["DCGM Diagnostic"]["test_categories"][0]["tests"][0]["results"][0]["status"], "Fail");
+}
+
+TEST_F(ToolsTest, DcgmiNvlinkForOneGpuOrAll) {
+  auto one = nlohmann::json::parse(run("dcgmi", {"nvlink", "-e", "-g", "3", "-j"}).stdoutText());
+  EXPECT_EQ(one["header"][1], "GPU 3");
+  std::string all = run("dcgmi", {"nvlink", "-e", "-j"}).stdoutText();
+  EXPECT_NE(all.find("\"GPU 0\""), std::string::npos);
+  EXPECT_NE(all.find("\"GPU 3\""), std::string::npos);
+  EXPECT_EQ(run("dcgmi", {"nvlink", "-e", "-g", "9", "-j"}).exit_code, 1);
+  EXPECT_NE(run("dcgmi", {"nvlink", "-e", "-g", "0"}).stdoutText().find("-> CRC FLIT Error"),
+            std::string::npos);
+}
+
+TEST_F(ToolsTest, NvfwupdPackageNameBecomesTheHmcBundle) {
+  ToolRun r = run("nvfwupd", {"-t", "ip=10.0.0.5", "user=admin", "password=x", "servertype=GB200",
+                              "update_fw", "-p",
+                              "/fw/nvfw_GB200-P4975_0004_250301.1.0_custom_prod-signed.fwpkg",
+                              "-y"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderrText();
+  r.on_complete(state_);
+  EXPECT_EQ(state_.pending["hmc_bundle"], "GB200-P4975_0004_250301.1.0");
+}
+
+TEST_F(ToolsTest, NvfwupdJsonManifestFlashesListedComponents) {
+  files_["/fw/bundle.fwpkg"] = R"({"gpu_vbios": "97.00.9A.00.01", "sbios": "02.04.01"})";
+  ToolRun r = run("nvfwupd", {"update_fw", "-p", "/fw/bundle.fwpkg"});
+  ASSERT_EQ(r.exit_code, 0);
+  r.on_complete(state_);
+  EXPECT_EQ(state_.pending["gpu_vbios"], "97.00.9A.00.01");
+  EXPECT_EQ(state_.pending["sbios"], "02.04.01");
+  EXPECT_NE(run("nvfwupd", {"show_version"}).stdoutText().find("02.04.01"), std::string::npos);
+}
+
+TEST_F(ToolsTest, MlxfwmanagerUpdateTakesVersionFromImageName) {
+  const std::string image = "fw-ConnectX7-rel-28_44_1036-MCX750500B-0D00_Ax-UEFI-14.37.14.bin";
+  EXPECT_NE(run("mlxfwmanager", {"--query", "-i", image}).stdoutText().find("Update required"),
+            std::string::npos);
+  ToolRun u = run("mlxfwmanager", {"-u", "-i", image, "-y"});
+  ASSERT_EQ(u.exit_code, 0) << u.stdoutText();
+  EXPECT_NE(u.stdoutText().find("Restart needed for updates to take effect."), std::string::npos);
+  u.on_complete(state_);
+  EXPECT_EQ(state_.pending["nic"], "28.44.1036");
+  EXPECT_NE(run("mlxfwmanager", {"--query", "-i", image}).stdoutText().find("Up to date"),
+            std::string::npos);
+  EXPECT_EQ(run("mlxfwmanager", {"-u", "-y"}).exit_code, 1);
+}
+
+TEST_F(ToolsTest, VersionFromImageName) {
+  EXPECT_EQ(versionFromImageName("/x/fw-ConnectX8-rel-40_45_1200-900-9X81Q.bin"), "40.45.1200");
+  EXPECT_EQ(versionFromImageName("cx7-28.43.2026.bin"), "28.43.2026");
+  EXPECT_FALSE(versionFromImageName("firmware.bin"));
+}
+
+TEST_F(ToolsTest, HangFaultMakesTheNextRunSleepUnscaledPastAnyTimeout) {
+  ASSERT_EQ(run("kiln-hwsim", {"fault", "set", "--kind", "hang", "--tool", "dcgmi"}).exit_code, 0);
+  ToolRun hung = run("dcgmi", {"diag", "-r", "1", "-j"});
+  ASSERT_EQ(hung.chunks.size(), 1u);
+  EXPECT_FALSE(hung.chunks[0].scaled);
+  EXPECT_GE(hung.chunks[0].delay_s, 24 * 3600);
+  EXPECT_EQ(run("dcgmi", {"diag", "-r", "1", "-j"}).exit_code, 0);  // used up
+}
+
+TEST_F(ToolsTest, SlowFaultMultipliesDurations) {
+  const double normal = run("dcgmi", {"diag", "-r", "2", "-j"}).nominalSeconds();
+  ASSERT_EQ(run("kiln-hwsim", {"fault", "set", "--kind", "slow", "--factor", "3"}).exit_code, 0);
+  EXPECT_DOUBLE_EQ(run("dcgmi", {"diag", "-r", "2", "-j"}).nominalSeconds(), 3 * normal);
+}
+
+TEST_F(ToolsTest, FaultSeedIsDeterministicPerHost) {
+  auto seeded = [&](const std::string& host) {
+    state_ = makeDefaultState(host, Platform::kCatalina);
+    run("kiln-hwsim", {"fault", "seed", "--seed", "11", "--rate", "0.5", "--kind",
+                       "weak_link_persistent"});
+    return toJson(state_)["faults"];
+  };
+  int chosen = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::string host = "cat-r09-t" + std::to_string(i);
+    auto first = seeded(host);
+    EXPECT_EQ(first, seeded(host)) << host;
+    chosen += first.empty() ? 0 : 1;
+  }
+  EXPECT_GT(chosen, 5);
+  EXPECT_LT(chosen, 35);
+}
+
+TEST_F(ToolsTest, UnknownToolAndUsageErrorsDoNotCrash) {
+  EXPECT_EQ(run("frobnicate", {}).exit_code, 127);
+  EXPECT_EQ(run("kiln-hwsim", {"fault", "set"}).exit_code, 2);
+  EXPECT_EQ(run("kiln-hwsim", {"fault", "set", "--kind", "xid", "--gpu", "0"}).exit_code, 2);
+  EXPECT_EQ(run("kiln-hwsim", {"flash", "gpu_vbios"}).exit_code, 2);
+  EXPECT_EQ(run("dcgmi", {}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace kiln::sim
