@@ -1,0 +1,243 @@
+#include "orchestrator/workflow/checks.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::workflow {
+namespace {
+
+using nlohmann::json;
+
+Check mk(std::string path, CheckOp op, json expected) {
+  Check c;
+  c.name = "c";
+  c.path = std::move(path);
+  c.op = op;
+  c.expected = std::move(expected);
+  return c;
+}
+
+// The shape of a parsed `nvidia-smi -q -x` (see README.md), trimmed.
+json smi() {
+  return json::parse(R"({
+    "driver_version": "570.124.06",
+    "gpu_count": 4,
+    "gpus": [
+      {"index": 0, "pcie": {"gen_max": 5, "width_current": 16},
+       "remapped_rows": {"pending": false}, "ecc": {"volatile": {"uncorrectable": 0}},
+       "fabric": {"state": "Completed"}},
+      {"index": 1, "pcie": {"gen_max": 5, "width_current": 16},
+       "remapped_rows": {"pending": true}, "ecc": {"volatile": {"uncorrectable": 0}},
+       "fabric": {"state": "Completed"}},
+      {"index": 2, "pcie": {"gen_max": 4, "width_current": 8},
+       "remapped_rows": {"pending": false}, "ecc": {"volatile": {"uncorrectable": 3}},
+       "fabric": {"state": "In Progress"}},
+      {"index": 3, "pcie": {"gen_max": 5, "width_current": 16},
+       "remapped_rows": {}, "ecc": {"volatile": {"uncorrectable": 0}},
+       "fabric": {"state": "Completed"}}
+    ]})");
+}
+
+CheckOutcome eval(const Check& c, const json& parsed, const ParamValues& params = {},
+                  const std::map<std::string, json>& earlier = {}) {
+  return evaluateCheck(c, parsed, earlier, params);
+}
+
+TEST(CheckPathTest, ParsesKeysIndexesWildcardsFiltersAndQuotedKeys) {
+  auto r = parsePath(R"(gpus[*].links[3].x["DCGM Diagnostic"][status=Fail].name)");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 8u);
+  EXPECT_EQ((*r)[1].kind, PathSegment::Kind::kAll);
+  EXPECT_EQ((*r)[3].index, 3u);
+  EXPECT_EQ((*r)[5].key, "DCGM Diagnostic");
+  EXPECT_EQ((*r)[6].kind, PathSegment::Kind::kFilter);
+  EXPECT_EQ((*r)[6].filter_value, "Fail");
+}
+
+TEST(CheckPathTest, RejectsMalformedPaths) {
+  for (const char* bad : {"", "a.", ".a", "a..b", "a[", "a[x]", "a[*]b", "a b", "a[*"}) {
+    EXPECT_FALSE(parsePath(bad).ok()) << bad;
+  }
+}
+
+TEST(CheckEvalTest, EqPassesAndFailsWithExpectedAndFound) {
+  EXPECT_TRUE(eval(mk("gpu_count", CheckOp::kEq, 4), smi()).passed);
+  auto o = eval(mk("gpu_count", CheckOp::kEq, 8), smi());
+  EXPECT_FALSE(o.passed);
+  EXPECT_EQ(o.message, "expected gpu_count eq 8, found: gpu_count = 4");
+}
+
+TEST(CheckEvalTest, WildcardRequiresEveryElementAndNamesTheBadOnes) {
+  auto o = eval(mk("gpus[*].remapped_rows.pending", CheckOp::kEq, false), smi());
+  EXPECT_FALSE(o.passed);
+  EXPECT_NE(o.message.find("gpu 1: remapped_rows.pending = true"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("gpu 3: remapped_rows.pending missing"), std::string::npos) << o.message;
+  EXPECT_EQ(o.message.find("gpu 0"), std::string::npos) << o.message;
+  EXPECT_EQ(o.failed_at, (std::vector<std::string>{"gpu 1", "gpu 3"}));
+}
+
+TEST(CheckEvalTest, WildcardPassesWhenAllElementsSatisfy) {
+  json j = {{"gpus", {{{"fabric", {{"state", "Completed"}}}}, {{"fabric", {{"state", "Completed"}}}}}}};
+  auto o = eval(mk("gpus[*].fabric.state", CheckOp::kEq, "Completed"), j);
+  EXPECT_TRUE(o.passed) << o.message;
+  EXPECT_NE(o.message.find("2 values"), std::string::npos);
+}
+
+TEST(CheckEvalTest, EmptyListOrMissingPathFails) {
+  EXPECT_FALSE(eval(mk("gpus[*].x", CheckOp::kEq, 0), json{{"gpus", json::array()}}).passed);
+  auto o = eval(mk("nothing.here", CheckOp::kEq, 0), smi());
+  EXPECT_FALSE(o.passed);
+  EXPECT_NE(o.message.find("nothing missing"), std::string::npos) << o.message;
+}
+
+TEST(CheckEvalTest, NeLtLeGtGe) {
+  json j = {{"n", 5}, {"s", "5"}};
+  EXPECT_TRUE(eval(mk("n", CheckOp::kNe, 4), j).passed);
+  EXPECT_FALSE(eval(mk("n", CheckOp::kNe, 5), j).passed);
+  EXPECT_TRUE(eval(mk("n", CheckOp::kLt, 6), j).passed);
+  EXPECT_FALSE(eval(mk("n", CheckOp::kLt, 5), j).passed);
+  EXPECT_TRUE(eval(mk("n", CheckOp::kLe, 5), j).passed);
+  EXPECT_FALSE(eval(mk("n", CheckOp::kLe, 4), j).passed);
+  EXPECT_TRUE(eval(mk("n", CheckOp::kGt, 4), j).passed);
+  EXPECT_FALSE(eval(mk("n", CheckOp::kGt, 5), j).passed);
+  EXPECT_TRUE(eval(mk("s", CheckOp::kGe, 5), j).passed);  // numeric text compares as a number
+  EXPECT_FALSE(eval(mk("s", CheckOp::kGe, 6), j).passed);
+}
+
+TEST(CheckEvalTest, OrderingOnNonNumbersFails) {
+  auto o = eval(mk("driver_version", CheckOp::kGe, 5), smi());
+  EXPECT_FALSE(o.passed);
+}
+
+TEST(CheckEvalTest, InMatchesAndExists) {
+  json j = {{"tests", {{{"name", "software"}, {"status", "Pass"}},
+                       {{"name", "memory"}, {"status", "Fail"}},
+                       {{"name", "pcie"}, {"status", "Skip"}}}},
+            {"driver_version", "570.124.06"}};
+  auto in = eval(mk("tests[*].status", CheckOp::kIn, json::array({"Pass", "Skip"})), j);
+  EXPECT_FALSE(in.passed);
+  EXPECT_NE(in.message.find("test memory: status = \"Fail\""), std::string::npos) << in.message;
+  EXPECT_TRUE(eval(mk("tests[*].status", CheckOp::kIn, json::array({"Pass", "Skip", "Fail"})), j).passed);
+
+  EXPECT_TRUE(eval(mk("driver_version", CheckOp::kMatches, "^570\\."), j).passed);
+  EXPECT_FALSE(eval(mk("driver_version", CheckOp::kMatches, "^535\\."), j).passed);
+  auto bad_re = eval(mk("driver_version", CheckOp::kMatches, "("), j);
+  EXPECT_FALSE(bad_re.passed);
+  EXPECT_NE(bad_re.message.find("regular expression"), std::string::npos);
+
+  EXPECT_TRUE(eval(mk("driver_version", CheckOp::kExists, true), j).passed);
+  EXPECT_FALSE(eval(mk("cuda_version", CheckOp::kExists, true), j).passed);
+  EXPECT_TRUE(eval(mk("cuda_version", CheckOp::kExists, false), j).passed);
+  EXPECT_FALSE(eval(mk("driver_version", CheckOp::kExists, false), j).passed);
+  // A filter that selects nothing: "no failing test" holds only when none failed.
+  EXPECT_FALSE(eval(mk("tests[status=Fail]", CheckOp::kExists, false), j).passed);
+  EXPECT_TRUE(eval(mk("tests[status=Warn]", CheckOp::kExists, false), j).passed);
+}
+
+TEST(CheckEvalTest, OperandsReferenceParamsWithTheirTypes) {
+  ParamValues p = {{"min_gen", "5"}, {"driver", "570.124.06"}, {"other", "535.1"}};
+  auto gen = eval(mk("gpus[*].pcie.gen_max", CheckOp::kGe, "{{min_gen}}"), smi(), p);
+  EXPECT_FALSE(gen.passed);
+  EXPECT_EQ(gen.failed_at, std::vector<std::string>{"gpu 2"});
+  EXPECT_NE(gen.message.find("ge 5"), std::string::npos) << gen.message;
+  EXPECT_TRUE(eval(mk("driver_version", CheckOp::kEq, "{{driver}}"), smi(), p).passed);
+  EXPECT_FALSE(eval(mk("driver_version", CheckOp::kEq, "{{other}}"), smi(), p).passed);
+}
+
+TEST(CheckEvalTest, WhenEmptyParamSkipsTheCheck) {
+  Check c = mk("driver_version", CheckOp::kEq, "{{driver}}");
+  c.when = "{{driver}}";
+  auto o = eval(c, smi(), {{"driver", ""}});
+  EXPECT_TRUE(o.passed);
+  EXPECT_TRUE(o.skipped);
+  auto checked = eval(c, smi(), {{"driver", "535.1"}});
+  EXPECT_FALSE(checked.passed);
+  EXPECT_FALSE(checked.skipped);
+}
+
+TEST(CheckEvalTest, ExplainNamesFailingDiagTests) {
+  json diag = {{"overall", "Fail"},
+               {"tests", {{{"name", "software"}, {"status", "Pass"}},
+                          {{"name", "memory"}, {"status", "Fail"}},
+                          {{"name", "pcie"}, {"status", "Fail"}}}}};
+  Check c = mk("overall", CheckOp::kEq, "Pass");
+  c.explain = "tests[status=Fail].name";
+  auto o = eval(c, diag);
+  EXPECT_FALSE(o.passed);
+  EXPECT_EQ(o.message,
+            "expected overall eq \"Pass\", found: overall = \"Fail\" "
+            "(tests[status=Fail].name: memory, pcie)");
+}
+
+json nvlink(int gpu, int link, int crc_flit, int replay) {
+  return {{"gpus",
+           {{{"gpu", gpu},
+             {"links", {{{"link", 0}, {"crc_flit", 0}, {"replay", 0}},
+                        {{"link", link}, {"crc_flit", crc_flit}, {"replay", replay}}}}}}}};
+}
+
+Check deltaCheck() {
+  Check c = mk("gpus[*].links[*]", CheckOp::kMaxIncrease, 0);
+  c.delta_from = "nvlink-before";
+  c.fields = {"crc_flit", "replay"};
+  return c;
+}
+
+TEST(CheckDeltaTest, NamesGpuAndLinkThatGrew) {
+  std::map<std::string, json> earlier = {{"nvlink-before", nvlink(2, 7, 10, 1)}};
+  auto o = eval(deltaCheck(), nvlink(2, 7, 24, 1), {}, earlier);
+  EXPECT_FALSE(o.passed);
+  EXPECT_NE(o.message.find("gpu 2 link 7: crc_flit +14"), std::string::npos) << o.message;
+  EXPECT_EQ(o.message.find("replay"), std::string::npos) << o.message;
+  EXPECT_EQ(o.failed_at, std::vector<std::string>{"gpu 2 link 7"});
+}
+
+TEST(CheckDeltaTest, PassesWhenNothingGrewBeyondThreshold) {
+  std::map<std::string, json> earlier = {{"nvlink-before", nvlink(2, 7, 10, 1)}};
+  EXPECT_TRUE(eval(deltaCheck(), nvlink(2, 7, 10, 1), {}, earlier).passed);
+  Check tolerant = deltaCheck();
+  tolerant.expected = "{{max}}";
+  EXPECT_TRUE(eval(tolerant, nvlink(2, 7, 12, 3), {{"max", "2"}}, earlier).passed);
+  EXPECT_FALSE(eval(tolerant, nvlink(2, 7, 13, 3), {{"max", "2"}}, earlier).passed);
+}
+
+TEST(CheckDeltaTest, MatchesElementsByLabelNotPosition) {
+  json before = {{"gpus", {{{"gpu", 1}, {"links", {{{"link", 7}, {"crc_flit", 5}}}}},
+                           {{"gpu", 2}, {"links", {{{"link", 7}, {"crc_flit", 0}}}}}}}};
+  json after = {{"gpus", {{{"gpu", 2}, {"links", {{{"link", 7}, {"crc_flit", 0}}}}},
+                          {{"gpu", 1}, {"links", {{{"link", 7}, {"crc_flit", 5}}}}}}}};
+  Check c = deltaCheck();
+  c.fields = {"crc_flit"};
+  EXPECT_TRUE(eval(c, after, {}, {{"nvlink-before", before}}).passed);
+}
+
+TEST(CheckDeltaTest, MissingBaselineFails) {
+  auto o = eval(deltaCheck(), nvlink(2, 7, 0, 0));
+  EXPECT_FALSE(o.passed);
+  EXPECT_NE(o.message.find("nvlink-before"), std::string::npos);
+  auto partial = eval(deltaCheck(), nvlink(2, 9, 0, 0), {}, {{"nvlink-before", nvlink(2, 7, 0, 0)}});
+  EXPECT_FALSE(partial.passed);
+  EXPECT_NE(partial.message.find("gpu 2 link 9: crc_flit not in baseline"), std::string::npos)
+      << partial.message;
+}
+
+TEST(CheckDeltaTest, CounterResetIsNotGrowth) {
+  std::map<std::string, json> earlier = {{"nvlink-before", nvlink(0, 3, 100, 0)}};
+  EXPECT_TRUE(eval(deltaCheck(), nvlink(0, 3, 0, 0), {}, earlier).passed);
+}
+
+TEST(CheckEvalTest, EvaluateChecksRunsEveryCheckInOrder) {
+  StepSpec step;
+  step.checks = {mk("gpu_count", CheckOp::kEq, 4), mk("gpus[*].fabric.state", CheckOp::kEq, "Completed")};
+  step.checks[1].name = "fabric";
+  auto outcomes = evaluateChecks(step, smi(), {}, {});
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_TRUE(outcomes[0].passed);
+  EXPECT_FALSE(outcomes[1].passed);
+  EXPECT_EQ(outcomes[1].name, "fabric");
+  EXPECT_NE(outcomes[1].message.find("gpu 2: fabric.state = \"In Progress\""), std::string::npos)
+      << outcomes[1].message;
+  EXPECT_FALSE(allPassed(outcomes));
+}
+
+}  // namespace
+}  // namespace kiln::workflow

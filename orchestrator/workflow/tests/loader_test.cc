@@ -1,0 +1,355 @@
+#include "orchestrator/workflow/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kiln::workflow {
+namespace {
+
+const char* const kValid = R"(name: demo
+version: "1"
+description: a small workflow
+scope: host
+params:
+  min_gen: {type: int, default: 5}
+  driver: {type: string, default: ""}
+steps:
+  - id: smi
+    run: [nvidia-smi, -q, -x]
+    timeout: 10s
+    parse: nvidia-smi-xml
+    checks:
+      - name: four GPUs
+        path: gpu_count
+        eq: 4
+      - path: gpus[*].pcie.gen_max
+        ge: "{{min_gen}}"
+      - path: driver_version
+        eq: "{{driver}}"
+        when: "{{driver}}"
+  - id: nv-before
+    run: [dcgmi, nvlink, -e, -g, "0", -j]
+    timeout: 5s
+    parse: dcgmi-nvlink-json
+  - id: nv-after
+    run: [dcgmi, nvlink, -e, -g, "0", -j]
+    timeout: 5s
+    retries: {count: 1, backoff: 2s}
+    parse: dcgmi-nvlink-json
+    checks:
+      - name: no growth
+        delta_from: nv-before
+        path: gpus[*].links[*]
+        fields: [crc_flit, replay]
+)";
+
+// Loads `yaml` expecting failure; returns the error.
+Error errorsOf(const std::string& yaml) {
+  auto r = loadWorkflow(yaml, "wf.yaml");
+  EXPECT_FALSE(r.ok()) << "expected an error for:\n" << yaml;
+  if (r.ok()) return {};
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidContent);
+  return r.error();
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
+
+bool hasField(const Error& e, const std::string& path, const std::string& message_part) {
+  for (const auto& f : e.fields) {
+    if (f.path == path && f.message.find(message_part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(WorkflowLoaderTest, LoadsAValidWorkflow) {
+  auto r = loadWorkflow(kValid, "wf.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  const WorkflowSpec& w = *r;
+  EXPECT_EQ(w.name, "demo");
+  EXPECT_EQ(w.scope, Scope::kHost);
+  ASSERT_EQ(w.steps.size(), 3u);
+  EXPECT_EQ(w.steps[0].run, (std::vector<std::string>{"nvidia-smi", "-q", "-x"}));
+  EXPECT_EQ(w.steps[0].timeout.literal.value, std::chrono::seconds(10));
+  EXPECT_EQ(w.steps[0].expect_exit, std::vector<int>{0});
+  ASSERT_EQ(w.steps[0].checks.size(), 3u);
+  EXPECT_EQ(w.steps[0].checks[0].expected, 4);
+  EXPECT_EQ(w.steps[0].checks[1].name, "gpus[*].pcie.gen_max ge \"{{min_gen}}\"");
+  EXPECT_EQ(w.steps[0].checks[2].when, "{{driver}}");
+  EXPECT_EQ(w.steps[0].checks[0].mark.line, 14);
+  const Check& delta = w.steps[2].checks[0];
+  EXPECT_EQ(delta.op, CheckOp::kMaxIncrease);
+  EXPECT_EQ(delta.expected, 0);
+  EXPECT_EQ(delta.fields, (std::vector<std::string>{"crc_flit", "replay"}));
+  EXPECT_EQ(w.steps[2].retries.count, 1);
+  EXPECT_EQ(w.findParam("driver")->default_value, "");
+  EXPECT_EQ(w.content_hash, contentHash(kValid));
+  EXPECT_EQ(w.content_hash.size(), 64u);
+}
+
+TEST(WorkflowLoaderTest, ContentHashIsSha256Hex) {
+  EXPECT_EQ(contentHash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(WorkflowLoaderTest, ToJsonCarriesTheSpec) {
+  auto r = loadWorkflow(kValid, "wf.yaml");
+  ASSERT_TRUE(r.ok());
+  nlohmann::json j = toJson(*r);
+  EXPECT_EQ(j["name"], "demo");
+  EXPECT_EQ(j["scope"], "host");
+  EXPECT_EQ(j["params"]["min_gen"]["default"], 5);
+  EXPECT_EQ(j["steps"][0]["timeout"], "10s");
+  EXPECT_EQ(j["steps"][2]["checks"][0]["max_increase"], 0);
+  EXPECT_EQ(j["steps"][2]["checks"][0]["delta_from"], "nv-before");
+  EXPECT_EQ(j["steps"][2]["retries"]["backoff"], "2s");
+}
+
+TEST(WorkflowLoaderTest, UnknownKeyNamesFileLineColumnAndPath) {
+  Error e = errorsOf(replaced(kValid, "    timeout: 10s\n", "    timeout: 10s\n    retry: 3\n"));
+  EXPECT_EQ(e.message.rfind("wf.yaml:12:5: steps[0].retry: unknown key \"retry\"", 0), 0u)
+      << e.message;
+}
+
+TEST(WorkflowLoaderTest, BadDurationGivesTheExampleMessage) {
+  Error e = errorsOf(replaced(kValid, "timeout: 10s", "timeout: fast"));
+  EXPECT_EQ(e.message,
+            "wf.yaml:11:14: steps[0].timeout: expected a duration like 30s or 15m, got \"fast\"");
+  ASSERT_EQ(e.fields.size(), 1u);
+  EXPECT_EQ(e.fields[0].path, "steps[0].timeout");
+  EXPECT_EQ(e.fields[0].message, "11:14: expected a duration like 30s or 15m, got \"fast\"");
+  EXPECT_EQ(e.details.at("text"), e.message);
+}
+
+TEST(WorkflowLoaderTest, DuplicateStepId) {
+  Error e = errorsOf(replaced(kValid, "id: nv-after", "id: nv-before"));
+  EXPECT_TRUE(hasField(e, "steps[2].id", "26:9: duplicate step id \"nv-before\" (first at line 22)"))
+      << e;
+}
+
+TEST(WorkflowLoaderTest, UnknownParseFormat) {
+  Error e = errorsOf(replaced(kValid, "parse: nvidia-smi-xml", "parse: nvidia-smi"));
+  EXPECT_TRUE(hasField(e, "steps[0].parse", "12:12: expected one of nvidia-smi-xml, "
+                                            "dcgmi-diag-json, dcgmi-nvlink-json, json, key-value, "
+                                            "got \"nvidia-smi\""))
+      << e;
+}
+
+TEST(WorkflowLoaderTest, UndeclaredParamInArgvAndInCheck) {
+  std::string y = replaced(kValid, "[nvidia-smi, -q, -x]", "[nvidia-smi, -q, \"{{fmt}}\"]");
+  y = replaced(y, "ge: \"{{min_gen}}\"", "ge: \"{{min_generation}}\"");
+  Error e = errorsOf(y);
+  EXPECT_TRUE(hasField(e, "steps[0].run[2]", "10:27: undeclared parameter \"fmt\" (declared: "
+                                             "min_gen, driver)"))
+      << e;
+  EXPECT_TRUE(hasField(e, "steps[0].checks[1].ge", "undeclared parameter \"min_generation\"")) << e;
+}
+
+TEST(WorkflowLoaderTest, UnknownHostFieldAndPodHostsInHostScope) {
+  std::string y = replaced(kValid, "[nvidia-smi, -q, -x]",
+                           "[nvidia-smi, \"{{host.colour}}\", \"{{pod.hosts}}\", \"{{host.name}}\"]");
+  Error e = errorsOf(y);
+  EXPECT_TRUE(hasField(e, "steps[0].run[1]", "unknown field \"host.colour\"")) << e;
+  EXPECT_TRUE(hasField(e, "steps[0].run[2]", "{{pod.hosts}} needs scope: pod")) << e;
+  EXPECT_EQ(e.fields.size(), 2u) << e;
+}
+
+TEST(WorkflowLoaderTest, BarrierInHostScope) {
+  std::string y = std::string(kValid) + "  - id: wait\n    type: barrier\n    timeout: 1h\n";
+  Error e = errorsOf(y);
+  EXPECT_TRUE(hasField(e, "steps[3].type", "37:11: barrier steps need scope: pod")) << e;
+  std::string pod = replaced(y, "scope: host", "scope: pod");
+  EXPECT_TRUE(loadWorkflow(pod, "wf.yaml").ok());
+}
+
+TEST(WorkflowLoaderTest, DeltaFromALaterStep) {
+  std::string y = replaced(kValid, "delta_from: nv-before", "delta_from: nv-later");
+  y += "  - id: nv-later\n    run: [dcgmi]\n    timeout: 5s\n    parse: json\n";
+  Error e = errorsOf(y);
+  EXPECT_TRUE(hasField(e, "steps[2].checks[0].delta_from",
+                       "33:21: step \"nv-later\" does not come before this step"))
+      << e;
+}
+
+TEST(WorkflowLoaderTest, DeltaFromUnknownOrUnparsedStep) {
+  Error unknown = errorsOf(replaced(kValid, "delta_from: nv-before", "delta_from: nope"));
+  EXPECT_TRUE(hasField(unknown, "steps[2].checks[0].delta_from", "no step \"nope\"")) << unknown;
+  std::string unparsed = replaced(kValid, "    parse: dcgmi-nvlink-json\n  - id: nv-after",
+                                  "  - id: nv-after");
+  Error e = errorsOf(unparsed);
+  EXPECT_TRUE(hasField(e, "steps[2].checks[0].delta_from", "has no parse")) << e;
+}
+
+TEST(WorkflowLoaderTest, ReportsEveryErrorInDocumentOrder) {
+  std::string y = replaced(kValid, "scope: host", "scope: rack");
+  y = replaced(y, "timeout: 10s", "timeout: soon");
+  y = replaced(y, "eq: 4", "equals: 4");
+  y = replaced(y, "parse: dcgmi-nvlink-json\n  - id: nv-after", "parse: xml\n  - id: nv-after");
+  Error e = errorsOf(y);
+  ASSERT_EQ(e.fields.size(), 5u) << e;  // "equals" is unknown AND leaves the check operator-less
+  EXPECT_EQ(e.fields[0].path, "scope");
+  EXPECT_EQ(e.fields[1].path, "steps[0].timeout");
+  EXPECT_EQ(e.fields[2].path, "steps[0].checks[0]");
+  EXPECT_EQ(e.fields[3].path, "steps[0].checks[0].equals");
+  EXPECT_EQ(e.fields[4].path, "steps[1].parse");
+  EXPECT_EQ(e.details.at("count"), "5");
+  const std::string& text = e.details.at("text");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
+  EXPECT_NE(text.find("wf.yaml:4:8: scope: expected host or pod, got \"rack\""), std::string::npos)
+      << text;
+}
+
+TEST(WorkflowLoaderTest, MissingRequiredKeysAndBadShapes) {
+  Error e = errorsOf("name: x\nsteps:\n  - run: nvidia-smi -q\n    timeout: 5s\n");
+  EXPECT_TRUE(hasField(e, "version", "required key \"version\" is missing")) << e;
+  EXPECT_TRUE(hasField(e, "scope", "required key \"scope\" is missing")) << e;
+  EXPECT_TRUE(hasField(e, "steps[0].id", "required key \"id\" is missing")) << e;
+  EXPECT_TRUE(hasField(e, "steps[0].run", "expected a non-empty argv list")) << e;
+}
+
+TEST(WorkflowLoaderTest, CheckOperatorRules) {
+  auto withCheck = [](const std::string& check) {
+    return replaced(kValid, "      - name: four GPUs\n        path: gpu_count\n        eq: 4\n",
+                    check);
+  };
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: gpu_count\n        eq: 4\n        ne: 3\n")),
+                       "steps[0].checks[0].ne", "one operator per check"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: gpu_count\n        max_increase: 0\n")),
+                       "steps[0].checks[0].max_increase", "needs delta_from"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: gpus[x]\n        eq: 4\n")),
+                       "steps[0].checks[0].path", "expected a path like"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: gpu_count\n        in: 4\n")),
+                       "steps[0].checks[0].in", "expected a non-empty list"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: a\n        matches: \"(\"\n")),
+                       "steps[0].checks[0].matches", "expected a regular expression"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: a\n        exists: maybe\n")),
+                       "steps[0].checks[0].exists", "expected true or false"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: a\n        ge: high\n")),
+                       "steps[0].checks[0].ge", "expected a number or {{param}}"));
+  EXPECT_TRUE(hasField(errorsOf(withCheck("      - path: a\n        eq: \"{{host.name}}\"\n")),
+                       "steps[0].checks[0].eq", "only parameters"));
+}
+
+TEST(WorkflowLoaderTest, QuotedScalarsStayStrings) {
+  auto r = loadWorkflow(replaced(kValid, "eq: 4", "eq: \"4\""), "wf.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->steps[0].checks[0].expected, "4");
+}
+
+TEST(WorkflowLoaderTest, StepTypeRules) {
+  std::string reboot = std::string(kValid) +
+                       "  - id: boot\n    type: reboot\n    timeout: 20m\n    parse: json\n";
+  Error e = errorsOf(reboot);
+  EXPECT_TRUE(hasField(e, "steps[3].parse", "not allowed in a reboot step")) << e;
+  auto ok = loadWorkflow(std::string(kValid) + "  - id: boot\n    type: reboot\n    timeout: 20m\n",
+                         "wf.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok->steps[3].run, std::vector<std::string>{"kiln-reboot"});
+  std::string barrier = replaced(std::string(kValid), "scope: host", "scope: pod") +
+                        "  - id: b\n    type: barrier\n    run: [x]\n    timeout: 1h\n";
+  EXPECT_TRUE(hasField(errorsOf(barrier), "steps[3].run", "not allowed in a barrier step"));
+  EXPECT_TRUE(hasField(errorsOf(replaced(kValid, "    timeout: 5s\n    retries",
+                                         "    timeout: 5s\n    run_on: leader\n    retries")),
+                       "steps[2].run_on", "needs scope: pod"));
+}
+
+TEST(WorkflowLoaderTest, WorkflowLevelRepeatAndSoakTakeTypedParams) {
+  std::string y = replaced(kValid, "params:\n",
+                           "repeat: \"{{passes}}\"\nsoak_between: \"{{soak}}\"\nparams:\n"
+                           "  passes: {type: int, default: 2}\n"
+                           "  soak: {type: duration, default: 30m}\n");
+  auto r = loadWorkflow(y, "wf.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->repeat.param, "passes");
+  EXPECT_EQ(r->soak_between.param, "soak");
+  Error e = errorsOf(replaced(y, "soak_between: \"{{soak}}\"", "soak_between: \"{{passes}}\""));
+  EXPECT_TRUE(hasField(e, "soak_between", "has type int, expected duration")) << e;
+}
+
+TEST(WorkflowLoaderTest, BadParamDefaultsAndTypes) {
+  std::string y = replaced(kValid, "min_gen: {type: int, default: 5}",
+                           "min_gen: {type: int, default: five}\n  x: {type: float}");
+  Error e = errorsOf(y);
+  EXPECT_TRUE(hasField(e, "params.min_gen.default", "expected an integer, got \"five\"")) << e;
+  EXPECT_TRUE(hasField(e, "params.x.type", "expected string, int, bool or duration")) << e;
+}
+
+TEST(WorkflowLoaderTest, YamlSyntaxErrorHasAPosition) {
+  Error e = errorsOf("name: x\nsteps: [\n");
+  EXPECT_EQ(e.message.rfind("wf.yaml:", 0), 0u);
+  EXPECT_NE(e.message.find("YAML syntax error"), std::string::npos) << e.message;
+}
+
+TEST(WorkflowLoaderTest, DuplicateYamlKeyIsAnError) {
+  Error e = errorsOf(replaced(kValid, "version: \"1\"\n", "version: \"1\"\nversion: \"2\"\n"));
+  EXPECT_TRUE(hasField(e, "version", "duplicate key")) << e;
+}
+
+TEST(WorkflowLoaderTest, DirectoryLoaderCollectsErrorsOfEveryFile) {
+  auto dir = std::filesystem::path(testing::TempDir()) / "kiln-wf-dir-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.yaml") << replaced(kValid, "timeout: 10s", "timeout: fast");
+  std::ofstream(dir / "b.yaml") << replaced(kValid, "scope: host", "scope: rack");
+  std::ofstream(dir / "notes.txt") << "ignored";
+  auto r = loadWorkflowDir(dir.string());
+  ASSERT_FALSE(r.ok());
+  const std::string& text = r.error().details.at("text");
+  EXPECT_NE(text.find((dir / "a.yaml").string() + ":11:14: steps[0].timeout"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find((dir / "b.yaml").string() + ":4:8: scope"), std::string::npos) << text;
+  std::filesystem::remove(dir / "b.yaml");
+  std::ofstream(dir / "a.yaml") << kValid;
+  std::ofstream(dir / "c.yml") << kValid;  // the same workflow name twice
+  auto dup = loadWorkflowDir(dir.string());
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.error().message.find("also defined in"), std::string::npos) << dup.error();
+  std::filesystem::remove_all(dir);
+}
+
+// The workflows shipped in workflows/ must always load: a broken one would stop kilnd.
+TEST(ShippedWorkflowsTest, AllLoadWithoutErrors) {
+  auto r = loadWorkflowDir(KILN_WORKFLOWS_DIR);
+  ASSERT_TRUE(r.ok()) << r.error().details["text"];
+  std::vector<std::string> names;
+  for (const auto& w : *r) names.push_back(w.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"firmware-upgrade", "l11-burn-in", "pre-job-health",
+                                             "quarantine-validation"}));
+  for (const auto& w : *r) {
+    EXPECT_FALSE(w.description.empty()) << w.name;
+    for (const auto& p : w.params) EXPECT_FALSE(p.description.empty()) << w.name << " " << p.name;
+  }
+}
+
+TEST(ShippedWorkflowsTest, PreJobHealthStepTimeoutsFitSlurmsSixtySeconds) {
+  auto r = loadWorkflowFile(std::string(KILN_WORKFLOWS_DIR) + "/pre-job-health.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  std::chrono::milliseconds total{0};
+  auto params = resolveParams(*r, {});
+  ASSERT_TRUE(params.ok()) << params.error();
+  for (const auto& s : r->steps) {
+    auto t = resolveDuration(s.timeout, *params);
+    ASSERT_TRUE(t.ok());
+    total += t->value * (1 + s.retries.count);
+  }
+  // FACTS.md: Slurm kills a HealthCheckProgram that runs over 60 s.
+  EXPECT_LE(total, std::chrono::seconds(55));
+}
+
+TEST(ShippedWorkflowsTest, QuarantineValidationPassesTwiceASoakApart) {
+  auto r = loadWorkflowFile(std::string(KILN_WORKFLOWS_DIR) + "/quarantine-validation.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  auto params = resolveParams(*r, {});
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(*resolveInt(r->repeat, *params), 2);
+  EXPECT_EQ(resolveDuration(r->soak_between, *params)->value, std::chrono::minutes(30));
+}
+
+}  // namespace
+}  // namespace kiln::workflow
