@@ -10,6 +10,7 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::kInvalidArgument: return "invalid_argument";
     case ErrorCode::kInvalidContent: return "invalid_content";
     case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kMethodNotAllowed: return "method_not_allowed";
     case ErrorCode::kConflict: return "conflict";
     case ErrorCode::kUnauthenticated: return "unauthenticated";
     case ErrorCode::kPermissionDenied: return "permission_denied";
@@ -26,6 +27,7 @@ int httpStatus(ErrorCode code) {
     case ErrorCode::kInvalidArgument: return 400;
     case ErrorCode::kInvalidContent: return 422;
     case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kMethodNotAllowed: return 405;
     case ErrorCode::kConflict: return 409;
     case ErrorCode::kUnauthenticated: return 401;
     case ErrorCode::kPermissionDenied: return 403;

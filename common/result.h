@@ -17,6 +17,7 @@ enum class ErrorCode {
   kInvalidArgument,   // malformed input: 400
   kInvalidContent,    // well-formed but invalid content: 422
   kNotFound,          // 404
+  kMethodNotAllowed,  // 405
   kConflict,          // 409
   kUnauthenticated,   // 401
   kPermissionDenied,  // 403

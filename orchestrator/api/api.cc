@@ -1,0 +1,155 @@
+#include "orchestrator/api/api.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/crypto.h"
+#include "orchestrator/api/json_views.h"
+
+namespace kiln::api {
+
+Router buildRouter(Services& services) {
+  Router router;
+  addServiceRoutes(router, services);
+  addFleetRoutes(router, services);
+  addTokenRoutes(router, services);
+  addConsoleRoutes(router, services);
+  return router;
+}
+
+Api::Api(Services services, Executor& executor, std::shared_ptr<spdlog::logger> log)
+    : services_(std::move(services)), executor_(executor), log_(std::move(log)) {
+  services_.metrics = &metrics_;
+  services_.forget_token = [this](const std::string& id) { forgetToken(id); };
+  router_ = buildRouter(services_);
+}
+
+Api::~Api() = default;
+
+std::optional<http::Response> Api::admit(const http::Request& head,
+                                         std::optional<std::uint64_t> content_length) {
+  auto m = router_.match(head.method, head.path);
+  const std::size_t limit = m.route ? m.route->body_limit : services_.options.default_body_limit;
+  if (content_length && *content_length > limit) {
+    Error e(ErrorCode::kTooLarge, "the body is " + std::to_string(*content_length) +
+                                      " bytes; this route takes at most " + std::to_string(limit));
+    e.with("limit", std::to_string(limit));
+    return errorResponse(e);
+  }
+  return std::nullopt;
+}
+
+void Api::handle(http::Request request, http::Reply reply) {
+  const auto start = std::chrono::steady_clock::now();
+  executor_.post([this, req = std::move(request), reply = std::move(reply), start]() mutable {
+    try {
+      serve(std::move(req), std::move(reply), start);
+    } catch (const std::exception& e) {
+      // One top-level catch per request (STYLE.md): a bug answers 500, it does not kill kilnd.
+      log_->error("unhandled exception: {}", e.what());
+      reply(errorResponse(internalError("internal error")));
+    }
+  });
+}
+
+void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start) {
+  auto m = router_.match(req.method, req.path);
+  if (!m.route) {
+    if (m.allowed_methods.empty()) {
+      finish(req, "unmatched", "-", start, errorResponse(notFound("no route for " + req.method + " " + req.path)),
+             reply);
+      return;
+    }
+    std::string allow;
+    for (const auto& a : m.allowed_methods) allow += (allow.empty() ? "" : ", ") + a;
+    Error e(ErrorCode::kMethodNotAllowed, "method " + req.method + " is not allowed on " + req.path);
+    http::Response resp = errorResponse(e.with("allow", allow));
+    resp.headers.emplace_back("Allow", allow);
+    finish(req, "unmatched", "-", start, std::move(resp), reply);
+    return;
+  }
+  const Route& route = *m.route;
+  RequestContext ctx{req, std::move(m.params), {"anonymous", "anonymous"}, core::Role::kViewer, ""};
+  if (route.role) {
+    auto principal = authenticate(req);
+    if (!principal.ok()) {
+      http::Response resp = errorResponse(principal.error());
+      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+      finish(req, route.pattern, "-", start, std::move(resp), reply);
+      return;
+    }
+    if (!core::roleAllows(principal->role, *route.role)) {
+      Error e(ErrorCode::kPermissionDenied, "this call needs the " + std::string(core::roleName(*route.role)) +
+                                                " role; the token has " +
+                                                std::string(core::roleName(principal->role)));
+      finish(req, route.pattern, principal->token_id, start, errorResponse(e), reply);
+      return;
+    }
+    ctx.actor = {principal->token_id, principal->name};
+    ctx.role = principal->role;
+    ctx.agent_host = principal->host;
+  }
+  if (route.async_fn) {
+    const std::string token_id = ctx.actor.token_id;
+    // The handler may answer later from another thread; req stays alive in the closure.
+    auto shared_req = std::make_shared<http::Request>(std::move(req));
+    RequestContext async_ctx{*shared_req, std::move(ctx.params), ctx.actor, ctx.role, ctx.agent_host};
+    route.async_fn(async_ctx, [this, shared_req, pattern = route.pattern, token_id, start, reply](
+                                  Result<http::Response> r) {
+      finish(*shared_req, pattern, token_id, start, r.ok() ? std::move(r.value()) : errorResponse(r.error()),
+             reply);
+    });
+    return;
+  }
+  Result<http::Response> result = route.fn(ctx);
+  finish(req, route.pattern, ctx.actor.token_id, start,
+         result.ok() ? std::move(result.value()) : errorResponse(result.error()), reply);
+}
+
+void Api::finish(const http::Request& req, const std::string& route, const std::string& token_id,
+                 std::chrono::steady_clock::time_point start, http::Response resp,
+                 const http::Reply& reply) {
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int status = resp.status;
+  reply(std::move(resp));
+  metrics_.record(req.method, route, status, secs);
+  log_->info("{} {} {} {:.1f}ms token={}", req.method, req.path, status, secs * 1000, token_id);
+}
+
+Result<Api::Principal> Api::authenticate(const http::Request& req) {
+  const std::string header = req.header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.empty()) return Error(ErrorCode::kUnauthenticated, "missing Authorization: Bearer token");
+  if (header.compare(0, kBearer.size(), kBearer) != 0)
+    return Error(ErrorCode::kUnauthenticated, "Authorization must be 'Bearer <token>'");
+  auto parsed = core::parseBearerToken(std::string_view(header).substr(kBearer.size()));
+  const Error bad(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  if (!parsed) return bad;
+
+  std::optional<core::TokenRecord> record;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = token_cache_.find(parsed->id);
+    if (it != token_cache_.end() && now - it->second.fetched < services_.options.token_cache_ttl)
+      record = it->second.record;
+  }
+  if (!record) {
+    auto found = services_.store->findToken(parsed->id);
+    if (!found.ok()) return found.error();
+    if (!found->has_value()) return bad;
+    record = **found;
+    std::lock_guard lock(cache_mu_);
+    if (token_cache_.size() > 100000) token_cache_.clear();
+    token_cache_[parsed->id] = {*record, now};
+  }
+  if (!constantTimeEquals(sha256Hex(parsed->secret), record->secret_hash)) return bad;
+  if (record->info.revoked_at) return bad;
+  return Principal{record->info.role, record->info.id, record->info.name, record->info.host};
+}
+
+void Api::forgetToken(const std::string& id) {
+  std::lock_guard lock(cache_mu_);
+  token_cache_.erase(id);
+}
+
+}  // namespace kiln::api

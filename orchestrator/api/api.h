@@ -1,0 +1,92 @@
+#pragma once
+// The REST API v1 as an http::Handler: route matching, body limits, authentication and roles,
+// the JSON error body, one log line per request, request metrics. Handlers run on the
+// Executor, never on network threads.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/executor.h"
+#include "orchestrator/api/metrics.h"
+#include "orchestrator/api/router.h"
+#include "orchestrator/core/clock.h"
+#include "orchestrator/core/store.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace kiln::api {
+
+struct ApiOptions {
+  std::size_t default_body_limit = 1 << 20;   // 1 MiB
+  std::size_t import_body_limit = 64 << 20;   // fleet files: a 1,000,000-GPU file is ~2 MB
+  std::chrono::seconds token_cache_ttl{10};   // a revocation elsewhere takes effect within this
+  std::string web_root;                       // the console's files; empty = not served
+};
+
+// What route handlers use. Pointers so the route table can be built without them (tests of
+// the OpenAPI document); handlers dereference them only when serving.
+struct Services {
+  core::Store* store = nullptr;
+  core::Clock* clock = nullptr;
+  RequestMetrics* metrics = nullptr;
+  std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
+  ApiOptions options;
+};
+
+// Route registration, one function per area (routes_*.cc).
+void addServiceRoutes(Router& router, Services& services);
+void addFleetRoutes(Router& router, Services& services);
+void addTokenRoutes(Router& router, Services& services);
+void addConsoleRoutes(Router& router, Services& services);
+
+// Every route of the API, for the OpenAPI contract test.
+Router buildRouter(Services& services);
+
+class Api final : public http::Handler {
+ public:
+  Api(Services services, Executor& executor, std::shared_ptr<spdlog::logger> log);
+  ~Api() override;
+
+  // Further routes from other subsystems (workflows, rollouts, agents) before serving starts.
+  Router& router() { return router_; }
+  Services& services() { return services_; }
+
+  std::optional<http::Response> admit(const http::Request& head,
+                                      std::optional<std::uint64_t> content_length) override;
+  void handle(http::Request request, http::Reply reply) override;
+
+  // Forget a cached token at once (after a revocation through this process).
+  void forgetToken(const std::string& id);
+
+ private:
+  struct Principal {
+    core::Role role;
+    std::string token_id, name, host;
+  };
+  Result<Principal> authenticate(const http::Request& req);
+  void serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start);
+  void finish(const http::Request& req, const std::string& route, const std::string& token_id,
+              std::chrono::steady_clock::time_point start, http::Response resp,
+              const http::Reply& reply);
+
+  Services services_;
+  Router router_;
+  Executor& executor_;
+  std::shared_ptr<spdlog::logger> log_;
+  RequestMetrics metrics_;
+
+  struct CachedToken {
+    core::TokenRecord record;
+    std::chrono::steady_clock::time_point fetched;
+  };
+  std::mutex cache_mu_;
+  std::unordered_map<std::string, CachedToken> token_cache_;
+};
+
+}  // namespace kiln::api

@@ -1,0 +1,130 @@
+#include "orchestrator/api/json_views.h"
+
+#include <ctime>
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+std::string isoTime(core::TimePoint t) {
+  const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - secs).count();
+  std::time_t tt = std::chrono::system_clock::to_time_t(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+json toJson(const Error& e) {
+  json details = json::object();
+  for (const auto& [k, v] : e.details) details[k] = v;
+  if (!e.fields.empty()) {
+    json fields = json::array();
+    for (const auto& f : e.fields) fields.push_back({{"path", f.path}, {"message", f.message}});
+    details["fields"] = fields;
+  }
+  if (!e.allowed.empty()) details["allowed_actions"] = e.allowed;
+  return {{"error", {{"code", errorCodeName(e.code)}, {"message", e.message}, {"details", details}}}};
+}
+
+json toJson(const core::SiteSummary& s) {
+  return {{"id", s.id}, {"buildings", s.buildings}, {"pods", s.pods}, {"hosts", s.hosts}};
+}
+
+json toJson(const core::PodSummary& p) {
+  return {{"id", p.id},
+          {"site", p.site},
+          {"building", p.building},
+          {"platform", p.platform},
+          {"state", p.state},
+          {"labels", p.labels},
+          {"racks", p.racks},
+          {"hosts_by_state", p.hosts_by_state},
+          {"healthy_gpus", p.healthy_gpus}};
+}
+
+json toJson(const core::HostSummary& h) {
+  json j = {{"id", h.id},       {"pod", h.pod},           {"rack", h.rack},
+            {"building", h.building}, {"site", h.site},   {"platform", h.platform},
+            {"tray", h.tray},   {"spare", h.spare},       {"state", h.state},
+            {"state_since", isoTime(h.state_since)},      {"state_reason", h.state_reason}};
+  j["last_seen"] = h.last_seen ? json(isoTime(*h.last_seen)) : json();
+  return j;
+}
+
+json toJson(const core::PodDetail& d) {
+  json j = toJson(d.pod);
+  j["rack_ids"] = d.racks;
+  json hosts = json::array();
+  json spares = json::array();
+  for (const auto& h : d.hosts) {
+    hosts.push_back(toJson(h));
+    if (h.spare) spares.push_back(h.id);
+  }
+  j["hosts"] = hosts;
+  j["spares"] = spares;
+  json trays = json::array();
+  for (const auto& t : d.switch_trays) trays.push_back({{"id", t.id}, {"rack", t.rack}, {"tray", t.tray}});
+  j["switch_trays"] = trays;
+  // Versions per component kind: {"driver": {"570.1": 18}, ...}: a mixed pod stands out.
+  json versions = json::object();
+  for (const auto& c : d.components) {
+    auto& slot = versions[c.kind][c.version];
+    slot = slot.is_null() ? 1 : slot.get<int>() + 1;
+  }
+  j["component_versions"] = versions;
+  return j;
+}
+
+json toJson(const core::HostDetail& d) {
+  json j = toJson(d.host);
+  json gpus = json::array();
+  for (const auto& g : d.gpus)
+    gpus.push_back({{"id", g.id}, {"index", g.index}, {"serial", g.serial}, {"uuid", g.uuid}});
+  j["gpus"] = gpus;
+  j["components"] = d.components;
+  j["allowed_actions"] = d.allowed_actions;
+  return j;
+}
+
+json toJson(const core::HostEvent& e) {
+  return {{"id", e.id},         {"host", e.host},   {"at", isoTime(e.at)},
+          {"action", e.action}, {"from", e.from_state.empty() ? json() : json(e.from_state)},
+          {"to", e.to_state},   {"actor", e.actor}, {"reason", e.reason}};
+}
+
+json toJson(const core::ImportSummary& s) {
+  return {{"sites_created", s.sites_created},       {"buildings_created", s.buildings_created},
+          {"pods_created", s.pods_created},         {"pods_existing", s.pods_existing},
+          {"racks_created", s.racks_created},       {"hosts_created", s.hosts_created},
+          {"switch_trays_created", s.switch_trays_created},
+          {"gpus_created", s.gpus_created},         {"components_created", s.components_created}};
+}
+
+json toJson(const core::TokenInfo& t) {
+  json j = {{"id", t.id},
+            {"name", t.name},
+            {"role", core::roleName(t.role)},
+            {"created_at", isoTime(t.created_at)},
+            {"created_by", t.created_by}};
+  j["host"] = t.host.empty() ? json() : json(t.host);
+  j["revoked_at"] = t.revoked_at ? json(isoTime(*t.revoked_at)) : json();
+  return j;
+}
+
+json toJson(const core::CapacityPlan& p) {
+  return {{"slices", p.slices},
+          {"pods", p.pods},
+          {"racks", p.racks},
+          {"gpus", p.gpus},
+          {"spare_gpus", p.spare_gpus},
+          {"overhead_fraction", p.overhead_fraction},
+          {"geometry_fraction", p.geometry_fraction},
+          {"reserve_fraction", p.reserve_fraction}};
+}
+
+}  // namespace kiln::api

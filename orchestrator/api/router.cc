@@ -1,0 +1,124 @@
+#include "orchestrator/api/router.h"
+
+#include <algorithm>
+
+#include "common/yaml_json.h"
+#include "orchestrator/api/json_views.h"
+
+namespace kiln::api {
+namespace {
+
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RequestContext::query(const std::string& name) const {
+  auto it = req.query.find(name);
+  return it == req.query.end() ? std::string() : it->second;
+}
+
+Status RequestContext::onlyQuery(std::initializer_list<const char*> allowed) const {
+  for (const auto& [k, _] : req.query) {
+    bool known = false;
+    for (const char* a : allowed) known = known || k == a;
+    if (!known) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return invalidArgument("unknown query parameter '" + k + "'" +
+                             (list.empty() ? "" : " (expected: " + list + ")"));
+    }
+  }
+  return Ok{};
+}
+
+Result<core::PageRequest> RequestContext::page() const {
+  core::PageRequest p;
+  p.cursor = query("cursor");
+  const std::string limit = query("limit");
+  if (!limit.empty()) {
+    int n = 0;
+    try {
+      std::size_t used = 0;
+      n = std::stoi(limit, &used);
+      if (used != limit.size()) throw std::invalid_argument("trailing");
+    } catch (...) {
+      return invalidArgument("limit must be a whole number from 1 to 1000");
+    }
+    if (n < 1 || n > 1000) return invalidArgument("limit must be a whole number from 1 to 1000");
+    p.limit = n;
+  }
+  return p;
+}
+
+Result<nlohmann::json> RequestContext::jsonBody(bool yaml_ok) const {
+  const std::string type = req.header("content-type");
+  const bool is_json = type.find("json") != std::string::npos;
+  if (req.body.empty()) return invalidArgument("the request needs a body");
+  if (yaml_ok && !is_json) {
+    auto first = req.body.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || req.body[first] != '{') return yamlToJson(req.body);
+  }
+  return parseJson(req.body);
+}
+
+void Router::add(Route route) {
+  std::string pattern = route.pattern;
+  if (pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, "/*") == 0) {
+    route.prefix = true;
+    pattern.resize(pattern.size() - 2);
+  }
+  route.segments = splitPath(pattern);
+  routes_.push_back(std::move(route));
+}
+
+Router::Match Router::match(const std::string& method, const std::string& path) const {
+  Match out;
+  const auto segs = splitPath(path);
+  const Route* best = nullptr;
+  for (const auto& r : routes_) {
+    if (r.prefix ? segs.size() < r.segments.size() : segs.size() != r.segments.size()) continue;
+    std::map<std::string, std::string> params;
+    bool ok = true;
+    for (std::size_t i = 0; i < r.segments.size() && ok; ++i) {
+      const auto& s = r.segments[i];
+      if (s.size() > 2 && s.front() == '{' && s.back() == '}') params[s.substr(1, s.size() - 2)] = segs[i];
+      else ok = s == segs[i];
+    }
+    if (!ok) continue;
+    // Literal routes beat parameter routes and prefix routes (e.g. /pods/x vs /*).
+    if (r.method != method) {
+      if (std::find(out.allowed_methods.begin(), out.allowed_methods.end(), r.method) == out.allowed_methods.end())
+        out.allowed_methods.push_back(r.method);
+      continue;
+    }
+    if (!best || (best->prefix && !r.prefix)) {
+      best = &r;
+      out.params = std::move(params);
+    }
+  }
+  out.route = best;
+  if (best) out.allowed_methods.clear();
+  return out;
+}
+
+http::Response jsonResponse(int status, const nlohmann::json& body) {
+  http::Response r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+http::Response errorResponse(const Error& e) { return jsonResponse(httpStatus(e.code), toJson(e)); }
+
+}  // namespace kiln::api

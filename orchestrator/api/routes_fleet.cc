@@ -1,0 +1,198 @@
+// Fleet inventory, host actions and the capacity planner.
+
+#include "orchestrator/api/api.h"
+#include "orchestrator/api/json_views.h"
+#include "orchestrator/core/capacity.h"
+#include "orchestrator/core/fleet_spec.h"
+
+namespace kiln::api {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+Result<http::Response> okJson(const Result<T>& r, int status = 200) {
+  if (!r.ok()) return r.error();
+  return jsonResponse(status, toJson(r.value()));
+}
+
+template <typename T>
+Result<http::Response> okPage(const Result<core::Page<T>>& r) {
+  if (!r.ok()) return r.error();
+  return jsonResponse(200, pageJson(r.value()));
+}
+
+Status checkChoice(const std::string& value, const char* name, const std::vector<std::string>& choices) {
+  if (value.empty()) return Ok{};
+  for (const auto& c : choices)
+    if (c == value) return Ok{};
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  return invalidArgument(std::string(name) + " must be one of " + list);
+}
+
+std::vector<std::string> platformNames() {
+  std::vector<std::string> out;
+  for (auto p : core::allPlatforms()) out.emplace_back(core::platformName(p));
+  return out;
+}
+
+std::vector<std::string> hostStateNames() {
+  std::vector<std::string> out;
+  for (auto s : core::allHostStates()) out.emplace_back(core::hostStateName(s));
+  return out;
+}
+
+}  // namespace
+
+void addFleetRoutes(Router& router, Services& s) {
+  router.add({.method = "POST", .pattern = "/api/v1/fleet/import", .role = core::Role::kAdmin,
+              .body_limit = s.options.import_body_limit,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                auto doc = ctx.jsonBody(/*yaml_ok=*/true);
+                if (!doc.ok()) return doc.error();
+                auto fleet = core::parseFleetSpec(*doc);
+                if (!fleet.ok()) return fleet.error();
+                auto sum = s.store->importFleet(*fleet, ctx.actor);
+                if (!sum.ok()) return sum.error();
+                return jsonResponse(sum->pods_created > 0 ? 201 : 200, toJson(*sum));
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/sites", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                auto sites = s.store->listSites();
+                if (!sites.ok()) return sites.error();
+                json items = json::array();
+                for (const auto& site : *sites) items.push_back(toJson(site));
+                return jsonResponse(200, {{"items", items}, {"next_cursor", nullptr}});
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/pods", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({"site", "building", "platform", "state", "label", "limit", "cursor"}); !q.ok())
+                  return q.error();
+                if (auto c = checkChoice(ctx.query("platform"), "platform", platformNames()); !c.ok()) return c.error();
+                if (auto c = checkChoice(ctx.query("state"), "state",
+                                         {"in_service", "degraded", "maintenance", "incoming", "down", "retired"});
+                    !c.ok())
+                  return c.error();
+                auto page = ctx.page();
+                if (!page.ok()) return page.error();
+                return okPage(s.store->listPods({ctx.query("site"), ctx.query("building"), ctx.query("platform"),
+                                                 ctx.query("state"), ctx.query("label")},
+                                                *page));
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/pods/{id}", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                return okJson(s.store->getPod(ctx.param("id")));
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/hosts", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({"pod", "building", "site", "state", "limit", "cursor"}); !q.ok())
+                  return q.error();
+                if (auto c = checkChoice(ctx.query("state"), "state", hostStateNames()); !c.ok()) return c.error();
+                auto page = ctx.page();
+                if (!page.ok()) return page.error();
+                return okPage(s.store->listHosts(
+                    {ctx.query("pod"), ctx.query("building"), ctx.query("site"), ctx.query("state")}, *page));
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/hosts/{id}", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                return okJson(s.store->getHost(ctx.param("id")));
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/hosts/{id}/events", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                auto page = ctx.page();
+                if (!page.ok()) return page.error();
+                return okPage(s.store->hostEvents(ctx.param("id"), *page));
+              }});
+
+  router.add({.method = "POST", .pattern = "/api/v1/hosts/{id}/actions", .role = core::Role::kOperator,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                auto body = ctx.jsonBody();
+                if (!body.ok()) return body.error();
+                Error bad = invalidContent("invalid host action");
+                if (!body->is_object()) return invalidContent("expected a JSON object {action, reason}");
+                for (const auto& [k, _] : body->items())
+                  if (k != "action" && k != "reason" && k != "to") bad.fields.push_back({k, "unknown field"});
+                std::string action_name, reason;
+                if (!body->contains("action") || !(*body)["action"].is_string())
+                  bad.fields.push_back({"action", "is required (a string)"});
+                else action_name = (*body)["action"].get<std::string>();
+                if (body->contains("reason")) {
+                  if (!(*body)["reason"].is_string() || (*body)["reason"].get<std::string>().size() > 1000)
+                    bad.fields.push_back({"reason", "expected a string of at most 1000 characters"});
+                  else reason = (*body)["reason"].get<std::string>();
+                }
+                auto action = core::parseHostAction(action_name);
+                if (!action_name.empty() && (!action || core::actionKind(*action) == core::ActionKind::kSystem))
+                  bad.fields.push_back({"action", "unknown action '" + action_name +
+                                                      "' (expected allocate, release, drain, undrain, fail, repair, "
+                                                      "repair_complete, retire or override)"});
+                std::optional<core::HostState> to;
+                if (action == core::HostAction::kOverride) {
+                  if (reason.empty()) bad.fields.push_back({"reason", "an override needs a reason"});
+                  auto t = body->contains("to") && (*body)["to"].is_string()
+                               ? core::parseHostState((*body)["to"].get<std::string>())
+                               : std::nullopt;
+                  if (!t) bad.fields.push_back({"to", "an override needs a target state"});
+                  to = t;
+                } else if (body->contains("to")) {
+                  bad.fields.push_back({"to", "only an override takes a target state"});
+                }
+                if (!bad.fields.empty()) {
+                  bad.message = "invalid host action: " + bad.fields[0].path + ": " + bad.fields[0].message;
+                  return bad;
+                }
+                if (core::actionKind(*action) == core::ActionKind::kAdmin && ctx.role != core::Role::kAdmin)
+                  return Error(ErrorCode::kPermissionDenied, "'" + action_name + "' needs the admin role");
+                auto r = s.store->transitionHost({ctx.param("id"), *action, to, reason}, ctx.actor);
+                return okJson(r);
+              }});
+
+  router.add({.method = "GET", .pattern = "/api/v1/capacity/plan", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({"active_gpus", "reserve_fraction", "platform"}); !q.ok()) return q.error();
+                core::CapacityRequest req;
+                try {
+                  const std::string n = ctx.query("active_gpus");
+                  if (n.empty()) return invalidArgument("active_gpus is required");
+                  std::size_t used = 0;
+                  req.active_gpus = std::stoll(n, &used);
+                  if (used != n.size()) throw std::invalid_argument(n);
+                  const std::string r = ctx.query("reserve_fraction");
+                  if (!r.empty()) {
+                    req.reserve_fraction = std::stod(r, &used);
+                    if (used != r.size()) throw std::invalid_argument(r);
+                  }
+                } catch (...) {
+                  return invalidArgument("active_gpus must be a whole number and reserve_fraction a number");
+                }
+                const std::string platform = ctx.query("platform").empty() ? "clemente" : ctx.query("platform");
+                auto p = core::parsePlatform(platform);
+                if (!p) return invalidArgument("platform must be one of catalina, clemente, san_miguel");
+                req.platform = *p;
+                auto plan = core::planCapacity(req);
+                if (!plan.ok()) return plan.error();
+                auto healthy = s.store->countHealthyPods(platform);
+                if (!healthy.ok()) return healthy.error();
+                json j = toJson(*plan);
+                j["active_gpus"] = req.active_gpus;
+                j["platform"] = platform;
+                j["requested_reserve_fraction"] = req.reserve_fraction;
+                j["healthy_pods_now"] = *healthy;
+                j["pod_shortfall"] = std::max<std::int64_t>(0, plan->pods - *healthy);
+                return jsonResponse(200, j);
+              }});
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,53 @@
+#define _TURN_OFF_PLATFORM_STRING
+#include <cpprest/http_client.h>
+
+#include "orchestrator/http/client.h"
+
+namespace kiln::http {
+
+namespace wh = web::http;
+
+struct Client::Impl {
+  std::unique_ptr<wh::client::http_client> client;
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  wh::client::http_client_config config;
+  config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.timeout));
+  if (!options_.ca_file.empty()) {
+    const std::string ca = options_.ca_file;
+    config.set_ssl_context_callback([ca](boost::asio::ssl::context& ctx) { ctx.load_verify_file(ca); });
+  }
+  impl_->client = std::make_unique<wh::client::http_client>(options_.base_url, config);
+}
+
+Client::~Client() = default;
+
+Result<ClientResponse> Client::request(const std::string& method, const std::string& path_and_query,
+                                       const std::string& body, const std::string& content_type,
+                                       const std::map<std::string, std::string>& headers) {
+  try {
+    wh::http_request req(method);
+    req.set_request_uri(path_and_query);
+    if (!options_.token.empty()) req.headers().add("Authorization", "Bearer " + options_.token);
+    for (const auto& [k, v] : headers) req.headers().add(k, v);
+    if (!body.empty() || method == "POST" || method == "PUT") req.set_body(body, content_type);
+    wh::http_response resp = impl_->client->request(req).get();
+    ClientResponse out;
+    out.status = resp.status_code();
+    out.content_type = resp.headers().content_type();
+    for (const auto& [k, v] : resp.headers()) {
+      std::string name = k;
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out.headers[name] = v;
+    }
+    out.body = resp.extract_string(true).get();
+    return out;
+  } catch (const std::exception& e) {
+    return unavailable(std::string("cannot reach ") + options_.base_url + ": " + e.what());
+  }
+}
+
+std::string urlEncode(const std::string& s) { return web::uri::encode_data_string(s); }
+
+}  // namespace kiln::http

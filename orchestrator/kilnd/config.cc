@@ -1,0 +1,168 @@
+#include "orchestrator/kilnd/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+
+namespace kiln::kilnd {
+namespace {
+
+struct Setting {
+  const char* flag;  // --listen
+  const char* env;   // KILN_LISTEN
+  const char* key;   // listen (config file)
+  bool is_bool;
+  std::function<Status(Config&, const std::string&)> set;
+};
+
+Status setInt(int& field, const std::string& v, const char* name, int lo, int hi) {
+  try {
+    std::size_t used = 0;
+    int n = std::stoi(v, &used);
+    if (used != v.size() || n < lo || n > hi) throw std::out_of_range(v);
+    field = n;
+    return Ok{};
+  } catch (...) {
+    return invalidArgument(std::string(name) + " must be a whole number from " + std::to_string(lo) +
+                           " to " + std::to_string(hi) + ", got '" + v + "'");
+  }
+}
+
+std::vector<Setting> settings() {
+  auto str = [](std::string Config::*field) {
+    return [field](Config& c, const std::string& v) -> Status {
+      c.*field = v;
+      return Ok{};
+    };
+  };
+  return {
+      {"--listen", "KILN_LISTEN", "listen", false, str(&Config::listen)},
+      {"--database-url", "KILN_DATABASE_URL", "database_url", false, str(&Config::database_url)},
+      {"--admin-token-file", "KILN_ADMIN_TOKEN_FILE", "admin_token_file", false, str(&Config::admin_token_file)},
+      {"--log-level", "KILN_LOG_LEVEL", "log_level", false,
+       [](Config& c, const std::string& v) -> Status {
+         for (const char* l : {"trace", "debug", "info", "warn", "error", "off"})
+           if (v == l) {
+             c.log_level = v;
+             return Ok{};
+           }
+         return invalidArgument("--log-level must be trace, debug, info, warn, error or off");
+       }},
+      {"--tls-cert", "KILN_TLS_CERT", "tls_cert", false, str(&Config::tls_cert)},
+      {"--tls-key", "KILN_TLS_KEY", "tls_key", false, str(&Config::tls_key)},
+      {"--web-root", "KILN_WEB_ROOT", "web_root", false, str(&Config::web_root)},
+      {"--allow-insecure-http", "KILN_ALLOW_INSECURE_HTTP", "allow_insecure_http", true,
+       [](Config& c, const std::string& v) -> Status {
+         c.allow_insecure_http = v == "1" || v == "true" || v == "yes";
+         return Ok{};
+       }},
+      {"--threads", "KILN_THREADS", "threads", false,
+       [](Config& c, const std::string& v) { return setInt(c.threads, v, "--threads", 1, 256); }},
+      {"--db-pool", "KILN_DB_POOL", "db_pool", false,
+       [](Config& c, const std::string& v) { return setInt(c.db_pool, v, "--db-pool", 1, 256); }},
+  };
+}
+
+bool isLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+std::string Config::host() const { return listen.substr(0, listen.rfind(':')); }
+int Config::port() const { return std::stoi(listen.substr(listen.rfind(':') + 1)); }
+
+std::string usage() {
+  return "usage: kilnd [--config FILE] [--listen HOST:PORT] [--database-url URL]\n"
+         "             [--admin-token-file FILE] [--log-level LEVEL] [--tls-cert FILE --tls-key FILE]\n"
+         "             [--allow-insecure-http] [--web-root DIR] [--threads N] [--db-pool N]\n"
+         "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
+         "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
+         "the environment over the file.\n";
+}
+
+Result<Config> parseConfig(const std::vector<std::string>& args,
+                           const std::map<std::string, std::string>& env,
+                           const std::function<Result<std::string>(const std::string&)>& read_file) {
+  const auto all = settings();
+  // 1. Find --config (flag or env) first.
+  std::string config_file;
+  if (auto it = env.find("KILN_CONFIG"); it != env.end()) config_file = it->second;
+  std::vector<std::pair<const Setting*, std::string>> from_flags;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    bool has_value = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    if (arg == "--help" || arg == "-h") return Error(ErrorCode::kInvalidArgument, "help");
+    if (arg == "--config") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return invalidArgument("--config needs a value");
+        value = args[++i];
+      }
+      config_file = value;
+      continue;
+    }
+    const Setting* found = nullptr;
+    for (const auto& s : all)
+      if (arg == s.flag) found = &s;
+    if (!found) return invalidArgument("unknown flag '" + args[i] + "'");
+    if (!has_value) {
+      if (found->is_bool) value = "true";
+      else if (i + 1 >= args.size()) return invalidArgument(std::string(found->flag) + " needs a value");
+      else value = args[++i];
+    }
+    from_flags.emplace_back(found, value);
+  }
+
+  Config c;
+  // 2. The config file.
+  if (!config_file.empty()) {
+    auto text = read_file(config_file);
+    if (!text.ok()) return invalidArgument("cannot read config file " + config_file + ": " + text.error().message);
+    try {
+      YAML::Node root = YAML::Load(*text);
+      if (!root.IsNull() && !root.IsMap()) return invalidArgument(config_file + ": expected a map of settings");
+      for (const auto& kv : root) {
+        const std::string key = kv.first.as<std::string>();
+        const Setting* found = nullptr;
+        for (const auto& s : all)
+          if (key == s.key) found = &s;
+        if (!found)
+          return invalidArgument(config_file + ":" + std::to_string(kv.first.Mark().line + 1) +
+                                 ": unknown setting '" + key + "'");
+        if (!kv.second.IsScalar())
+          return invalidArgument(config_file + ":" + std::to_string(kv.second.Mark().line + 1) + ": " + key +
+                                 ": expected a single value");
+        if (auto st = found->set(c, kv.second.as<std::string>()); !st.ok())
+          return invalidArgument(config_file + ": " + st.error().message);
+      }
+    } catch (const YAML::Exception& e) {
+      return invalidArgument(config_file + ":" + std::to_string(e.mark.line + 1) + ":" +
+                             std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+  }
+  // 3. Environment, 4. flags.
+  for (const auto& s : all)
+    if (auto it = env.find(s.env); it != env.end())
+      if (auto st = s.set(c, it->second); !st.ok()) return invalidArgument(std::string(s.env) + ": " + st.error().message);
+  for (const auto& [s, v] : from_flags)
+    if (auto st = s->set(c, v); !st.ok()) return st.error();
+
+  // Cross-field rules.
+  auto colon = c.listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) return invalidArgument("--listen must be HOST:PORT, got '" + c.listen + "'");
+  int port = 0;
+  if (auto st = setInt(port, c.listen.substr(colon + 1), "--listen port", 1, 65535); !st.ok()) return st.error();
+  if (c.database_url.empty()) return invalidArgument("--database-url (or KILN_DATABASE_URL) is required");
+  if (c.tls_cert.empty() != c.tls_key.empty()) return invalidArgument("--tls-cert and --tls-key go together");
+  if (c.tls_cert.empty() && !isLoopback(c.host()) && !c.allow_insecure_http)
+    return invalidArgument("refusing plain HTTP on " + c.host() +
+                           ": give --tls-cert and --tls-key, or --allow-insecure-http on a trusted network");
+  return c;
+}
+
+}  // namespace kiln::kilnd

@@ -1,0 +1,38 @@
+#pragma once
+// kilnd's settings from flags, environment (KILN_*) and a YAML config file (--config), in that
+// order of precedence. Pure apart from reading the config file.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kiln::kilnd {
+
+struct Config {
+  std::string listen = "127.0.0.1:8080";
+  std::string database_url;
+  std::string admin_token_file;
+  std::string log_level = "info";
+  std::string tls_cert, tls_key;
+  std::string web_root;
+  bool allow_insecure_http = false;  // plain HTTP on a non-loopback address
+  int threads = 4;                   // request executor threads
+  int db_pool = 8;
+  int network_threads = 4;
+
+  std::string host() const;
+  int port() const;
+};
+
+// Errors are kInvalidArgument with a message fit for stderr (exit code 2).
+// `read_file` reads the config file (injected for tests).
+Result<Config> parseConfig(const std::vector<std::string>& args,
+                           const std::map<std::string, std::string>& env,
+                           const std::function<Result<std::string>(const std::string&)>& read_file);
+
+std::string usage();
+
+}  // namespace kiln::kilnd

@@ -1,0 +1,134 @@
+// kilnd: the composition root. Reads settings, applies migrations, wires the store, API and
+// HTTP server, and waits for SIGTERM/SIGINT.
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include "common/executor.h"
+#include "orchestrator/api/api.h"
+#include "orchestrator/db/migrations.h"
+#include "orchestrator/db/pg_store.h"
+#include "orchestrator/http/server.h"
+#include "orchestrator/kilnd/config.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace kiln;
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+Result<std::string> readFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return notFound("cannot open " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Creates the first admin token when the database has none, and writes it to `path` (0600).
+Status bootstrapAdminToken(core::Store& store, const std::string& path, spdlog::logger& log) {
+  auto has = store.hasAdminToken();
+  if (!has.ok()) return has.error();
+  if (*has) return Ok{};
+  if (path.empty()) {
+    log.warn("the database has no admin token: start kilnd with --admin-token-file FILE to create one");
+    return Ok{};
+  }
+  auto token = store.createToken(core::Role::kAdmin, "bootstrap admin", "", {"kilnd", "kilnd"});
+  if (!token.ok()) return token.error();
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return internalError("cannot write " + tmp + ": " + std::strerror(errno));
+  const std::string text = token->secret + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) return internalError("cannot write " + path);
+  log.info("created the first admin token ({}) in {}", token->info.id, path);
+  return Ok{};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto config = kilnd::parseConfig(args, environment(), readFile);
+  if (!config.ok()) {
+    if (config.error().message == "help") {
+      std::cout << kilnd::usage();
+      return 0;
+    }
+    std::cerr << "kilnd: " << config.error().message << "\n" << kilnd::usage();
+    return 2;
+  }
+  auto log = spdlog::stdout_color_mt("kilnd");
+  log->set_level(spdlog::level::from_str(config->log_level));
+  log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  // Block the stop signals in every thread; main waits for them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto migrated = db::applyMigrations(config->database_url);
+  if (!migrated.ok()) {
+    log->critical("cannot prepare the database: {}", migrated.error().message);
+    return 1;
+  }
+  for (const auto& m : migrated->applied) log->info("applied migration {}", m);
+  log->info("database schema version {}", migrated->to_version);
+
+  auto store = db::makePgStore({config->database_url, config->db_pool});
+  if (auto st = bootstrapAdminToken(*store, config->admin_token_file, *log); !st.ok()) {
+    log->critical("{}", st.error().message);
+    return 1;
+  }
+
+  http::initializeNetworkThreads(config->network_threads);
+  Executor executor(config->threads);
+  api::Services services;
+  services.store = store.get();
+  core::SystemClock clock;
+  services.clock = &clock;
+  services.options.web_root = config->web_root;
+  api::Api api(services, executor, log);
+
+  http::ServerOptions server_options;
+  server_options.host = config->host();
+  server_options.port = config->port();
+  server_options.tls_cert_file = config->tls_cert;
+  server_options.tls_key_file = config->tls_key;
+  auto server = http::makeServer(server_options, api);
+  if (auto st = server->start(); !st.ok()) {
+    log->critical("{}", st.error().message);
+    return 1;
+  }
+  log->info("kilnd serving {}://{}", config->tls_cert.empty() ? "http" : "https", config->listen);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log->info("signal {}: finishing requests in flight", sig);
+  server->stop(5000);
+  log->info("stopped");
+  return 0;
+}

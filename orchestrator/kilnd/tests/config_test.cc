@@ -1,0 +1,48 @@
+#include "orchestrator/kilnd/config.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::kilnd {
+namespace {
+
+Result<std::string> noFile(const std::string&) { return notFound("no file"); }
+
+TEST(KilndConfigTest, FlagsBeatEnvironmentBeatFile) {
+  auto file = [](const std::string&) -> Result<std::string> {
+    return std::string("listen: 127.0.0.1:7000\nlog_level: debug\ndatabase_url: file-url\nthreads: 3\n");
+  };
+  auto c = parseConfig({"--config", "k.yaml", "--listen", "127.0.0.1:9000"},
+                       {{"KILN_LOG_LEVEL", "warn"}, {"KILN_LISTEN", "127.0.0.1:8000"}}, file);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->listen, "127.0.0.1:9000");
+  EXPECT_EQ(c->log_level, "warn");
+  EXPECT_EQ(c->database_url, "file-url");
+  EXPECT_EQ(c->threads, 3);
+  EXPECT_EQ(c->port(), 9000);
+}
+
+TEST(KilndConfigTest, RefusesPlainHttpOffLoopback) {
+  auto c = parseConfig({"--listen", "0.0.0.0:8080", "--database-url", "x"}, {}, noFile);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("--tls-cert"), std::string::npos);
+  EXPECT_TRUE(parseConfig({"--listen=0.0.0.0:8080", "--database-url=x", "--allow-insecure-http"}, {}, noFile).ok());
+  EXPECT_TRUE(parseConfig({"--listen=0.0.0.0:8443", "--database-url=x", "--tls-cert=c", "--tls-key=k"}, {}, noFile).ok());
+}
+
+TEST(KilndConfigTest, ClearErrors) {
+  EXPECT_NE(parseConfig({"--bogus"}, {}, noFile).error().message.find("unknown flag"), std::string::npos);
+  EXPECT_NE(parseConfig({}, {}, noFile).error().message.find("--database-url"), std::string::npos);
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--listen", "127.0.0.1:99999"}, {}, noFile).ok());
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--threads", "0"}, {}, noFile).ok());
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--tls-cert", "c"}, {}, noFile).ok());
+  auto bad_file = [](const std::string&) -> Result<std::string> { return std::string("listen: [1\n"); };
+  auto e = parseConfig({"--config", "k.yaml", "--database-url", "x"}, {}, bad_file);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("k.yaml:"), std::string::npos);
+  auto unknown = [](const std::string&) -> Result<std::string> { return std::string("database_url: x\nlisten_port: 1\n"); };
+  EXPECT_NE(parseConfig({"--config", "k.yaml"}, {}, unknown).error().message.find("k.yaml:2: unknown setting"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::kilnd
