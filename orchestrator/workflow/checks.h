@@ -6,8 +6,10 @@
 //             `["DCGM Diagnostic"].version` (a quoted key).
 //             `[*]` and filters mean EVERY selected element must satisfy the operator; a path
 //             that selects nothing fails (except `exists: false`).
-//   operators eq ne lt le gt ge in matches exists, or the delta form
+//   operators eq ne lt le gt ge in not_in matches exists, or the delta form
 //             `delta_from: <earlier step>` + `max_increase: N` (default 0) [+ `fields: [...]`].
+//             in / not_in on a list value: every element is in / none is in the operand list
+//             (`clock_event_reasons_active` not_in [hw_slowdown, ...]).
 // Failure messages say what was expected, what was found and where, naming array elements by
 // their label ("gpu 2 link 7", "test memory"): the element's `name`, `id`, `index`, `gpu`,
 // `gpu_id`, `link` or `link_id` value, else its position; the word is the array's key without

@@ -650,6 +650,7 @@ class Validator {
   // The operand of `op`, checked for its shape; templates must name declared params.
   json operand(CheckOp op, const YAML::Node& n, const std::string& path) {
     auto scalarOperand = [&]() -> json {
+      if (n.IsNull()) return nullptr;  // `eq: null` (YAML cannot tell it from `eq:` alone)
       if (!n.IsScalar()) {
         error(n.Mark(), path, "expected a single value, got " + describeNode(n));
         return nullptr;
@@ -676,7 +677,8 @@ class Validator {
         }
         return v;
       }
-      case CheckOp::kIn: {
+      case CheckOp::kIn:
+      case CheckOp::kNotIn: {
         if (!n.IsSequence() || n.size() == 0) {
           error(n.Mark(), path, "expected a non-empty list of values, got " + describeNode(n));
           return json::array();
@@ -684,6 +686,10 @@ class Validator {
         json arr = json::array();
         for (std::size_t i = 0; i < n.size(); ++i) {
           std::string p = path + "[" + std::to_string(i) + "]";
+          if (n[i].IsNull()) {
+            arr.push_back(nullptr);
+            continue;
+          }
           if (!n[i].IsScalar()) {
             error(n[i].Mark(), p, "expected a single value, got " + describeNode(n[i]));
             continue;
@@ -721,7 +727,8 @@ class Validator {
     static const std::vector<std::pair<std::string, CheckOp>> kOps = {
         {"eq", CheckOp::kEq}, {"ne", CheckOp::kNe}, {"lt", CheckOp::kLt},
         {"le", CheckOp::kLe}, {"gt", CheckOp::kGt}, {"ge", CheckOp::kGe},
-        {"in", CheckOp::kIn}, {"matches", CheckOp::kMatches}, {"exists", CheckOp::kExists},
+        {"in", CheckOp::kIn}, {"not_in", CheckOp::kNotIn}, {"matches", CheckOp::kMatches},
+        {"exists", CheckOp::kExists},
         {"max_increase", CheckOp::kMaxIncrease}};
     if (!n.IsMap()) {
       error(n.Mark(), path, "expected a check mapping with name, path and an operator, got " +
@@ -803,7 +810,7 @@ class Validator {
       }
       if (op_entry == nullptr && !e.contains("max_increase")) {
         error(n.Mark(), path,
-              "expected one operator: eq, ne, lt, le, gt, ge, in, matches or exists (or "
+              "expected one operator: eq, ne, lt, le, gt, ge, in, not_in, matches or exists (or "
               "delta_from with max_increase)");
       }
     }

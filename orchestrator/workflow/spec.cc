@@ -101,6 +101,7 @@ const char* checkOpName(CheckOp op) {
     case CheckOp::kGt: return "gt";
     case CheckOp::kGe: return "ge";
     case CheckOp::kIn: return "in";
+    case CheckOp::kNotIn: return "not_in";
     case CheckOp::kMatches: return "matches";
     case CheckOp::kExists: return "exists";
     case CheckOp::kMaxIncrease: return "max_increase";

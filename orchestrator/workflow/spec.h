@@ -64,7 +64,7 @@ enum class OnFailure { kFail, kContinue, kWarn };
 // `dcgmi mndiag --hostList {{pod.hosts}}`.
 enum class RunOn { kEach, kLeader };
 // Check operators. kMaxIncrease is the delta form (`delta_from` + `max_increase`).
-enum class CheckOp { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kMatches, kExists, kMaxIncrease };
+enum class CheckOp { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn, kMatches, kExists, kMaxIncrease };
 
 const char* scopeName(Scope s);
 const char* paramTypeName(ParamType t);
@@ -102,7 +102,7 @@ struct Check {
   std::string description;
   std::string path;  // "gpus[*].remapped_rows.pending"
   CheckOp op = CheckOp::kEq;
-  // The operand: a scalar for eq/ne/lt/le/gt/ge/matches/max_increase, an array for `in`, a bool
+  // The operand: a scalar for eq/ne/lt/le/gt/ge/matches/max_increase, an array for in/not_in, a bool
   // for `exists`. Strings may contain `{{param}}`; a string that is exactly "{{p}}" takes p's
   // type (int -> number, bool -> bool).
   nlohmann::json expected;

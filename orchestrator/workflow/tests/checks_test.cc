@@ -133,6 +133,23 @@ TEST(CheckEvalTest, InMatchesAndExists) {
   EXPECT_TRUE(eval(mk("tests[status=Warn]", CheckOp::kExists, false), j).passed);
 }
 
+TEST(CheckEvalTest, InAndNotInOnListValuesTestEveryElement) {
+  json j = {{"gpus", {{{"index", 0}, {"active", json::array({"sw_power_cap"})}},
+                      {{"index", 1}, {"active", json::array()}},
+                      {{"index", 2}, {"active", json::array({"gpu_idle", "hw_slowdown"})}}}}};
+  json bad = json::array({"hw_slowdown", "hw_thermal_slowdown"});
+  auto o = eval(mk("gpus[*].active", CheckOp::kNotIn, bad), j);
+  EXPECT_FALSE(o.passed);
+  EXPECT_EQ(o.failed_at, std::vector<std::string>{"gpu 2"});
+  EXPECT_NE(o.message.find("gpu 2: active = [\"gpu_idle\",\"hw_slowdown\"]"), std::string::npos)
+      << o.message;
+  EXPECT_TRUE(eval(mk("gpus[*].active", CheckOp::kIn,
+                      json::array({"sw_power_cap", "gpu_idle", "hw_slowdown"})), j).passed);
+  EXPECT_FALSE(eval(mk("gpus[*].active", CheckOp::kIn, json::array({"sw_power_cap"})), j).passed);
+  EXPECT_TRUE(eval(mk("gpus[0].index", CheckOp::kNotIn, json::array({1, 2})), j).passed);
+  EXPECT_FALSE(eval(mk("gpus[1].index", CheckOp::kNotIn, json::array({1, 2})), j).passed);
+}
+
 TEST(CheckEvalTest, OperandsReferenceParamsWithTheirTypes) {
   ParamValues p = {{"min_gen", "5"}, {"driver", "570.124.06"}, {"other", "535.1"}};
   auto gen = eval(mk("gpus[*].pcie.gen_max", CheckOp::kGe, "{{min_gen}}"), smi(), p);
@@ -218,6 +235,17 @@ TEST(CheckDeltaTest, MissingBaselineFails) {
   EXPECT_FALSE(partial.passed);
   EXPECT_NE(partial.message.find("gpu 2 link 9: crc_flit not in baseline"), std::string::npos)
       << partial.message;
+}
+
+TEST(CheckDeltaTest, CounterUnreadableOnBothSidesIsSkippedButLosingItFails) {
+  json before = nvlink(1, 7, 0, 0);
+  json after = nvlink(1, 7, 0, 0);
+  before["gpus"][0]["links"][1]["replay"] = nullptr;
+  after["gpus"][0]["links"][1]["replay"] = nullptr;
+  EXPECT_TRUE(eval(deltaCheck(), after, {}, {{"nvlink-before", before}}).passed);
+  auto o = eval(deltaCheck(), after, {}, {{"nvlink-before", nvlink(1, 7, 0, 0)}});
+  EXPECT_FALSE(o.passed);
+  EXPECT_NE(o.message.find("gpu 1 link 7: replay is not a number"), std::string::npos) << o.message;
 }
 
 TEST(CheckDeltaTest, CounterResetIsNotGrowth) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "orchestrator/workflow/checks.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -349,6 +351,70 @@ TEST(ShippedWorkflowsTest, QuarantineValidationPassesTwiceASoakApart) {
   ASSERT_TRUE(params.ok());
   EXPECT_EQ(*resolveInt(r->repeat, *params), 2);
   EXPECT_EQ(resolveDuration(r->soak_between, *params)->value, std::chrono::minutes(30));
+}
+
+// The shipped check paths against the documents agents/parsers/README.md gives as examples: a
+// path that does not match the parsers' output would make every host fail (or pass) silently.
+TEST(ShippedWorkflowsTest, PreJobHealthChecksReadTheParsersDocuments) {
+  auto w = loadWorkflowFile(std::string(KILN_WORKFLOWS_DIR) + "/pre-job-health.yaml");
+  ASSERT_TRUE(w.ok()) << w.error();
+  auto params = resolveParams(*w, {{"expected_gpus", "1"}, {"expected_driver", "575.57.08"}});
+  ASSERT_TRUE(params.ok());
+  nlohmann::json smi = nlohmann::json::parse(R"({
+    "driver_version": "575.57.08", "cuda_version": "12.9", "gpu_count": 1,
+    "gpus": [{"index": 1, "uuid": "GPU-7a2e4b61", "vbios_version": "97.00.82.00.0E",
+      "pcie": {"gen_max": 5, "gen_current": 3, "width_max": 16, "width_current": 8, "replay_counter": 0},
+      "clock_event_reasons_active": ["sw_power_cap"],
+      "ecc": {"mode": "Enabled", "volatile_correctable": 5, "volatile_uncorrectable": 2,
+              "aggregate_correctable": 42, "aggregate_uncorrectable": 2},
+      "remapped_rows": {"correctable": 0, "uncorrectable": 2, "pending": true, "failure": false},
+      "fabric": {"state": "Completed", "status": "Success"},
+      "recovery_action": "Reset"}]})");
+  std::map<std::string, bool> passed;
+  for (const auto& o : evaluateChecks(*w->findStep("gpu-state"), smi, {}, *params)) {
+    passed[o.name] = o.passed;
+    EXPECT_FALSE(o.skipped) << o.name;
+  }
+  EXPECT_TRUE(passed.at("GPU count"));
+  EXPECT_FALSE(passed.at("no row remap pending"));
+  EXPECT_TRUE(passed.at("no row remap failure"));
+  EXPECT_FALSE(passed.at("no volatile uncorrectable ECC errors"));
+  EXPECT_TRUE(passed.at("PCIe generation"));
+  EXPECT_FALSE(passed.at("PCIe width"));
+  EXPECT_TRUE(passed.at("no hardware slowdown or thermal throttling"));
+  EXPECT_TRUE(passed.at("NVLink fabric registered"));
+  EXPECT_FALSE(passed.at("no pending GPU recovery action"));
+  EXPECT_TRUE(passed.at("driver version"));
+
+  nlohmann::json diag = nlohmann::json::parse(R"({
+    "dcgm_major": 4, "overall": "Fail",
+    "tests": [{"name": "software", "category": "Deployment", "results": []}],
+    "failed": [{"test": "software", "entity_group": "GPU", "entity_id": 1, "error_ids": [85]},
+               {"test": "software", "entity_group": "GPU", "entity_id": 2, "error_ids": [85]}]})");
+  auto d = evaluateChecks(*w->findStep("dcgm-diag"), diag, {}, *params);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_FALSE(d[0].passed);
+  EXPECT_NE(d[0].message.find("(failed[*].test: software)"), std::string::npos) << d[0].message;
+  EXPECT_TRUE(d[1].passed) << d[1].message;
+
+  nlohmann::json before = nlohmann::json::parse(
+      R"({"gpus": [{"gpu_id": 2, "links": [{"link": 7, "crc_flit": 12, "crc_data": 0, "replay": 3, "recovery": 1}]}]})");
+  nlohmann::json after = before;
+  after["gpus"][0]["links"][0]["crc_flit"] = 26;
+  auto n = evaluateChecks(*w->findStep("nvlink-after-g2"), after, {{"nvlink-before-g2", before}},
+                          *params);
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_FALSE(n[0].passed);
+  EXPECT_NE(n[0].message.find("gpu 2 link 7: crc_flit +14"), std::string::npos) << n[0].message;
+}
+
+TEST(ShippedWorkflowsTest, DriverCheckIsSkippedWhenNoDriverIsExpected) {
+  auto w = loadWorkflowFile(std::string(KILN_WORKFLOWS_DIR) + "/pre-job-health.yaml");
+  ASSERT_TRUE(w.ok());
+  auto params = resolveParams(*w, {});
+  ASSERT_TRUE(params.ok());
+  auto outcomes = evaluateChecks(*w->findStep("gpu-state"), nlohmann::json::object(), {}, *params);
+  EXPECT_TRUE(outcomes.back().skipped) << outcomes.back().name;
 }
 
 }  // namespace
