@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Kiln demo in one command: installs missing Debian packages, builds with -j2, starts a private
+# PostgreSQL 15 cluster under .kiln/ (user "kiln", socket only), kilnd on 127.0.0.1:8080, imports
+# a demo fleet, starts a simulated fleet of agents, and prints the console URL and admin token.
+# Running it again reuses what exists.
+#
+#   deploy/quickstart.sh          # start (or restart kilnd with a fresh build)
+#   deploy/quickstart.sh stop     # stop everything it started
+#   deploy/quickstart.sh status
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+STATE=$KILN_ROOT/.kiln
+PGDIR=$STATE/pg
+PGPORT=${KILN_DEMO_PG_PORT:-54329}
+LISTEN=${KILN_DEMO_LISTEN:-127.0.0.1:8080}
+URL=http://$LISTEN
+BUILD=$KILN_ROOT/build
+DBURL=$(pg_url "$PGDIR" "$PGPORT" kiln)
+
+stop_pidfile() {
+  local f=$1
+  [ -f "$f" ] || return 0
+  local pid; pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+case "${1:-start}" in
+  stop)
+    stop_pidfile "$STATE/fleet.pid"
+    stop_pidfile "$STATE/kilnd.pid"
+    pg_down "$PGDIR"
+    log "stopped (data kept in $STATE; rm -rf it for a clean start)"
+    exit 0 ;;
+  status)
+    for p in kilnd fleet; do
+      if [ -f "$STATE/$p.pid" ] && kill -0 "$(cat "$STATE/$p.pid")" 2>/dev/null; then
+        echo "$p: running (pid $(cat "$STATE/$p.pid"))"; else echo "$p: stopped"; fi
+    done
+    exit 0 ;;
+  start) ;;
+  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
+esac
+
+ensure_packages "${KILN_PACKAGES[@]}"
+log "building (first build takes several minutes on 2 cores)"
+kiln_build "$BUILD"
+
+mkdir -p "$STATE"
+pg_up "$PGDIR" "$PGPORT" on
+pg_createdb "$PGDIR" "$PGPORT" kiln
+
+stop_pidfile "$STATE/kilnd.pid"
+log "starting kilnd on $URL"
+nohup "$BUILD/orchestrator/kilnd/kilnd" --listen "$LISTEN" --database-url "$DBURL" \
+  --admin-token-file "$STATE/admin-token" --web-root "$KILN_ROOT/web/dist" \
+  >>"$STATE/kilnd.log" 2>&1 &
+echo $! >"$STATE/kilnd.pid"
+wait_http "$URL/healthz" 30 || die "kilnd did not come up, see $STATE/kilnd.log"
+TOKEN=$(cat "$STATE/admin-token")
+
+log "importing the demo fleet (deploy/demo/fleet.yaml)"
+curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/yaml' \
+  --data-binary @"$KILN_ROOT/deploy/demo/fleet.yaml" "$URL/api/v1/fleet/import" >/dev/null \
+  || die "fleet import failed"
+
+if [ -x "$KILN_ROOT/deploy/lib/demo-extras.sh" ]; then
+  KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD "$KILN_ROOT/deploy/lib/demo-extras.sh"
+fi
+
+cat <<MSG
+
+  Kiln is running.
+    console:      $URL/
+    API:          $URL/api/v1   (curl -H "Authorization: Bearer \$(cat .kiln/admin-token)" $URL/api/v1/pods)
+    admin token:  $TOKEN   (also in .kiln/admin-token)
+    logs:         .kiln/kilnd.log
+    stop:         deploy/quickstart.sh stop
+
+MSG
