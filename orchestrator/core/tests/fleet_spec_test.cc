@@ -72,3 +72,27 @@ TEST(FleetSpecTest, NameRules) {
 
 }  // namespace
 }  // namespace kiln::core
+
+#include "orchestrator/core/fleet_generator.h"
+
+namespace kiln::core {
+namespace {
+
+TEST(FleetGeneratorTest, MillionGpuFleetHas13889PodsInBuildingsOfAtMost20736Gpus) {
+  auto doc = generateFleet({.gpus = 1'000'000});
+  auto fleet = parseFleetSpec(doc);
+  ASSERT_TRUE(fleet.ok()) << fleet.error();
+  EXPECT_EQ(fleet->pods.size(), 13889u);  // 1,000,008 GPUs
+  std::map<std::string, int> per_building;
+  int clemente = 0;
+  for (const auto& p : fleet->pods) {
+    ++per_building[p.building];
+    clemente += p.platform == Platform::kClemente;
+  }
+  for (const auto& [b, n] : per_building) EXPECT_LE(n * 72, 20736) << b;
+  EXPECT_EQ(per_building.size(), 49u);
+  EXPECT_NEAR(clemente, 13889 / 2, 2);
+}
+
+}  // namespace
+}  // namespace kiln::core
