@@ -1,0 +1,528 @@
+#include "orchestrator/runs/engine.h"
+
+#include <algorithm>
+#include <set>
+
+#include "orchestrator/workflow/checks.h"
+#include "orchestrator/workflow/link_classification.h"
+#include "orchestrator/workflow/substitute.h"
+
+namespace kiln::runs {
+namespace {
+
+using nlohmann::json;
+using workflow::OnFailure;
+using workflow::RunOn;
+using workflow::StepType;
+
+std::string lastLine(const std::string& text) {
+  auto end = text.find_last_not_of(" \r\n\t");
+  if (end == std::string::npos) return {};
+  auto start = text.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::string line = text.substr(start, end - start + 1);
+  if (line.size() > 200) line = line.substr(0, 200) + "...";
+  return line;
+}
+
+std::string joinList(const std::vector<int>& v) {
+  std::string out;
+  for (int i : v) out += (out.empty() ? "" : ", ") + std::to_string(i);
+  return out;
+}
+
+std::set<std::size_t> terminalHosts(const GroupState& g) {
+  std::set<std::size_t> out;
+  for (std::size_t i = 0; i < g.hosts.size(); ++i)
+    if (isTerminal(g.hosts[i].status)) out.insert(i);
+  return out;
+}
+
+std::int64_t toMillis(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+TimePoint fromMillis(std::int64_t ms) {
+  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::milliseconds(ms)));
+}
+
+}  // namespace
+
+const char* hostStatusName(HostStatus s) {
+  switch (s) {
+    case HostStatus::kPending: return "pending";
+    case HostStatus::kRunning: return "running";
+    case HostStatus::kPassed: return "passed";
+    case HostStatus::kFailed: return "failed";
+    case HostStatus::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+bool isTerminal(HostStatus s) {
+  return s == HostStatus::kPassed || s == HostStatus::kFailed || s == HostStatus::kCancelled;
+}
+
+Engine::Engine(const workflow::WorkflowSpec& spec, const workflow::ParamValues& params)
+    : spec_(spec), params_(params) {}
+
+GroupState Engine::newGroup(const std::string& run_id, const std::string& group,
+                            std::vector<std::pair<std::string, workflow::ContextFields>> hosts) const {
+  GroupState g;
+  g.run_id = run_id;
+  g.group = group;
+  for (auto& [id, fields] : hosts) {
+    HostRun h;
+    h.host = id;
+    h.fields = std::move(fields);
+    g.hosts.push_back(std::move(h));
+  }
+  return g;
+}
+
+int Engine::repeatCount() const {
+  auto n = workflow::resolveInt(spec_.repeat, params_);
+  return n.ok() ? static_cast<int>(std::max<std::int64_t>(1, *n)) : 1;
+}
+
+workflow::Duration Engine::soak() const {
+  auto d = workflow::resolveDuration(spec_.soak_between, params_);
+  return d.ok() ? *d : workflow::Duration{};
+}
+
+bool Engine::done(const GroupState& g) {
+  return std::all_of(g.hosts.begin(), g.hosts.end(), [](const HostRun& h) { return isTerminal(h.status); });
+}
+
+Effects Engine::start(GroupState& g, TimePoint now) const { return advance(g, now); }
+
+Effects Engine::tick(GroupState& g, TimePoint now) const { return advance(g, now); }
+
+Effects Engine::cancel(GroupState& g, const std::string& reason) const {
+  Effects fx;
+  g.cancelled = true;
+  for (auto& h : g.hosts) {
+    if (isTerminal(h.status)) continue;
+    if (!h.assignment_id.empty()) fx.cancel_assignments.push_back(h.assignment_id);
+    h.assignment_id.clear();
+    h.status = HostStatus::kCancelled;
+    h.failures.push_back(reason);
+    fx.hosts_finished.push_back(h.host);
+  }
+  return fx;
+}
+
+Effects Engine::advance(GroupState& g, TimePoint now) const {
+  Effects fx;
+  const auto before = terminalHosts(g);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t i = 0; i < g.hosts.size(); ++i) changed |= advanceHost(g, i, now, fx);
+  }
+  for (std::size_t i = 0; i < g.hosts.size(); ++i) {
+    const HostRun& h = g.hosts[i];
+    if (isTerminal(h.status) && !before.count(i)) fx.hosts_finished.push_back(h.host);
+    if (!isTerminal(h.status) && h.assignment_id.empty() && h.not_before &&
+        (!fx.next_wakeup || *h.not_before < *fx.next_wakeup))
+      fx.next_wakeup = h.not_before;
+  }
+  return fx;
+}
+
+std::optional<std::size_t> Engine::leaderOf(const GroupState& g) const {
+  for (std::size_t i = 0; i < g.hosts.size(); ++i)
+    if (!isTerminal(g.hosts[i].status)) return i;
+  return std::nullopt;
+}
+
+bool Engine::inRetestRange(const HostRun& host) const {
+  return host.retest && host.step_index >= host.retest->from_index &&
+         host.step_index <= host.retest->step_index;
+}
+
+void Engine::failHost(HostRun& host, const std::string& reason) const {
+  host.status = HostStatus::kFailed;
+  host.failures.push_back(reason);
+  host.not_before.reset();
+}
+
+bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& fx) const {
+  HostRun& host = g.hosts[h];
+  if (isTerminal(host.status) || !host.assignment_id.empty()) return false;
+  if (host.not_before && *host.not_before > now) return false;
+  host.not_before.reset();
+  host.status = HostStatus::kRunning;
+
+  if (host.step_index >= spec_.steps.size()) {
+    if (host.pass < repeatCount() && !host.soft_failed) {
+      ++host.pass;
+      host.step_index = 0;
+      host.attempt = 1;
+      host.not_before = now + soak().value;
+      return true;
+    }
+    host.status = host.soft_failed || !host.failures.empty() ? HostStatus::kFailed : HostStatus::kPassed;
+    return true;
+  }
+
+  const auto& step = stepAt(host.step_index);
+  const bool retesting = inRetestRange(host);
+  auto skip = [&](const std::string& why) {
+    StepRecord rec;
+    rec.step_id = step.id;
+    rec.pass = host.pass;
+    rec.retest_round = host.retest ? host.retest->round : 0;
+    rec.outcome = "skipped";
+    rec.message = why;
+    rec.finished_at = now;
+    host.history.push_back(std::move(rec));
+    ++host.step_index;
+    host.attempt = 1;
+    return true;
+  };
+
+  auto when = workflow::evaluateWhen(step.when, params_, host.fields);
+  if (!when.ok()) {
+    failHost(host, step.id + ": " + when.error().message);
+    return true;
+  }
+  if (!*when) return skip("condition is false");
+
+  if (step.type == StepType::kBarrier) {
+    if (retesting) return skip("barrier skipped during a retest");
+    // Release when every host still running waits here (same pass, same step, idle).
+    for (const auto& other : g.hosts) {
+      if (isTerminal(other.status)) continue;
+      if (other.pass != host.pass || other.step_index != host.step_index || !other.assignment_id.empty() ||
+          (other.not_before && *other.not_before > now))
+        return false;
+    }
+    for (auto& other : g.hosts) {
+      if (isTerminal(other.status)) continue;
+      StepRecord rec;
+      rec.step_id = step.id;
+      rec.pass = other.pass;
+      rec.outcome = "passed";
+      rec.message = "every host of the pod arrived";
+      rec.finished_at = now;
+      other.history.push_back(std::move(rec));
+      ++other.step_index;
+      other.attempt = 1;
+    }
+    return true;
+  }
+
+  if (step.run_on == RunOn::kLeader && spec_.scope == workflow::Scope::kPod && !retesting) {
+    auto leader = leaderOf(g);
+    if (leader && *leader != h) {
+      const HostRun& l = g.hosts[*leader];
+      const bool leader_done = l.pass > host.pass || (l.pass == host.pass && l.step_index > host.step_index);
+      if (!leader_done) return false;
+      const StepRecord* last = nullptr;
+      for (const auto& r : l.history)
+        if (r.step_id == step.id && r.pass == host.pass && r.retest_round == 0) last = &r;
+      StepRecord rec;
+      rec.step_id = step.id;
+      rec.pass = host.pass;
+      rec.outcome = "shared";
+      rec.finished_at = now;
+      rec.message = "run by " + l.host + ": " + (last ? last->outcome : std::string("skipped")) +
+                    (last && !last->message.empty() ? " (" + last->message + ")" : "");
+      if (last && last->outcome == "failed")
+        host.warnings.push_back(step.id + ": pod-wide step failed on " + l.host);
+      host.history.push_back(std::move(rec));
+      ++host.step_index;
+      host.attempt = 1;
+      return true;
+    }
+  }
+
+  // run or reboot: dispatch to the host's agent.
+  std::vector<std::string> argv = step.run;
+  if (step.type == StepType::kReboot && argv.empty()) argv = {"kiln-reboot"};
+  auto sub = workflow::substituteArgv(argv, params_, host.fields);
+  if (!sub.ok()) {
+    failHost(host, step.id + ": " + sub.error().message);
+    return true;
+  }
+  auto timeout = workflow::resolveDuration(step.timeout, params_);
+  if (!timeout.ok()) {
+    failHost(host, step.id + ": " + timeout.error().message);
+    return true;
+  }
+  Dispatch d;
+  d.assignment_id = g.run_id + ":" + host.host + ":" + std::to_string(g.next_seq++);
+  d.host = host.host;
+  d.step_id = step.id;
+  d.attempt = host.attempt;
+  d.type = step.type == StepType::kReboot ? "reboot" : "run";
+  d.argv = std::move(*sub);
+  d.timeout_ms = timeout->value.count();
+  d.parse = step.parse;
+  d.inventory_after = step.type == StepType::kReboot;
+  host.assignment_id = d.assignment_id;
+  host.dispatched_at = now;
+  fx.dispatches.push_back(std::move(d));
+  return true;
+}
+
+Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id, const StepResult& r,
+                                 TimePoint now) const {
+  std::size_t h = g.hosts.size();
+  for (std::size_t i = 0; i < g.hosts.size(); ++i)
+    if (g.hosts[i].assignment_id == assignment_id && !isTerminal(g.hosts[i].status)) h = i;
+  if (h == g.hosts.size()) return notFound("no host of this run waits for assignment " + assignment_id);
+  HostRun& host = g.hosts[h];
+  host.assignment_id.clear();
+  const auto& step = stepAt(host.step_index);
+
+  StepRecord rec;
+  rec.step_id = step.id;
+  rec.pass = host.pass;
+  rec.attempt = host.attempt;
+  rec.retest_round = host.retest ? host.retest->round : 0;
+  rec.exit_code = r.exit_code;
+  rec.duration_ms = r.duration_ms;
+  rec.finished_at = now;
+  rec.assignment_id = assignment_id;
+
+  std::vector<std::string> reasons;
+  std::vector<std::string> failed_at;
+  bool check_failure = false;
+  bool ran = true;
+  if (r.lost) {
+    reasons.push_back("no report from the agent within the lease" + (r.note.empty() ? "" : ": " + r.note));
+    ran = false;
+  } else if (!r.started) {
+    reasons.push_back("could not start: " + r.spawn_error);
+    ran = false;
+  } else if (r.cancelled) {
+    reasons.push_back("cancelled");
+    ran = false;
+  } else if (r.timed_out) {
+    reasons.push_back("timed out after " + std::to_string(r.duration_ms) + " ms");
+    ran = false;
+  } else if (std::find(step.expect_exit.begin(), step.expect_exit.end(), r.exit_code) == step.expect_exit.end()) {
+    std::string why = r.signal ? "killed by signal " + std::to_string(r.signal)
+                               : "exit code " + std::to_string(r.exit_code) + " (expected " + joinList(step.expect_exit) + ")";
+    if (auto line = lastLine(r.stderr_tail); !line.empty()) why += ": " + line;
+    reasons.push_back(why);
+  }
+  if (!r.note.empty() && !r.lost) rec.message = r.note;
+  // Checks run on whatever parsed, also after an unexpected exit code: a failed diagnostic
+  // exits non-zero, and its parsed output says which tests failed.
+  if (ran && !step.parse.empty()) {
+    if (!r.parse_error.empty() || r.parsed.is_null()) {
+      reasons.push_back("cannot read the output as " + step.parse +
+                        (r.parse_error.empty() ? "" : ": " + r.parse_error));
+    } else {
+      auto outcomes = workflow::evaluateChecks(step, r.parsed, host.parsed, params_);
+      host.parsed[step.id] = r.parsed;
+      for (const auto& o : outcomes) {
+        rec.checks.push_back({{"name", o.name}, {"passed", o.passed}, {"skipped", o.skipped}, {"message", o.message}});
+        if (!o.passed) {
+          check_failure = true;
+          reasons.push_back(o.name + ": " + o.message);
+          failed_at.insert(failed_at.end(), o.failed_at.begin(), o.failed_at.end());
+        }
+      }
+    }
+  }
+  std::string why;
+  for (const auto& s : reasons) why += (why.empty() ? "" : "; ") + s;
+  // Retests apply only when the checks alone failed (the step itself ran fine).
+  std::size_t failed_checks = 0;
+  for (const auto& c : rec.checks) failed_checks += !c["passed"].get<bool>();
+  const bool only_checks = check_failure && reasons.size() == failed_checks;
+  finishStep(g, h, std::move(rec), reasons.empty(), why, failed_at, only_checks, now);
+  return advance(g, now);
+}
+
+void Engine::applyOnFailure(HostRun& host, const workflow::StepSpec& step, const std::string& why) const {
+  switch (step.on_failure) {
+    case OnFailure::kFail:
+      failHost(host, step.id + ": " + why);
+      return;
+    case OnFailure::kContinue:
+      host.soft_failed = true;
+      host.failures.push_back(step.id + ": " + why);
+      break;
+    case OnFailure::kWarn:
+      host.warnings.push_back(step.id + ": " + why);
+      if (!host.history.empty()) host.history.back().outcome = "warned";
+      break;
+  }
+  ++host.step_index;
+  host.attempt = 1;
+}
+
+void Engine::finishStep(GroupState& g, std::size_t h, StepRecord rec, bool ok, const std::string& why,
+                        const std::vector<std::string>& failed_at, bool check_failure, TimePoint now) const {
+  HostRun& host = g.hosts[h];
+  const auto& step = stepAt(host.step_index);
+  rec.outcome = ok ? "passed" : "failed";
+  rec.message = why.empty() ? rec.message : why;
+  host.history.push_back(std::move(rec));
+
+  // A retest round reached the step that started it: record each element's result.
+  if (host.retest && host.retest->step_index == host.step_index) {
+    RetestState& rt = *host.retest;
+    std::set<std::string> failed(failed_at.begin(), failed_at.end());
+    for (auto& [label, results] : rt.elements) results.push_back(!failed.count(label));
+    for (const auto& label : failed)
+      if (!rt.elements.count(label)) rt.elements[label] = {false};  // new: cannot be cleared now
+    if (!ok && !check_failure) {
+      // The retest itself broke (exit code, timeout): no verdict on the links; plain failure.
+      host.retest.reset();
+      if (host.attempt <= step.retries.count && !g.cancelled) {
+        ++host.attempt;
+        host.not_before = now + step.retries.backoff.value;
+        return;
+      }
+      applyOnFailure(host, step, why);
+      return;
+    }
+    if (--rt.rounds_left > 0) {
+      ++rt.round;
+      host.step_index = rt.from_index;
+      host.attempt = 1;
+      return;
+    }
+    std::vector<workflow::LinkHistory> links;
+    for (const auto& [label, results] : rt.elements) links.push_back({label, results});
+    const int times = step.retest ? step.retest->times : 2;
+    auto verdict = workflow::classifyHostLinks(links, times);
+    host.retest.reset();
+    if (verdict.passed) {
+      host.warnings.push_back(step.id + ": " + verdict.message);
+      ++host.step_index;
+      host.attempt = 1;
+      return;
+    }
+    applyOnFailure(host, step, verdict.message);
+    return;
+  }
+
+  if (!ok && check_failure && step.retest && !host.retest && !failed_at.empty() && !g.cancelled) {
+    RetestState rt;
+    rt.step_index = host.step_index;
+    for (std::size_t i = 0; i < spec_.steps.size(); ++i)
+      if (spec_.steps[i].id == step.retest->from) rt.from_index = i;
+    rt.rounds_left = step.retest->times;
+    rt.round = 1;
+    for (const auto& label : failed_at) rt.elements[label] = {false};
+    host.retest = rt;
+    host.history.back().message += " (retesting " + std::to_string(step.retest->times) + " times)";
+    host.step_index = rt.from_index;
+    host.attempt = 1;
+    return;
+  }
+
+  if (!ok) {
+    if (host.attempt <= step.retries.count && !g.cancelled) {
+      ++host.attempt;
+      host.not_before = now + step.retries.backoff.value;
+      return;
+    }
+    applyOnFailure(host, step, why);
+    return;
+  }
+  ++host.step_index;
+  host.attempt = 1;
+}
+
+json toJson(const StepRecord& r) {
+  return {{"step", r.step_id},           {"pass", r.pass},
+          {"attempt", r.attempt},        {"retest_round", r.retest_round},
+          {"outcome", r.outcome},        {"message", r.message},
+          {"exit_code", r.exit_code},    {"duration_ms", r.duration_ms},
+          {"finished_at_ms", toMillis(r.finished_at)}, {"assignment", r.assignment_id},
+          {"checks", r.checks}};
+}
+
+json toJson(const GroupState& g) {
+  json hosts = json::array();
+  for (const auto& h : g.hosts) {
+    json history = json::array();
+    for (const auto& r : h.history) history.push_back(toJson(r));
+    json j = {{"host", h.host},
+              {"fields", h.fields},
+              {"status", hostStatusName(h.status)},
+              {"pass", h.pass},
+              {"step_index", h.step_index},
+              {"attempt", h.attempt},
+              {"assignment", h.assignment_id},
+              {"dispatched_at_ms", toMillis(h.dispatched_at)},
+              {"parsed", h.parsed},
+              {"soft_failed", h.soft_failed},
+              {"failures", h.failures},
+              {"warnings", h.warnings},
+              {"history", history}};
+    j["not_before_ms"] = h.not_before ? json(toMillis(*h.not_before)) : json();
+    if (h.retest)
+      j["retest"] = {{"step_index", h.retest->step_index}, {"from_index", h.retest->from_index},
+                     {"rounds_left", h.retest->rounds_left}, {"round", h.retest->round},
+                     {"elements", h.retest->elements}};
+    hosts.push_back(std::move(j));
+  }
+  return {{"run_id", g.run_id}, {"group", g.group}, {"next_seq", g.next_seq}, {"cancelled", g.cancelled}, {"hosts", hosts}};
+}
+
+Result<GroupState> groupFromJson(const json& j) {
+  try {
+    GroupState g;
+    g.run_id = j.at("run_id").get<std::string>();
+    g.group = j.at("group").get<std::string>();
+    g.next_seq = j.at("next_seq").get<std::int64_t>();
+    g.cancelled = j.at("cancelled").get<bool>();
+    for (const auto& hj : j.at("hosts")) {
+      HostRun h;
+      h.host = hj.at("host").get<std::string>();
+      h.fields = hj.at("fields").get<workflow::ContextFields>();
+      const std::string st = hj.at("status").get<std::string>();
+      for (auto s : {HostStatus::kPending, HostStatus::kRunning, HostStatus::kPassed, HostStatus::kFailed,
+                     HostStatus::kCancelled})
+        if (st == hostStatusName(s)) h.status = s;
+      h.pass = hj.at("pass").get<int>();
+      h.step_index = hj.at("step_index").get<std::size_t>();
+      h.attempt = hj.at("attempt").get<int>();
+      h.assignment_id = hj.at("assignment").get<std::string>();
+      h.dispatched_at = fromMillis(hj.at("dispatched_at_ms").get<std::int64_t>());
+      if (!hj.at("not_before_ms").is_null()) h.not_before = fromMillis(hj.at("not_before_ms").get<std::int64_t>());
+      for (const auto& [k, v] : hj.at("parsed").items()) h.parsed[k] = v;
+      h.soft_failed = hj.at("soft_failed").get<bool>();
+      h.failures = hj.at("failures").get<std::vector<std::string>>();
+      h.warnings = hj.at("warnings").get<std::vector<std::string>>();
+      if (hj.contains("retest")) {
+        const auto& rj = hj["retest"];
+        RetestState rt;
+        rt.step_index = rj.at("step_index").get<std::size_t>();
+        rt.from_index = rj.at("from_index").get<std::size_t>();
+        rt.rounds_left = rj.at("rounds_left").get<int>();
+        rt.round = rj.at("round").get<int>();
+        rt.elements = rj.at("elements").get<std::map<std::string, std::vector<bool>>>();
+        h.retest = rt;
+      }
+      for (const auto& rj : hj.at("history")) {
+        StepRecord r;
+        r.step_id = rj.at("step").get<std::string>();
+        r.pass = rj.at("pass").get<int>();
+        r.attempt = rj.at("attempt").get<int>();
+        r.retest_round = rj.at("retest_round").get<int>();
+        r.outcome = rj.at("outcome").get<std::string>();
+        r.message = rj.at("message").get<std::string>();
+        r.exit_code = rj.at("exit_code").get<int>();
+        r.duration_ms = rj.at("duration_ms").get<std::int64_t>();
+        r.finished_at = fromMillis(rj.at("finished_at_ms").get<std::int64_t>());
+        r.assignment_id = rj.at("assignment").get<std::string>();
+        r.checks = rj.at("checks");
+        h.history.push_back(std::move(r));
+      }
+      g.hosts.push_back(std::move(h));
+    }
+    return g;
+  } catch (const std::exception& e) {
+    return internalError(std::string("corrupt run state: ") + e.what());
+  }
+}
+
+}  // namespace kiln::runs

@@ -1,0 +1,173 @@
+#pragma once
+// The workflow run engine: advances one *group* of a run (the hosts of one pod in a pod-scope
+// run, or a single host in a host-scope run) through the workflow's steps. Pure: no I/O, no
+// clock, no threads. The caller (runs/run_service) loads a GroupState, feeds it events (start,
+// a step result, a timer tick, cancel), persists the new state together with the dispatches
+// the engine asked for, all in one transaction.
+//
+// Semantics (orchestrator/workflow/README.md describes the YAML):
+// - steps run in order on each host; a step's `when` false skips it;
+// - a step succeeds when it started, was not timed out or cancelled, its exit code is in
+//   expect_exit, its output parsed (if `parse`) and every check passed;
+// - a failed step is retried `retries.count` times after `backoff`; then `on_failure` decides:
+//   fail (the host stops and fails), continue (later steps run, the host fails at the end),
+//   warn (recorded, the host may pass);
+// - `barrier` (pod scope): a host waits until every host of the pod still running reaches it;
+// - `run_on: leader` (pod scope): the pod's first host still running runs the step; the others
+//   wait for its outcome and share it;
+// - `retest: {from, times}`: when the step's checks fail, the host reruns the steps from `from`
+//   to this one `times` more times; every element a check named ("gpu 2 link 7") is classified
+//   transient (passed every retest: recorded as a warning, the host goes on) or persistent
+//   (failed a retest: the host fails naming it). During a retest barriers are skipped and leader
+//   steps run on the retesting host itself (a pod-wide tool started by any host of the pod);
+// - `repeat` / `soak_between`: the whole step list must pass N times, a soak apart;
+// - a host's verdict is final once every step ran (passed | failed) or the run is cancelled.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "orchestrator/core/clock.h"
+#include "orchestrator/workflow/spec.h"
+
+namespace kiln::runs {
+
+using core::TimePoint;
+
+// What an agent reported for one assignment (docs/agent-protocol.md).
+struct StepResult {
+  bool started = true;
+  std::string spawn_error;
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  bool cancelled = false;
+  bool lost = false;  // no report within the lease (set by the caller, not the agent)
+  std::int64_t duration_ms = 0;
+  std::string stdout_tail, stderr_tail;
+  nlohmann::json parsed;  // null when the step has no parse
+  std::string parse_error;
+  std::string note;
+};
+
+// One finished attempt of one step on one host, kept for the API and for retests.
+struct StepRecord {
+  std::string step_id;
+  int pass = 1;
+  int attempt = 1;
+  int retest_round = 0;  // 0 = the initial run
+  std::string outcome;   // passed | failed | warned | skipped | shared (leader's outcome)
+  std::string message;   // why it failed (exit code, failed checks, parse error, ...)
+  int exit_code = -1;
+  std::int64_t duration_ms = 0;
+  TimePoint finished_at;
+  std::string assignment_id;  // output tails live with the assignment, not in the run state
+  nlohmann::json checks = nlohmann::json::array();  // [{name, passed, skipped, message}]
+};
+
+enum class HostStatus { kPending, kRunning, kPassed, kFailed, kCancelled };
+const char* hostStatusName(HostStatus s);
+bool isTerminal(HostStatus s);
+
+struct RetestState {
+  std::size_t step_index = 0;  // the step whose failed checks started the retest
+  std::size_t from_index = 0;
+  int rounds_left = 0;
+  int round = 0;
+  std::map<std::string, std::vector<bool>> elements;  // "gpu 2 link 7" -> results
+};
+
+struct HostRun {
+  std::string host;
+  workflow::ContextFields fields;  // host.* and pod.* values for substitution
+  HostStatus status = HostStatus::kPending;
+  int pass = 1;
+  std::size_t step_index = 0;
+  int attempt = 1;
+  std::optional<TimePoint> not_before;  // retry backoff or soak between passes
+  std::string assignment_id;            // the outstanding dispatch, if any
+  TimePoint dispatched_at;
+  std::map<std::string, nlohmann::json> parsed;  // newest parsed output by step id
+  bool soft_failed = false;
+  std::vector<std::string> failures;  // reasons, for the verdict
+  std::vector<std::string> warnings;
+  std::optional<RetestState> retest;
+  std::vector<StepRecord> history;
+};
+
+struct GroupState {
+  std::string run_id;
+  std::string group;  // pod id (pod scope) or host id (host scope)
+  std::vector<HostRun> hosts;  // pod order
+  std::int64_t next_seq = 1;   // for assignment ids
+  bool cancelled = false;
+};
+
+// An assignment the caller must store and make available to the host's agent.
+struct Dispatch {
+  std::string assignment_id;
+  std::string host;
+  std::string step_id;
+  int attempt = 1;
+  std::string type;  // run | reboot
+  std::vector<std::string> argv;
+  std::int64_t timeout_ms = 0;
+  std::string parse;
+  bool inventory_after = false;
+};
+
+struct Effects {
+  std::vector<Dispatch> dispatches;
+  std::vector<std::string> cancel_assignments;
+  std::vector<std::string> hosts_finished;  // hosts that reached a verdict in this call
+  std::optional<TimePoint> next_wakeup;     // earliest timer the caller must tick at
+};
+
+class Engine {
+ public:
+  // `spec` and `params` (resolved, see workflow::resolveParams) must outlive the engine.
+  Engine(const workflow::WorkflowSpec& spec, const workflow::ParamValues& params);
+
+  // Builds the initial state of a group. `hosts` in pod order with their context fields.
+  GroupState newGroup(const std::string& run_id, const std::string& group,
+                      std::vector<std::pair<std::string, workflow::ContextFields>> hosts) const;
+
+  Effects start(GroupState& g, TimePoint now) const;
+  // A report for `assignment_id`; kNotFound when no host of the group waits for it (stale or
+  // duplicate: the caller answers the agent accordingly and changes nothing).
+  Result<Effects> onResult(GroupState& g, const std::string& assignment_id, const StepResult& r,
+                           TimePoint now) const;
+  Effects tick(GroupState& g, TimePoint now) const;
+  Effects cancel(GroupState& g, const std::string& reason) const;
+
+  static bool done(const GroupState& g);
+
+ private:
+  Effects advance(GroupState& g, TimePoint now) const;
+  // Advances one host as far as it can go without waiting; returns true if it changed state.
+  bool advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& fx) const;
+  void finishStep(GroupState& g, std::size_t h, StepRecord rec, bool ok, const std::string& why,
+                  const std::vector<std::string>& failed_at, bool check_failure, TimePoint now) const;
+  void applyOnFailure(HostRun& host, const workflow::StepSpec& step, const std::string& why) const;
+  void failHost(HostRun& host, const std::string& reason) const;
+  std::optional<std::size_t> leaderOf(const GroupState& g) const;
+  bool inRetestRange(const HostRun& host) const;
+  const workflow::StepSpec& stepAt(std::size_t i) const { return spec_.steps[i]; }
+  int repeatCount() const;
+  workflow::Duration soak() const;
+
+  const workflow::WorkflowSpec& spec_;
+  const workflow::ParamValues& params_;
+};
+
+nlohmann::json toJson(const GroupState& g);
+Result<GroupState> groupFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const StepRecord& r);
+
+}  // namespace kiln::runs

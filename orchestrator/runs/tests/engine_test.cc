@@ -1,0 +1,339 @@
+#include "orchestrator/runs/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/workflow/loader.h"
+
+namespace kiln::runs {
+namespace {
+
+using nlohmann::json;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+workflow::WorkflowSpec load(const std::string& yaml) {
+  auto spec = workflow::loadWorkflow(yaml, "test.yaml");
+  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.error().details.count("text") ? spec.error().details.at("text") : spec.error().message);
+  return *spec;
+}
+
+StepResult exited(int code, json parsed = nullptr) {
+  StepResult r;
+  r.exit_code = code;
+  r.parsed = std::move(parsed);
+  return r;
+}
+
+json nvlink(int gpu, int link, int crc) {
+  json links = json::array();
+  for (int l = 0; l < 4; ++l)
+    links.push_back({{"link", l}, {"crc_flit", l == link ? crc : 0}, {"crc_data", 0}, {"replay", 0}, {"recovery", 0}});
+  return {{"gpus", {{{"gpu_id", gpu}, {"links", links}}}}};
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  TimePoint now_ = TimePoint{} + std::chrono::hours(1000);
+  workflow::ParamValues params_;
+
+  GroupState group(const Engine& e, int hosts) {
+    std::vector<std::pair<std::string, workflow::ContextFields>> hs;
+    std::string all;
+    for (int i = 1; i <= hosts; ++i) all += (all.empty() ? "" : ",") + ("h" + std::to_string(i));
+    for (int i = 1; i <= hosts; ++i)
+      hs.push_back({"h" + std::to_string(i), {{"host.id", "h" + std::to_string(i)}, {"host.name", "h" + std::to_string(i)},
+                                               {"pod.hosts", all}, {"pod.id", "p1"}}});
+    return e.newGroup("r1", "p1", hs);
+  }
+  // The dispatch for a host among effects, or nullptr.
+  static const Dispatch* forHost(const Effects& fx, const std::string& host) {
+    for (const auto& d : fx.dispatches)
+      if (d.host == host) return &d;
+    return nullptr;
+  }
+};
+
+constexpr const char* kTwoSteps = R"(
+name: two
+version: "1"
+scope: host
+params:
+  want: {type: int, default: 4}
+steps:
+  - id: count
+    run: [nvidia-smi, -q, -x]
+    timeout: 10s
+    parse: json
+    retries: {count: 1, backoff: 10s}
+    checks:
+      - {name: GPU count, path: gpu_count, eq: "{{want}}"}
+  - id: echo
+    run: [echo, "{{host.name}}"]
+    timeout: 5s
+)";
+
+TEST_F(EngineTest, RunsStepsInOrderAndPasses) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  EXPECT_EQ(fx.dispatches[0].argv, (std::vector<std::string>{"nvidia-smi", "-q", "-x"}));
+  EXPECT_EQ(fx.dispatches[0].timeout_ms, 10000);
+  EXPECT_EQ(fx.dispatches[0].parse, "json");
+  auto fx2 = e.onResult(g, fx.dispatches[0].assignment_id, exited(0, {{"gpu_count", 4}}), now_);
+  ASSERT_TRUE(fx2.ok());
+  ASSERT_EQ(fx2->dispatches.size(), 1u);
+  EXPECT_EQ(fx2->dispatches[0].argv, (std::vector<std::string>{"echo", "h1"}));
+  auto fx3 = e.onResult(g, fx2->dispatches[0].assignment_id, exited(0), now_);
+  ASSERT_TRUE(fx3.ok());
+  EXPECT_TRUE(fx3->dispatches.empty());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed);
+  EXPECT_EQ(fx3->hosts_finished, (std::vector<std::string>{"h1"}));
+  EXPECT_TRUE(Engine::done(g));
+}
+
+TEST_F(EngineTest, FailedCheckIsRetriedAfterBackoffThenFailsTheHostNamingTheCheck) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  auto fx2 = e.onResult(g, fx.dispatches[0].assignment_id, exited(0, {{"gpu_count", 3}}), now_);
+  ASSERT_TRUE(fx2.ok());
+  EXPECT_TRUE(fx2->dispatches.empty());  // waiting for the backoff
+  ASSERT_TRUE(fx2->next_wakeup.has_value());
+  EXPECT_EQ(*fx2->next_wakeup, now_ + seconds(10));
+  EXPECT_TRUE(e.tick(g, now_ + seconds(9)).dispatches.empty());
+  auto retry = e.tick(g, now_ + seconds(10));
+  ASSERT_EQ(retry.dispatches.size(), 1u);
+  EXPECT_EQ(retry.dispatches[0].attempt, 2);
+  auto fx3 = e.onResult(g, retry.dispatches[0].assignment_id, exited(0, {{"gpu_count", 3}}), now_ + seconds(11));
+  ASSERT_TRUE(fx3.ok());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  ASSERT_EQ(g.hosts[0].failures.size(), 1u);
+  EXPECT_NE(g.hosts[0].failures[0].find("GPU count"), std::string::npos) << g.hosts[0].failures[0];
+  EXPECT_NE(g.hosts[0].failures[0].find("count:"), std::string::npos);
+}
+
+TEST_F(EngineTest, StaleOrDuplicateReportIsRefusedAndChangesNothing) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  const std::string id = fx.dispatches[0].assignment_id;
+  ASSERT_TRUE(e.onResult(g, id, exited(0, {{"gpu_count", 4}}), now_).ok());
+  const json before = toJson(g);
+  auto again = e.onResult(g, id, exited(0, {{"gpu_count", 4}}), now_);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(toJson(g), before);
+}
+
+TEST_F(EngineTest, ChecksStillRunAfterAnUnexpectedExitCode) {
+  auto spec = load(R"(
+name: diag
+version: "1"
+scope: host
+steps:
+  - id: diag
+    run: [dcgmi, diag, -r, "1", -j]
+    timeout: 1m
+    parse: json
+    checks:
+      - {name: diag passed, path: overall, eq: Pass, explain: "failed[*].test"}
+)");
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  StepResult r = exited(226, {{"overall", "Fail"}, {"failed", {{{"test", "memory"}}}}});
+  ASSERT_TRUE(e.onResult(g, fx.dispatches[0].assignment_id, r, now_).ok());
+  ASSERT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[0].failures[0].find("exit code 226"), std::string::npos);
+  EXPECT_NE(g.hosts[0].failures[0].find("memory"), std::string::npos) << g.hosts[0].failures[0];
+}
+
+constexpr const char* kPodFlow = R"(
+name: pod-flow
+version: "1"
+scope: pod
+steps:
+  - id: before
+    run: [dcgmi, nvlink, -e, -g, "0", -j]
+    timeout: 30s
+    parse: json
+  - id: ready
+    type: barrier
+    timeout: 1h
+  - id: stress
+    run_on: leader
+    run: [dcgmi, mndiag, --hostList, "{{pod.hosts}}", --run, nvloom]
+    timeout: 2h
+    on_failure: continue
+  - id: after
+    run: [dcgmi, nvlink, -e, -g, "0", -j]
+    timeout: 30s
+    parse: json
+    on_failure: continue
+    retest: {from: before, times: 2}
+    checks:
+      - name: NVLink error counters did not grow
+        delta_from: before
+        path: gpus[*].links[*]
+        fields: [crc_flit, crc_data, replay, recovery]
+        max_increase: 0
+)";
+
+TEST_F(EngineTest, BarrierWaitsForEveryHostAndLeaderRunsPodWideStepOnce) {
+  auto spec = load(kPodFlow);
+  Engine e(spec, params_);
+  auto g = group(e, 3);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 3u);
+  // Two hosts report their baseline: nobody passes the barrier yet.
+  ASSERT_TRUE(e.onResult(g, forHost(fx, "h1")->assignment_id, exited(0, nvlink(0, 0, 0)), now_).ok());
+  auto fx2 = e.onResult(g, forHost(fx, "h2")->assignment_id, exited(0, nvlink(0, 0, 0)), now_);
+  ASSERT_TRUE(fx2.ok());
+  EXPECT_TRUE(fx2->dispatches.empty());
+  auto fx3 = e.onResult(g, forHost(fx, "h3")->assignment_id, exited(0, nvlink(0, 0, 0)), now_);
+  ASSERT_TRUE(fx3.ok());
+  // Barrier released: only the leader (h1) runs the pod-wide stress, with every host named.
+  ASSERT_EQ(fx3->dispatches.size(), 1u);
+  EXPECT_EQ(fx3->dispatches[0].host, "h1");
+  EXPECT_EQ(fx3->dispatches[0].argv[3], "h1,h2,h3");
+  auto fx4 = e.onResult(g, fx3->dispatches[0].assignment_id, exited(0), now_);
+  ASSERT_TRUE(fx4.ok());
+  EXPECT_EQ(fx4->dispatches.size(), 3u);  // every host takes its after-snapshot
+  for (const char* h : {"h1", "h2", "h3"})
+    ASSERT_TRUE(e.onResult(g, forHost(*fx4, h)->assignment_id, exited(0, nvlink(0, 0, 0)), now_).ok());
+  for (const auto& h : g.hosts) EXPECT_EQ(h.status, HostStatus::kPassed) << h.host;
+  EXPECT_EQ(g.hosts[1].history[2].outcome, "shared");
+}
+
+// Drives host h2 through: initial after-check fails on link 2, then `retest_results` rounds.
+class RetestTest : public EngineTest {
+ protected:
+  GroupState runWithRetests(const std::vector<int>& retest_crc_growth) {
+    static const workflow::WorkflowSpec spec = load(kPodFlow);
+    engine_ = std::make_unique<Engine>(spec, params_);
+    Engine& e = *engine_;
+    auto g = group(e, 2);
+    auto fx = e.start(g, now_);
+    for (const char* h : {"h1", "h2"})
+      (void)e.onResult(g, forHost(fx, h)->assignment_id, exited(0, nvlink(0, 2, 10)), now_);
+    // After the barrier: the leader's stress step.
+    auto pending = [&](const std::string& host) { return g.hosts[host == "h1" ? 0 : 1].assignment_id; };
+    auto fx2 = e.onResult(g, pending("h1"), exited(0), now_);
+    EXPECT_TRUE(fx2.ok());
+    // h1 clean; h2's link 2 CRC grows by 5 during the stress.
+    (void)e.onResult(g, pending("h1"), exited(0, nvlink(0, 2, 10)), now_);
+    (void)e.onResult(g, pending("h2"), exited(0, nvlink(0, 2, 15)), now_);
+    int base = 15;
+    for (int growth : retest_crc_growth) {
+      // before (retest baseline), barrier skipped, stress run by h2 itself, after.
+      EXPECT_FALSE(pending("h2").empty());
+      (void)e.onResult(g, pending("h2"), exited(0, nvlink(0, 2, base)), now_);
+      EXPECT_FALSE(pending("h2").empty()) << "stress during retest runs on the retesting host";
+      (void)e.onResult(g, pending("h2"), exited(0), now_);
+      (void)e.onResult(g, pending("h2"), exited(0, nvlink(0, 2, base + growth)), now_);
+      base += growth;
+    }
+    return g;
+  }
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(RetestTest, LinkThatPassesTwoRetestsIsTransientAndTheHostPasses) {
+  auto g = runWithRetests({0, 0});
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed);
+  EXPECT_EQ(g.hosts[1].status, HostStatus::kPassed);
+  ASSERT_FALSE(g.hosts[1].warnings.empty());
+  EXPECT_NE(g.hosts[1].warnings.back().find("transient"), std::string::npos) << g.hosts[1].warnings.back();
+  EXPECT_NE(g.hosts[1].warnings.back().find("link 2"), std::string::npos);
+}
+
+TEST_F(RetestTest, LinkThatFailsARetestIsPersistentAndFailsTheHostNamingIt) {
+  auto g = runWithRetests({0, 3});
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed);
+  ASSERT_EQ(g.hosts[1].status, HostStatus::kFailed);
+  std::string all;
+  for (const auto& f : g.hosts[1].failures) all += f + "\n";
+  EXPECT_NE(all.find("persistent"), std::string::npos) << all;
+  EXPECT_NE(all.find("gpu 0 link 2"), std::string::npos) << all;
+}
+
+TEST_F(EngineTest, RepeatWaitsTheSoakBetweenPasses) {
+  auto spec = load(R"(
+name: quarantine
+version: "1"
+scope: host
+repeat: 2
+soak_between: 30m
+steps:
+  - id: check
+    run: ["true"]
+    timeout: 5s
+)");
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  auto fx2 = e.onResult(g, fx.dispatches[0].assignment_id, exited(0), now_);
+  ASSERT_TRUE(fx2.ok());
+  EXPECT_TRUE(fx2->dispatches.empty());
+  ASSERT_TRUE(fx2->next_wakeup);
+  EXPECT_EQ(*fx2->next_wakeup, now_ + minutes(30));
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kRunning);
+  EXPECT_TRUE(e.tick(g, now_ + minutes(29)).dispatches.empty());
+  auto second = e.tick(g, now_ + minutes(30));
+  ASSERT_EQ(second.dispatches.size(), 1u);
+  ASSERT_TRUE(e.onResult(g, second.dispatches[0].assignment_id, exited(0), now_ + minutes(31)).ok());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed);
+  EXPECT_EQ(g.hosts[0].history.size(), 2u);
+  EXPECT_EQ(g.hosts[0].history[1].pass, 2);
+}
+
+TEST_F(EngineTest, CancelStopsEveryHostAndCancelsOutstandingAssignments) {
+  auto spec = load(kPodFlow);
+  Engine e(spec, params_);
+  auto g = group(e, 2);
+  auto fx = e.start(g, now_);
+  auto c = e.cancel(g, "cancelled by op");
+  EXPECT_EQ(c.cancel_assignments.size(), 2u);
+  EXPECT_EQ(c.hosts_finished.size(), 2u);
+  EXPECT_TRUE(Engine::done(g));
+  EXPECT_FALSE(e.onResult(g, fx.dispatches[0].assignment_id, exited(0), now_).ok());
+}
+
+TEST_F(EngineTest, LostAssignmentCountsAsAFailedAttempt) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  StepResult lost;
+  lost.lost = true;
+  ASSERT_TRUE(e.onResult(g, fx.dispatches[0].assignment_id, lost, now_).ok());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kRunning);  // retried after the backoff
+  EXPECT_EQ(g.hosts[0].history.back().outcome, "failed");
+  EXPECT_NE(g.hosts[0].history.back().message.find("lease"), std::string::npos);
+}
+
+TEST_F(EngineTest, StateSurvivesAJsonRoundTrip) {
+  auto spec = load(kPodFlow);
+  Engine e(spec, params_);
+  auto g = group(e, 2);
+  auto fx = e.start(g, now_);
+  (void)e.onResult(g, fx.dispatches[0].assignment_id, exited(0, nvlink(0, 1, 3)), now_);
+  auto back = groupFromJson(toJson(g));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(toJson(*back), toJson(g));
+  // And the engine carries on from the restored state.
+  auto fx2 = e.onResult(*back, fx.dispatches[1].assignment_id, exited(0, nvlink(0, 1, 3)), now_);
+  ASSERT_TRUE(fx2.ok());
+  EXPECT_EQ(fx2->dispatches.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kiln::runs
