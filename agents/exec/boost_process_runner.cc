@@ -171,12 +171,15 @@ struct StepChildSetup : bp::extend::handler {
   }
 };
 
-// One output stream of the step: total byte count and the last `cap` bytes.
+// One output stream of the step: total byte count, the last `cap` bytes and optionally the
+// first `head_cap` bytes.
 struct Stream {
-  explicit Stream(std::size_t cap_bytes) : cap(cap_bytes), chunk(kReadChunk) {}
+  Stream(std::size_t cap_bytes, std::size_t head_cap_bytes)
+      : cap(cap_bytes), head_cap(head_cap_bytes), chunk(kReadChunk) {}
 
   void append(const char* data, std::size_t n) {
     bytes += n;
+    if (head.size() < head_cap) head.append(data, std::min(n, head_cap - head.size()));
     if (cap == 0) return;
     if (n >= cap) {
       tail.assign(data + (n - cap), cap);
@@ -193,8 +196,10 @@ struct Stream {
   }
 
   std::size_t cap;
+  std::size_t head_cap;
   std::vector<char> chunk;
   std::string tail;
+  std::string head;
   std::uint64_t bytes = 0;
   std::optional<bp::async_pipe> pipe;
   bool open = false;
@@ -232,7 +237,7 @@ class SigpipeBlock {
 class StepRun {
  public:
   StepRun(const ProcessSpec& spec, const CancelToken* cancel)
-      : spec_(spec), cancel_(cancel), out_(spec.output_cap), err_(spec.output_cap) {}
+      : spec_(spec), cancel_(cancel), out_(spec.output_cap, spec.parse_capture_cap), err_(spec.output_cap, 0) {}
   StepRun(const StepRun&) = delete;
   StepRun& operator=(const StepRun&) = delete;
 
@@ -500,6 +505,7 @@ class StepRun {
       }
     }
     result_.stdout_tail = out_.takeTail();
+    result_.stdout_full = std::move(out_.head);
     result_.stderr_tail = err_.takeTail();
     result_.stdout_bytes = out_.bytes;
     result_.stderr_bytes = err_.bytes;

@@ -6,8 +6,19 @@
 namespace kiln::exec {
 namespace {
 
-// Mirrors the real runner, which keeps only the last output_cap bytes of each stream.
-ProcessResult capped(ProcessResult result, std::size_t cap) {
+// Mirrors the real runner, which keeps only the last output_cap bytes of each stream and, when
+// asked, the first parse_capture_cap bytes of stdout. A scripted stdout_full wins over the
+// scripted tail as the "whole" stdout.
+ProcessResult capped(ProcessResult result, const ProcessSpec& spec) {
+  const std::size_t cap = spec.output_cap;
+  if (spec.parse_capture_cap == 0) {
+    result.stdout_full.clear();
+  } else {
+    if (result.stdout_full.empty()) result.stdout_full = result.stdout_tail;
+    if (result.stdout_full.size() > spec.parse_capture_cap) {
+      result.stdout_full.resize(spec.parse_capture_cap);
+    }
+  }
   for (std::string* tail : {&result.stdout_tail, &result.stderr_tail}) {
     if (tail->size() > cap) tail->erase(0, tail->size() - cap);
   }
@@ -71,13 +82,13 @@ ProcessResult FakeProcessRunner::run(const ProcessSpec& spec, const CancelToken*
     if (on_started) on_started(pid);
     result = handler(spec, cancel);
     if (result.started && result.pid == 0) result.pid = pid;
-    return capped(std::move(result), spec.output_cap);
+    return capped(std::move(result), spec);
   }
   if (result.started) {
     if (result.pid == 0) result.pid = pid;
     if (on_started) on_started(result.pid);
   }
-  return capped(std::move(result), spec.output_cap);
+  return capped(std::move(result), spec);
 }
 
 std::vector<ProcessSpec> FakeProcessRunner::specs() const {

@@ -29,6 +29,9 @@ struct ProcessSpec {
   // On timeout or cancel: SIGTERM to the whole process group, SIGKILL after this.
   std::chrono::milliseconds kill_grace{5000};
   std::size_t output_cap = 64 * 1024;  // per stream; the TAIL is kept
+  // When > 0, ProcessResult::stdout_full also keeps the FIRST parse_capture_cap bytes of
+  // stdout, for parsers that need the whole output (the agent's `parse`). 0 = off.
+  std::size_t parse_capture_cap = 0;
   std::string stdin_data;  // written to the child's stdin, then closed; empty = /dev/null
 };
 
@@ -43,6 +46,9 @@ struct ProcessResult {
   bool cancelled = false;
   std::string stdout_tail, stderr_tail;              // last output_cap bytes of each stream
   std::uint64_t stdout_bytes = 0, stderr_bytes = 0;  // total produced
+  // The first spec.parse_capture_cap bytes of stdout: all of it when stdout_bytes <= the cap.
+  // Empty when parse_capture_cap is 0.
+  std::string stdout_full;
   std::chrono::milliseconds duration{0};
   int pid = 0;  // also the process group id of the step
 

@@ -202,6 +202,28 @@ TEST_F(BoostProcessRunnerTest, SmallCapKeepsTheLastBytes) {
   EXPECT_EQ(r.stdout_bytes, 3893u);  // 9*2 + 90*3 + 900*4 + 5
 }
 
+TEST_F(BoostProcessRunnerTest, ParseCaptureKeepsTheWholeStdoutBesideASmallTail) {
+  ProcessSpec spec = shell("seq 1 1000; seq 1 3 >&2");
+  spec.output_cap = 9;
+  spec.parse_capture_cap = 1 << 20;
+  ProcessResult r = runner_->run(spec);
+  std::string expected;
+  for (int i = 1; i <= 1000; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_TRUE(r.stdout_full == expected);
+  EXPECT_EQ(r.stdout_tail, "999\n1000\n");
+  EXPECT_EQ(r.stderr_tail, "1\n2\n3\n");
+}
+
+TEST_F(BoostProcessRunnerTest, ParseCaptureStopsAtItsCapAndIsOffByDefault) {
+  ProcessSpec spec = shell("seq 1 1000");
+  spec.parse_capture_cap = 6;
+  ProcessResult capped = runner_->run(spec);
+  EXPECT_EQ(capped.stdout_full, "1\n2\n3\n");
+  EXPECT_EQ(capped.stdout_bytes, 3893u);
+  spec.parse_capture_cap = 0;
+  EXPECT_EQ(runner_->run(spec).stdout_full, "");
+}
+
 TEST_F(BoostProcessRunnerTest, EnvironmentIsExactlyTheAllowListedOne) {
   std::vector<std::string> parent_entries = {"PATH=/usr/bin:/bin",   "HOME=/root",
                                              "SECRET_TOKEN=hunter2", "LANG=C.UTF-8",

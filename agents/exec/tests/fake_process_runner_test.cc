@@ -26,6 +26,18 @@ TEST(FakeProcessRunnerTest, AnswersByProgramAndCallsOnStarted) {
   EXPECT_EQ(started_pid, r.pid);
 }
 
+TEST(FakeProcessRunnerTest, ParseCaptureGivesTheUncappedStdoutLikeTheRealRunner) {
+  FakeProcessRunner fake;
+  fake.script("nvidia-smi", FakeProcessRunner::exited(0, "0123456789"));
+  ProcessSpec spec = specFor({"nvidia-smi"});
+  spec.output_cap = 4;
+  EXPECT_EQ(fake.run(spec).stdout_full, "");
+  spec.parse_capture_cap = 8;
+  ProcessResult r = fake.run(spec);
+  EXPECT_EQ(r.stdout_full, "01234567");
+  EXPECT_EQ(r.stdout_tail, "6789");
+}
+
 TEST(FakeProcessRunnerTest, FullArgvTakesPrecedenceOverProgram) {
   FakeProcessRunner fake;
   fake.script("dcgmi", FakeProcessRunner::exited(0));
