@@ -1,0 +1,150 @@
+// The console shell: sign-in, header (role, live indicator), and the views by hash route.
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, clearToken, detectRole, getToken, onUnauthorized, setToken } from './api.js';
+import { useLiveStatus, useTicker } from './live.js';
+import { useRoute } from './route.js';
+import { FleetView } from './fleet.jsx';
+import { HostView } from './host.jsx';
+
+// The views in the navigation. Phase 2 adds Rollouts, Workflow runs, Quarantine and
+// Reliability here (each a {id, label, match, render} entry) once their APIs exist.
+const VIEWS = [
+  {
+    id: 'fleet',
+    label: 'Fleet',
+    href: '#/fleet',
+    match: (r) => r.segments[0] === 'fleet' || r.segments[0] === 'hosts',
+    render: (r, role) =>
+      r.segments[0] === 'hosts' && r.segments[1] ? <HostView hostId={r.segments[1]} role={role} /> : <FleetView route={r} role={role} />,
+  },
+];
+
+export function App() {
+  const [session, setSession] = useState(null); // {role}
+  const [checking, setChecking] = useState(!!getToken());
+  const [signInError, setSignInError] = useState('');
+
+  const signOut = (why) => {
+    clearToken();
+    setSession(null);
+    setSignInError(why || '');
+  };
+
+  useEffect(() => {
+    onUnauthorized(() => signOut('kilnd no longer accepts this token (revoked?). Sign in again.'));
+    const t = getToken();
+    if (!t) return;
+    detectRole(t)
+      .then((role) => setSession({ role }))
+      .catch((e) => {
+        if (e instanceof ApiError && (e.status === 401 || e.status === 403)) signOut('The saved token is no longer accepted.');
+        else setSignInError(e.message);
+      })
+      .finally(() => setChecking(false));
+  }, []);
+
+  if (checking) return <main class="center muted">Checking the saved token…</main>;
+  if (!session)
+    return (
+      <SignIn
+        error={signInError}
+        onSignedIn={(token, role) => {
+          setToken(token);
+          setSignInError('');
+          setSession({ role });
+        }}
+      />
+    );
+  return <Shell role={session.role} onSignOut={() => signOut('')} />;
+}
+
+function SignIn({ error, onSignedIn }) {
+  const [token, setTok] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [err, setErr] = useState(error);
+  useEffect(() => setErr(error), [error]);
+  const submit = async (ev) => {
+    ev.preventDefault();
+    const t = token.trim();
+    if (!t) {
+      setErr('Paste an API token.');
+      return;
+    }
+    setBusy(true);
+    try {
+      const role = await detectRole(t);
+      onSignedIn(t, role);
+    } catch (e) {
+      if (e.status === 401) setErr('kilnd does not accept this token.');
+      else if (e.status === 403) setErr('This token cannot read the fleet (agent tokens cannot use the console).');
+      else setErr(e.message);
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="signin">
+      <form class="card signin-card" onSubmit={submit} aria-labelledby="signin-title">
+        <h1 id="signin-title">
+          <span class="logo" aria-hidden="true" /> Kiln
+        </h1>
+        <p class="muted">Fleet maintenance and firmware rollouts. Sign in with an API token (kilnd prints the admin token at start; admins create others).</p>
+        <label for="token">API token</label>
+        <input id="token" name="token" type="password" autocomplete="off" spellcheck={false} value={token} onInput={(e) => setTok(e.currentTarget.value)} autofocus />
+        {err && (
+          <p class="error" role="alert">
+            {err}
+          </p>
+        )}
+        <button class="primary" type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <p class="muted small">The token stays in this browser tab only (session storage).</p>
+      </form>
+    </main>
+  );
+}
+
+function Shell({ role, onSignOut }) {
+  const route = useRoute();
+  const view = VIEWS.find((v) => v.match(route)) || VIEWS[0];
+  return (
+    <div class="shell">
+      <header class="topbar">
+        <a class="brand" href="#/fleet">
+          <span class="logo" aria-hidden="true" /> Kiln
+        </a>
+        <nav aria-label="Views">
+          {VIEWS.map((v) => (
+            <a href={v.href} class={v === view ? 'active' : ''} aria-current={v === view ? 'page' : undefined}>
+              {v.label}
+            </a>
+          ))}
+        </nav>
+        <div class="spacer" />
+        <LiveIndicator />
+        <span class={`role role-${role}`} data-testid="role" title="Role of the signed-in token">
+          {role}
+        </span>
+        <button class="link" onClick={onSignOut}>
+          Sign out
+        </button>
+      </header>
+      <main class="content">{view.render(route, role)}</main>
+    </div>
+  );
+}
+
+function LiveIndicator() {
+  const live = useLiveStatus();
+  const now = useTicker(1000);
+  const age = live.lastOk ? Math.max(0, Math.round((now - live.lastOk) / 1000)) : null;
+  const stale = live.error || age === null || age > 30;
+  const text = live.error ? 'Reconnecting' : age === null ? 'Connecting' : 'Live';
+  return (
+    <span class={`live ${stale ? 'live-bad' : 'live-ok'}`} data-testid="live" title={live.error || (age !== null ? `last update ${age} s ago` : '')}>
+      <span class="dot" aria-hidden="true" />
+      <span role="status">{text}</span>
+      {age !== null && <span class="muted small"> · {age} s ago</span>}
+    </span>
+  );
+}

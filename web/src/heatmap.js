@@ -1,0 +1,153 @@
+// Canvas drawing of pod cells: one canvas per building, one cell per pod. Each state has its
+// colour AND a pattern (and, on large cells, a two-letter label), so colour is never the only
+// cue. Plain functions on a 2D context: no framework here.
+
+import { podState } from './model.js';
+
+// Large cells (with labels) for small fleets; small ones past this many pods.
+export const LARGE_FLEET = 400;
+
+export function cellMetrics(totalPods) {
+  return totalPods > LARGE_FLEET ? { size: 10, gap: 2, labels: false } : { size: 24, gap: 3, labels: true };
+}
+
+// Columns for a building of n pods: 24 per row (a 288-pod building is 24 x 12) or fewer.
+export function columnsFor(n, m) {
+  const max = m.labels ? 16 : 24;
+  return Math.max(1, Math.min(n, max));
+}
+
+export function canvasSize(n, cols, m) {
+  const rows = Math.max(1, Math.ceil(n / cols));
+  return { width: cols * (m.size + m.gap) + m.gap, height: rows * (m.size + m.gap) + m.gap, rows };
+}
+
+export function cellOrigin(i, cols, m) {
+  return { x: m.gap + (i % cols) * (m.size + m.gap), y: m.gap + Math.floor(i / cols) * (m.size + m.gap) };
+}
+
+// Index of the cell under (x, y) in CSS pixels, or -1.
+export function cellAt(x, y, n, cols, m) {
+  const step = m.size + m.gap;
+  const c = Math.floor((x - m.gap) / step);
+  const r = Math.floor((y - m.gap) / step);
+  if (c < 0 || c >= cols || r < 0) return -1;
+  if (x - m.gap - c * step > m.size || y - m.gap - r * step > m.size) return -1;
+  const i = r * cols + c;
+  return i < n ? i : -1;
+}
+
+// One cell at (x, y) of size s in the given state.
+export function drawCell(ctx, x, y, s, st, withLabel) {
+  if (st.pattern === 'hollow') {
+    ctx.fillStyle = '#ffffff';
+    ctx.fillRect(x, y, s, s);
+    ctx.strokeStyle = st.color;
+    ctx.lineWidth = Math.max(1.5, s / 6);
+    const w = ctx.lineWidth;
+    ctx.strokeRect(x + w / 2, y + w / 2, s - w, s - w);
+  } else {
+    ctx.fillStyle = st.color;
+    ctx.fillRect(x, y, s, s);
+  }
+  if (withLabel) {
+    ctx.fillStyle = st.ink;
+    ctx.font = `600 ${Math.round(s * 0.42)}px system-ui, sans-serif`;
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(st.short, x + s / 2, y + s / 2 + 0.5);
+    // Large cells keep a pattern mark in a corner too, so the legend matches.
+    drawPattern(ctx, x, y, s, st, true);
+    return;
+  }
+  drawPattern(ctx, x, y, s, st, false);
+}
+
+function drawPattern(ctx, x, y, s, st, corner) {
+  ctx.strokeStyle = st.pattern === 'stripes' ? 'rgba(0,0,0,0.55)' : 'rgba(255,255,255,0.9)';
+  ctx.lineWidth = Math.max(1, s / 10);
+  ctx.beginPath();
+  switch (st.pattern) {
+    case 'stripes':
+      if (corner) {
+        ctx.moveTo(x, y + s * 0.3);
+        ctx.lineTo(x + s * 0.3, y);
+      } else {
+        ctx.moveTo(x, y + s * 0.5);
+        ctx.lineTo(x + s * 0.5, y);
+        ctx.moveTo(x + s * 0.5, y + s);
+        ctx.lineTo(x + s, y + s * 0.5);
+        ctx.moveTo(x, y + s);
+        ctx.lineTo(x + s, y);
+      }
+      break;
+    case 'bars':
+      if (corner) {
+        ctx.moveTo(x + 2, y + 2.5);
+        ctx.lineTo(x + s - 2, y + 2.5);
+      } else {
+        ctx.moveTo(x, y + s * 0.33);
+        ctx.lineTo(x + s, y + s * 0.33);
+        ctx.moveTo(x, y + s * 0.67);
+        ctx.lineTo(x + s, y + s * 0.67);
+      }
+      break;
+    case 'cross':
+      if (corner) {
+        ctx.moveTo(x + 2, y + 2);
+        ctx.lineTo(x + 6, y + 6);
+        ctx.moveTo(x + 6, y + 2);
+        ctx.lineTo(x + 2, y + 6);
+      } else {
+        ctx.moveTo(x + 1, y + 1);
+        ctx.lineTo(x + s - 1, y + s - 1);
+        ctx.moveTo(x + s - 1, y + 1);
+        ctx.lineTo(x + 1, y + s - 1);
+      }
+      break;
+    case 'slash':
+      if (!corner) {
+        ctx.moveTo(x + s * 0.2, y + s * 0.5);
+        ctx.lineTo(x + s * 0.8, y + s * 0.5);
+      }
+      break;
+    case 'dots':
+      ctx.fillStyle = 'rgba(0,0,0,0.6)';
+      ctx.fillRect(x + s / 2 - 1, y + s / 2 - 1, 2, 2);
+      break;
+    default: // solid, hollow: the fill or outline is the pattern
+      break;
+  }
+  ctx.stroke();
+}
+
+// Draws every pod of a building; highlights `selected` (index) and `focused` (index).
+// Returns the number of cells drawn.
+export function drawBuilding(canvas, pods, cols, m, selected, focused) {
+  const { width, height } = canvasSize(pods.length, cols, m);
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+  }
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  for (let i = 0; i < pods.length; i++) {
+    const { x, y } = cellOrigin(i, cols, m);
+    drawCell(ctx, x, y, m.size, podState(pods[i].state), m.labels);
+  }
+  for (const [i, color] of [
+    [selected, '#111111'],
+    [focused, '#0b57d0'],
+  ]) {
+    if (i < 0 || i >= pods.length) continue;
+    const { x, y } = cellOrigin(i, cols, m);
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x - 1.5, y - 1.5, m.size + 3, m.size + 3);
+  }
+  return pods.length;
+}

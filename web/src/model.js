@@ -1,0 +1,162 @@
+// Pure fleet-model helpers of the console: state vocabularies, filtering and grouping of pods.
+// No DOM here, so `npm test` (node --test) covers it.
+
+// Pod states (api/openapi.yaml Pod.state). Every state has a text label, a two-letter short
+// label and a pattern, so a state never depends on colour alone.
+export const POD_STATES = [
+  { id: 'in_service', label: 'In service', short: 'OK', color: '#2e7d32', ink: '#ffffff', pattern: 'solid' },
+  { id: 'degraded', label: 'Degraded', short: 'DG', color: '#f2b705', ink: '#1a1a1a', pattern: 'stripes' },
+  { id: 'maintenance', label: 'Maintenance', short: 'MT', color: '#1f6fd1', ink: '#ffffff', pattern: 'bars' },
+  { id: 'incoming', label: 'Incoming', short: 'IN', color: '#8e44ad', ink: '#8e44ad', pattern: 'hollow' },
+  { id: 'down', label: 'Down', short: 'DN', color: '#c62828', ink: '#ffffff', pattern: 'cross' },
+  { id: 'retired', label: 'Retired', short: 'RT', color: '#6b6b6b', ink: '#ffffff', pattern: 'slash' },
+];
+export const UNKNOWN_POD_STATE = { id: 'unknown', label: 'Unknown', short: '??', color: '#bdbdbd', ink: '#1a1a1a', pattern: 'dots' };
+const POD_STATE_BY_ID = new Map(POD_STATES.map((s) => [s.id, s]));
+export function podState(id) {
+  return POD_STATE_BY_ID.get(id) || { ...UNKNOWN_POD_STATE, label: id || 'Unknown' };
+}
+
+// Host states (api/openapi.yaml Host.state), grouped by tone for chips.
+export const HOST_STATES = {
+  incoming: { label: 'Incoming', tone: 'new' },
+  burn_in: { label: 'Burn-in', tone: 'work' },
+  available: { label: 'Available', tone: 'good' },
+  allocated: { label: 'Allocated', tone: 'good' },
+  draining: { label: 'Draining', tone: 'work' },
+  maintenance: { label: 'Maintenance', tone: 'work' },
+  validating: { label: 'Validating', tone: 'work' },
+  failed: { label: 'Failed', tone: 'bad' },
+  repair: { label: 'Repair', tone: 'bad' },
+  quarantine: { label: 'Quarantine', tone: 'warn' },
+  retired: { label: 'Retired', tone: 'off' },
+};
+export function hostState(id) {
+  return HOST_STATES[id] || { label: id || 'unknown', tone: 'off' };
+}
+
+// Host actions a person may take from the console (the scheduler's `allocate` is not one).
+// `confirm` is the button text in the confirmation dialog; `danger` styles it.
+export const HOST_ACTIONS = [
+  { id: 'drain', label: 'Drain', confirm: 'Drain host', help: 'Stop new jobs; the host goes to maintenance when empty.' },
+  { id: 'undrain', label: 'Undrain', confirm: 'Undrain host', help: 'Cancel the drain; the host returns to available.' },
+  { id: 'release', label: 'Release', confirm: 'Release host', help: 'Release the allocation; the host returns to available.' },
+  { id: 'fail', label: 'Fail', confirm: 'Mark failed', danger: true, help: 'Take the host out of service as failed.' },
+  { id: 'repair', label: 'Send to repair', confirm: 'Send to repair', help: 'Hand the failed host to repair.' },
+  { id: 'repair_complete', label: 'Repair complete', confirm: 'Repair complete', help: 'Repair is done; the host goes to quarantine for validation.' },
+  { id: 'retire', label: 'Retire', confirm: 'Retire host', danger: true, help: 'Retire the host for good (terminal).' },
+];
+export const OVERRIDE_TARGETS = Object.keys(HOST_STATES);
+
+const ROLE_RANK = { viewer: 1, operator: 2, admin: 3 };
+export function roleAtLeast(role, needed) {
+  return (ROLE_RANK[role] || 0) >= ROLE_RANK[needed];
+}
+
+// The actions to offer for a host: those its state allows now, and only to operators and up.
+export function offeredActions(role, allowed) {
+  if (!roleAtLeast(role, 'operator')) return [];
+  const set = new Set(allowed || []);
+  return HOST_ACTIONS.filter((a) => set.has(a.id));
+}
+
+// filters: {site, building, platform, state, label ("key=value" or "key")}; empty = any.
+export function filterPods(pods, f) {
+  let labelKey = '';
+  let labelValue = null;
+  if (f.label) {
+    const eq = f.label.indexOf('=');
+    labelKey = (eq < 0 ? f.label : f.label.slice(0, eq)).trim();
+    labelValue = eq < 0 ? null : f.label.slice(eq + 1).trim();
+  }
+  if (!f.site && !f.building && !f.platform && !f.state && !labelKey) return pods;
+  return pods.filter((p) => {
+    if (f.site && p.site !== f.site) return false;
+    if (f.building && p.building !== f.building) return false;
+    if (f.platform && p.platform !== f.platform) return false;
+    if (f.state && p.state !== f.state) return false;
+    if (labelKey) {
+      const v = p.labels ? p.labels[labelKey] : undefined;
+      if (v === undefined || (labelValue !== null && v !== labelValue)) return false;
+    }
+    return true;
+  });
+}
+
+const byText = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+// [{site, pods, buildings: [{id, site, pods: [...] (sorted by id)}]}], sites and buildings sorted.
+export function groupPods(pods) {
+  const sites = new Map();
+  for (const p of pods) {
+    let site = sites.get(p.site);
+    if (!site) sites.set(p.site, (site = new Map()));
+    let b = site.get(p.building);
+    if (!b) site.set(p.building, (b = []));
+    b.push(p);
+  }
+  return [...sites.keys()].sort(byText).map((siteId) => {
+    const bmap = sites.get(siteId);
+    const buildings = [...bmap.keys()].sort(byText).map((id) => {
+      const list = bmap.get(id);
+      list.sort((a, b) => byText(a.id, b.id));
+      return { id, site: siteId, pods: list };
+    });
+    return { site: siteId, buildings, pods: buildings.reduce((n, b) => n + b.pods.length, 0) };
+  });
+}
+
+// {state id -> count}
+export function countStates(pods) {
+  const out = {};
+  for (const p of pods) out[p.state] = (out[p.state] || 0) + 1;
+  return out;
+}
+
+// The distinct values the filter menus offer, from the whole (unfiltered) fleet.
+export function filterChoices(pods, site) {
+  const sites = new Set();
+  const buildings = new Set();
+  const platforms = new Set();
+  for (const p of pods) {
+    sites.add(p.site);
+    if (!site || p.site === site) buildings.add(p.building);
+    platforms.add(p.platform);
+  }
+  return {
+    sites: [...sites].sort(byText),
+    buildings: [...buildings].sort(byText),
+    platforms: [...platforms].sort(byText),
+  };
+}
+
+// A short human summary: "280 in service, 8 degraded".
+export function stateSummary(counts) {
+  return POD_STATES.filter((s) => counts[s.id])
+    .map((s) => `${counts[s.id]} ${s.label.toLowerCase()}`)
+    .concat(Object.keys(counts).filter((k) => !POD_STATES.some((s) => s.id === k)).map((k) => `${counts[k]} ${k}`))
+    .join(', ');
+}
+
+export function fmtInt(n) {
+  return Number(n || 0).toLocaleString('en-US');
+}
+
+// "12 s ago", "3 min ago", "2 h ago", "4 d ago"
+export function ago(iso, now = Date.now()) {
+  if (!iso) return 'never';
+  const t = typeof iso === 'number' ? iso : Date.parse(iso);
+  if (Number.isNaN(t)) return String(iso);
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
+
+export function fmtTime(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}

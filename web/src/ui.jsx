@@ -1,0 +1,84 @@
+// Small shared pieces: state chips, error boxes, tables of key/values.
+import { ago, fmtTime, hostState, podState } from './model.js';
+
+export function PodStateChip({ state }) {
+  const s = podState(state);
+  return (
+    <span class={`chip pod-${s.id}`} data-state={state}>
+      <span class="chip-code" aria-hidden="true">
+        {s.short}
+      </span>
+      {s.label}
+    </span>
+  );
+}
+
+export function HostStateChip({ state }) {
+  const s = hostState(state);
+  return (
+    <span class={`chip tone-${s.tone}`} data-state={state} data-testid="host-state">
+      {s.label}
+    </span>
+  );
+}
+
+export function ErrorBox({ error, what }) {
+  if (!error) return null;
+  return (
+    <div class="error-box" role="alert">
+      {what ? `${what}: ` : ''}
+      {error.message || String(error)}
+      {error.code && error.status ? <span class="muted small"> ({error.status} {error.code})</span> : null}
+    </div>
+  );
+}
+
+export function KeyValues({ rows }) {
+  return (
+    <dl class="kv">
+      {rows
+        .filter((r) => r && r[1] !== undefined && r[1] !== null && r[1] !== '')
+        .map(([k, v]) => (
+          <>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </>
+        ))}
+    </dl>
+  );
+}
+
+export function EventTable({ events, showHost }) {
+  return (
+    <table class="table events" data-testid="events">
+      <thead>
+        <tr>
+          <th scope="col">When</th>
+          {showHost && <th scope="col">Host</th>}
+          <th scope="col">Action</th>
+          <th scope="col">From → to</th>
+          <th scope="col">By</th>
+          <th scope="col">Reason</th>
+        </tr>
+      </thead>
+      <tbody>
+        {events.map((e) => (
+          <tr key={e.id}>
+            <td title={fmtTime(e.at)}>{ago(e.at)}</td>
+            {showHost && (
+              <td>
+                <a href={`#/hosts/${encodeURIComponent(e.host)}`}>{e.host}</a>
+              </td>
+            )}
+            <td>{e.action}</td>
+            <td>
+              {e.from || '—'} → {e.to}
+            </td>
+            <td>{e.actor}</td>
+            <td>{e.reason}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
