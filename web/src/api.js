@@ -90,7 +90,7 @@ export async function fetchAll(path, params = {}, { limit = 1000, onPage, isCanc
 // GET /tokens answers only admins; a POST of an empty host action is refused with 403 for a
 // viewer and 422 (invalid body, nothing changes) for an operator. Throws ApiError for a bad token.
 export async function detectRole(token) {
-  await api('/sites', { token });
+  await api('/pods?limit=1', { token });
   try {
     await api('/tokens', { token });
     return 'admin';
