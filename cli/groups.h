@@ -1,0 +1,24 @@
+#pragma once
+// kilnctl's command groups, one file each. addBuiltinGroups adds them all, in help order;
+// a new group (workflow runs, gate, rollout, bundle, reliability) is a new file plus one line
+// there.
+
+#include "cli/command.h"
+
+namespace kiln::cli {
+
+CommandGroup fleetGroup();     // fleet generate | import
+CommandGroup podsGroup();      // pods list | show
+CommandGroup hostsGroup();     // hosts list | show | events | action
+CommandGroup capacityGroup();  // capacity plan
+CommandGroup tokenGroup();     // token create | list | revoke
+
+void addBuiltinGroups(Registry& registry);
+
+// Flags every list command shares: --limit, --cursor, --all.
+std::vector<FlagSpec> pagingFlags();
+// Starts a list request: limit (default 100; 1000 per page with --all unless --limit) and
+// cursor from the parsed flags.
+ApiRequest listRequest(const ParsedCommand& cmd, const std::string& path);
+
+}  // namespace kiln::cli

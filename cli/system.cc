@@ -1,0 +1,54 @@
+#include "cli/system.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace kiln::cli {
+
+System realSystem() {
+  System s;
+  s.get_env = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  s.read_file = [](const std::string& path) -> Result<std::string> {
+    if (path == "-") {
+      std::ostringstream buf;
+      buf << std::cin.rdbuf();
+      return buf.str();
+    }
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return invalidArgument("cannot read " + path + ": is a directory");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return notFound("cannot read " + path + ": " + std::strerror(errno));
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) return invalidArgument("cannot read " + path);
+    return content;
+  };
+  s.write_file = [](const std::string& path, const std::string& content) -> Status {
+    if (path == "-") {
+      std::cout << content << std::flush;
+      return Ok{};
+    }
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) return invalidArgument("cannot write " + path + ": " + std::strerror(errno));
+    out << content;
+    out.close();
+    if (!out) return invalidArgument("cannot write " + path);
+    return Ok{};
+  };
+  s.file_exists = [](const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::exists(path, ec);
+  };
+  return s;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,27 @@
+#pragma once
+// What kilnctl needs from the operating system, as functions so tests can fake them:
+// environment variables and whole-file reads and writes.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+
+namespace kiln::cli {
+
+struct System {
+  // The value of an environment variable, or nullopt when unset.
+  std::function<std::optional<std::string>(const std::string& name)> get_env;
+  // A whole file; "-" is standard input. Errors: kNotFound / kInvalidArgument with a message
+  // naming the file.
+  std::function<Result<std::string>(const std::string& path)> read_file;
+  // Replaces a file's content; "-" is standard output.
+  std::function<Status(const std::string& path, const std::string& content)> write_file;
+  std::function<bool(const std::string& path)> file_exists;
+};
+
+// The real process environment and file system.
+System realSystem();
+
+}  // namespace kiln::cli
