@@ -283,10 +283,11 @@ class PgStore final : public core::Store {
         [&](pqxx::work& txn) -> Result<core::Page<core::HostEvent>> {
           if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host_id).empty())
             return notFound("no host '" + host_id + "'");
+          // ORDER BY the column, not the output "id" (id::text): text order put event 5 after 20.
           auto rows = txn.exec_params(
               "SELECT id::text, host_id, extract(epoch from at)::float8, action,"
               " coalesce(from_state, ''), to_state, actor, reason FROM host_events"
-              " WHERE host_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
+              " WHERE host_id = $1 AND id < $2 ORDER BY host_events.id DESC LIMIT $3",
               host_id, before, limit + 1);
           return pageFrom<core::HostEvent>(rows, limit, [](const pqxx::row& r) {
             core::HostEvent e;
