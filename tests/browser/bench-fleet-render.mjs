@@ -7,6 +7,7 @@
 // Target: under 1 s for a filter change and for the render once the pods are in.
 //   node tests/browser/bench-fleet-render.mjs [--gpus 1000000] [--runs 3]
 // Uses KILN_TEST_PG when set, else a private throwaway PostgreSQL; kilnd from KILN_BUILD_DIR.
+// KILN_BENCH_URL + KILN_BENCH_TOKEN (admin) measure a running kilnd instead (no import).
 import path from 'node:path';
 import {
   ARTIFACTS,
@@ -46,17 +47,23 @@ const AFTER_RENDER = `(seq) => new Promise((resolve) => {
 
 async function main() {
   ensureWebBuilt();
-  const kilnd = checkTools();
-  const db = createDatabase(testPg(), 'kiln_bench');
-  const srv = await startKilnd(kilnd, db, 'kilnd-bench');
-  const admin = client(srv.url, srv.adminToken);
-
-  let t = Date.now();
-  const fleet = generateFleet(GPUS);
-  log(`generated the ${GPUS.toLocaleString('en-US')}-GPU fleet file (${(fleet.length / 1e6).toFixed(1)} MB) in ${Date.now() - t} ms`);
-  t = Date.now();
-  const imported = await admin.post('/fleet/import', fleet, 'application/json');
-  log(`imported ${imported.pods_created} pods, ${imported.hosts_created} hosts in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  let srv;
+  let admin;
+  if (process.env.KILN_BENCH_URL) {
+    srv = { url: process.env.KILN_BENCH_URL, adminToken: process.env.KILN_BENCH_TOKEN };
+    admin = client(srv.url, srv.adminToken);
+  } else {
+    const kilnd = checkTools();
+    const db = createDatabase(testPg(), 'kiln_bench');
+    srv = await startKilnd(kilnd, db, 'kilnd-bench');
+    admin = client(srv.url, srv.adminToken);
+    let t = Date.now();
+    const fleet = generateFleet(GPUS);
+    log(`generated the ${GPUS.toLocaleString('en-US')}-GPU fleet file (${(fleet.length / 1e6).toFixed(1)} MB) in ${Date.now() - t} ms`);
+    t = Date.now();
+    const imported = await admin.post('/fleet/import', fleet, 'application/json');
+    log(`imported ${imported.pods_created} pods, ${imported.hosts_created} hosts in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
   const sites = await admin.get('/sites');
   const total = sites.items.reduce((n, s) => n + s.pods, 0);
 
@@ -82,6 +89,7 @@ async function main() {
       fetch: p.fetchEnd - p.fetchStart,
       render: painted - p.fetchEnd,
       boot: p.fetchStart,
+      commit: p.firstCommitMs,
     });
   }
   await page.screenshot({ path: path.join(ARTIFACTS, 'bench-fleet-1M.png') });
@@ -133,7 +141,7 @@ async function main() {
   console.log(`  first full render (navigation -> painted), median: ${ms(median(loads.map((l) => l.total)))}  [runs: ${loads.map((l) => ms(l.total)).join(', ')}]`);
   console.log(`    app start before the first request:          ${ms(median(loads.map((l) => l.boot)))}`);
   console.log(`    fetching ${Math.ceil(total / 1000)} pages of pods (limit=1000):       ${ms(median(loads.map((l) => l.fetch)))}`);
-  console.log(`    grouping + drawing + paint:                  ${ms(median(loads.map((l) => l.render)))}`);
+  console.log(`    grouping + drawing + paint:                  ${ms(median(loads.map((l) => l.render)))} (Preact render + canvas drawing: ${ms(median(loads.map((l) => l.commit)))})`);
   const byFilter = {};
   for (const f of filterTimes) (byFilter[f.filter] = byFilter[f.filter] || []).push(f.ms);
   console.log(`  filter change (select -> painted), median of all: ${ms(median(filterTimes.map((f) => f.ms)))}, max ${ms(Math.max(...filterTimes.map((f) => f.ms)))}`);

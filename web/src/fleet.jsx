@@ -106,6 +106,7 @@ export function FleetView({ route, role }) {
     if (!perf.firstRender) perf.firstRender = now;
     if (perf.setAt) {
       perf.lastCommitMs = now - perf.setAt; // data in -> every changed building redrawn
+      if (!perf.firstCommitMs) perf.firstCommitMs = perf.lastCommitMs;
       perf.setAt = 0;
     }
     if (perf.filterStart) {
