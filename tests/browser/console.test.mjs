@@ -92,6 +92,7 @@ async function main() {
   ensureWebBuilt();
   const kilnd = checkTools();
   fs.mkdirSync(ARTIFACTS, { recursive: true });
+  for (const f of fs.readdirSync(ARTIFACTS)) if (f.startsWith('FAILED-')) fs.rmSync(path.join(ARTIFACTS, f));
   const db = createDatabase(testPg());
   const srv = await startKilnd(kilnd, db, 'kilnd-browser-test');
   log(`kilnd at ${srv.url} (log: ${srv.logFile})`);
