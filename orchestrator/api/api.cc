@@ -12,6 +12,7 @@ Router buildRouter(Services& services) {
   addServiceRoutes(router, services);
   addFleetRoutes(router, services);
   addTokenRoutes(router, services);
+  addRunRoutes(router, services);
   addConsoleRoutes(router, services);
   return router;
 }

@@ -20,6 +20,12 @@ namespace spdlog {
 class logger;
 }
 
+namespace kiln::runs {
+class RunService;
+class RunStore;
+class AgentGateway;
+}  // namespace kiln::runs
+
 namespace kiln::api {
 
 struct ApiOptions {
@@ -35,6 +41,9 @@ struct Services {
   core::Store* store = nullptr;
   core::Clock* clock = nullptr;
   RequestMetrics* metrics = nullptr;
+  runs::RunService* runs = nullptr;
+  runs::RunStore* run_store = nullptr;
+  runs::AgentGateway* agents = nullptr;
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;
 };
@@ -44,6 +53,7 @@ void addServiceRoutes(Router& router, Services& services);
 void addFleetRoutes(Router& router, Services& services);
 void addTokenRoutes(Router& router, Services& services);
 void addConsoleRoutes(Router& router, Services& services);
+void addRunRoutes(Router& router, Services& services);
 
 // Every route of the API, for the OpenAPI contract test.
 Router buildRouter(Services& services);

@@ -4,6 +4,7 @@
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/core/capacity.h"
 #include "orchestrator/core/fleet_spec.h"
+#include "orchestrator/runs/run_service.h"
 
 namespace kiln::api {
 namespace {
@@ -156,7 +157,19 @@ void addFleetRoutes(Router& router, Services& s) {
                 if (core::actionKind(*action) == core::ActionKind::kAdmin && ctx.role != core::Role::kAdmin)
                   return Error(ErrorCode::kPermissionDenied, "'" + action_name + "' needs the admin role");
                 auto r = s.store->transitionHost({ctx.param("id"), *action, to, reason}, ctx.actor);
-                return okJson(r);
+                if (!r.ok()) return r.error();
+                json out = toJson(*r);
+                // Every repair goes through quarantine validation before the pool (FACTS.md).
+                if (*action == core::HostAction::kRepairComplete && s.runs) {
+                  runs::StartRequest q;
+                  q.workflow = "quarantine-validation";
+                  q.hosts = {ctx.param("id")};
+                  q.purpose = "quarantine";
+                  auto run = s.runs->startRun(q, ctx.actor);
+                  if (run.ok()) out["quarantine_run"] = (*run)["id"];
+                  else out["quarantine_run_error"] = run.error().message;
+                }
+                return jsonResponse(200, out);
               }});
 
   router.add({.method = "GET", .pattern = "/api/v1/capacity/plan", .role = core::Role::kViewer,

@@ -15,6 +15,14 @@ void addServiceRoutes(Router& router, Services& s) {
   for (const char* path : {"/healthz", "/api/v1/healthz"})
     router.add({.method = "GET", .pattern = path, .role = std::nullopt, .fn = healthz});
 
+  router.add({.method = "GET", .pattern = "/api/v1/whoami", .role = core::Role::kViewer,
+              .fn = [](RequestContext& ctx) -> Result<http::Response> {
+                nlohmann::json j = {{"token_id", ctx.actor.token_id}, {"name", ctx.actor.name},
+                                    {"role", core::roleName(ctx.role)}};
+                j["host"] = ctx.agent_host.empty() ? nlohmann::json() : nlohmann::json(ctx.agent_host);
+                return jsonResponse(200, j);
+              }});
+
   auto metrics = [&s](RequestContext& ctx) -> Result<http::Response> {
     if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
     std::string out;

@@ -17,7 +17,7 @@ void addTokenRoutes(Router& router, Services& s) {
                 std::optional<core::Role> role;
                 if (body->contains("role") && (*body)["role"].is_string())
                   role = core::parseRole((*body)["role"].get<std::string>());
-                if (!role) bad.fields.push_back({"role", "expected viewer, operator, admin or agent"});
+                if (!role) bad.fields.push_back({"role", "expected viewer, operator, admin, agent or enroll"});
                 std::string name, host;
                 if (!body->contains("name") || !(*body)["name"].is_string() ||
                     (*body)["name"].get<std::string>().empty() || (*body)["name"].get<std::string>().size() > 100)

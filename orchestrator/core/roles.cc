@@ -8,18 +8,20 @@ std::string_view roleName(Role r) {
     case Role::kOperator: return "operator";
     case Role::kAdmin: return "admin";
     case Role::kAgent: return "agent";
+    case Role::kEnroll: return "enroll";
   }
   return "unknown";
 }
 
 std::optional<Role> parseRole(std::string_view name) {
-  for (Role r : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent})
+  for (Role r : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent, Role::kEnroll})
     if (roleName(r) == name) return r;
   return std::nullopt;
 }
 
 bool roleAllows(Role have, Role need) {
-  if (have == Role::kAgent || need == Role::kAgent) return have == need;
+  auto apart = [](Role r) { return r == Role::kAgent || r == Role::kEnroll; };
+  if (apart(have) || apart(need)) return have == need;
   return static_cast<int>(have) >= static_cast<int>(need);
 }
 

@@ -7,8 +7,8 @@
 namespace kiln::core {
 
 // viewer < operator < admin form a hierarchy; agent stands apart and may act only for its own
-// host on the agent endpoints.
-enum class Role { kViewer, kOperator, kAdmin, kAgent };
+// host on the agent endpoints; enroll may only enrol agents (POST /agents/register).
+enum class Role { kViewer, kOperator, kAdmin, kAgent, kEnroll };
 
 std::string_view roleName(Role r);
 std::optional<Role> parseRole(std::string_view name);

@@ -1,5 +1,6 @@
 # Writes OUT: a C++ file defining kiln::db::embeddedMigrations() from the .sql FILES.
 set(body "#include \"orchestrator/db/migrations.h\"\nnamespace kiln::db {\nconst std::vector<Migration>& embeddedMigrations() {\n  static const std::vector<Migration> all = {\n")
+string(REPLACE "|" ";" FILES "${FILES}")
 foreach(f ${FILES})
   get_filename_component(name ${f} NAME_WE)
   string(REGEX MATCH "^[0-9]+" num ${name})

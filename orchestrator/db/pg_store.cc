@@ -7,6 +7,7 @@
 
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_model.h"
+#include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
 
 namespace kiln::db {
@@ -14,11 +15,6 @@ namespace {
 
 using core::TimePoint;
 using nlohmann::json;
-
-TimePoint fromEpoch(double seconds) {
-  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
-      std::chrono::duration<double>(seconds)));
-}
 
 // Builds a WHERE clause from fixed fragments; every value is a bind parameter.
 class Where {
@@ -72,28 +68,6 @@ core::PodSummary podFromRow(const pqxx::row& r) {
   return p;
 }
 
-constexpr const char* kHostColumns =
-    "h.id, h.pod_id, h.rack_id, h.building_id, h.site_id, p.platform, h.state, h.tray, h.spare,"
-    " extract(epoch from h.state_since)::float8, h.state_reason,"
-    " extract(epoch from h.last_seen)::float8";
-
-core::HostSummary hostFromRow(const pqxx::row& r) {
-  core::HostSummary h;
-  h.id = r[0].as<std::string>();
-  h.pod = r[1].as<std::string>();
-  h.rack = r[2].as<std::string>();
-  h.building = r[3].as<std::string>();
-  h.site = r[4].as<std::string>();
-  h.platform = r[5].as<std::string>();
-  h.state = r[6].as<std::string>();
-  h.tray = r[7].as<int>();
-  h.spare = r[8].as<bool>();
-  h.state_since = fromEpoch(r[9].as<double>());
-  h.state_reason = r[10].as<std::string>();
-  if (!r[11].is_null()) h.last_seen = fromEpoch(r[11].as<double>());
-  return h;
-}
-
 core::TokenInfo tokenFromRow(const pqxx::row& r) {
   core::TokenInfo t;
   t.id = r[0].as<std::string>();
@@ -109,27 +83,6 @@ core::TokenInfo tokenFromRow(const pqxx::row& r) {
 constexpr const char* kTokenColumns =
     "id, name, role, host_id, extract(epoch from created_at)::float8, created_by,"
     " extract(epoch from revoked_at)::float8";
-
-void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& action,
-                const std::string& target, const std::string& details) {
-  txn.exec_params("INSERT INTO audit_log (actor, action, target, details) VALUES ($1,$2,$3,$4::jsonb)",
-                  actor.token_id, action, target, details.empty() ? "{}" : details);
-}
-
-// Recomputes a pod's state from its hosts (same transaction as the host change).
-void refreshPodState(pqxx::work& txn, const std::string& pod_id) {
-  auto rows = txn.exec_params(
-      "SELECT h.state, count(*), p.platform FROM hosts h JOIN pods p ON p.id = h.pod_id"
-      " WHERE h.pod_id = $1 GROUP BY h.state, p.platform",
-      pod_id);
-  if (rows.empty()) return;
-  std::map<core::HostState, int> by_state;
-  for (const auto& r : rows)
-    by_state[*core::parseHostState(r[0].as<std::string>())] = r[1].as<int>();
-  const auto& g = core::geometry(*core::parsePlatform(rows[0][2].as<std::string>()));
-  txn.exec_params("UPDATE pods SET state = $2 WHERE id = $1 AND state <> $2", pod_id,
-                  std::string(core::podState(by_state, g)));
-}
 
 template <typename T, typename F>
 core::Page<T> pageFrom(const pqxx::result& rows, int limit, F&& convert) {
@@ -307,28 +260,8 @@ class PgStore final : public core::Store {
   Result<core::HostSummary> transitionHost(const core::HostTransition& t,
                                            const core::Actor& actor) override {
     return pool_.transact<core::HostSummary>([&](pqxx::work& txn) -> Result<core::HostSummary> {
-      auto rows = txn.exec_params("SELECT state, pod_id FROM hosts WHERE id = $1 FOR UPDATE", t.host);
-      if (rows.empty()) return notFound("no host '" + t.host + "'");
-      const std::string from = rows[0][0].as<std::string>();
-      const std::string pod = rows[0][1].as<std::string>();
-      auto next = core::nextState(*core::parseHostState(from), t.action, t.override_to);
-      if (!next.ok()) {
-        next.error().with("host", t.host);
-        return next.error();
-      }
-      const std::string to(core::hostStateName(*next));
-      const std::string action(core::hostActionName(t.action));
-      txn.exec_params(
-          "UPDATE hosts SET state = $2, state_since = now(), state_reason = $3, version = version + 1"
-          " WHERE id = $1",
-          t.host, to, t.reason);
-      txn.exec_params(
-          "INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
-          " VALUES ($1, $2, $3, $4, $5, $6)",
-          t.host, action, from, to, actor.token_id, t.reason);
-      writeAudit(txn, actor, "host." + action, t.host,
-                 json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
-      refreshPodState(txn, pod);
+      auto applied = applyTransition(txn, t, actor);
+      if (!applied.ok()) return applied.error();
       return hostFromRow(txn.exec_params1(std::string("SELECT ") + kHostColumns +
                                           " FROM hosts h JOIN pods p ON p.id = h.pod_id WHERE h.id = $1",
                                           t.host));
@@ -563,6 +496,8 @@ Result<core::ImportSummary> PgStore::importIn(pqxx::work& txn, const core::Fleet
                                     std::string("fleet import"));
            });
   }
+  // Fresh planner statistics: without them the first queries on a big import plan seq scans.
+  if (sum.pods_created > 0) txn.exec0("ANALYZE pods, racks, hosts, switch_trays, gpus, components");
   writeAudit(txn, actor, "fleet.import", "fleet",
              json{{"pods_created", sum.pods_created},
                   {"pods_existing", sum.pods_existing},

@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <csignal>
+#include <thread>
 #include <fcntl.h>
 #include <fstream>
 #include <iostream>
@@ -15,7 +17,11 @@
 #include "common/executor.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
+#include "orchestrator/db/pg_leader.h"
+#include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/db/pg_store.h"
+#include "orchestrator/runs/agent_gateway.h"
+#include "orchestrator/runs/run_service.h"
 #include "orchestrator/http/server.h"
 #include "orchestrator/kilnd/config.h"
 
@@ -106,10 +112,55 @@ int main(int argc, char** argv) {
 
   http::initializeNetworkThreads(config->network_threads);
   Executor executor(config->threads);
+  core::SystemClock clock;
+  auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
+  runs::AgentGateway* gateway_ptr = nullptr;
+  runs::RunServiceOptions run_options;
+  run_options.lease_grace_ms = config->lease_grace_s * 1000LL;
+  run_options.unreachable_after = std::chrono::seconds(config->unreachable_after_s);
+  runs::RunService run_service(*store, *run_store, clock, run_options, [&gateway_ptr](const std::string& host) {
+    if (gateway_ptr) gateway_ptr->notify(host);
+  });
+  runs::AgentGateway gateway(run_service, *run_store, executor, clock, {});
+  gateway_ptr = &gateway;
+  if (!config->workflows_dir.empty()) {
+    auto loaded = run_service.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"});
+    if (!loaded.ok()) {
+      log->critical("workflows in {} are invalid:\n{}", config->workflows_dir,
+                    loaded.error().details.count("text") ? loaded.error().details.at("text") : loaded.error().message);
+      return 1;
+    }
+    log->info("workflows loaded from {}: {}", config->workflows_dir, loaded->size());
+  }
+  gateway.start();
+
+  // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
+  // and run verdicts.
+  std::atomic<bool> stopping{false};
+  std::thread controller([&] {
+    db::LeaderLock leader(config->database_url);
+    bool was_leader = false;
+    while (!stopping) {
+      const bool is_leader = leader.tryHold();
+      if (is_leader != was_leader) log->info(is_leader ? "this kilnd now runs the controllers" : "lost the controller lock");
+      was_leader = is_leader;
+      if (is_leader) {
+        try {
+          run_service.tick();
+        } catch (const std::exception& e) {
+          log->error("controller pass failed: {}", e.what());
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(is_leader ? 200 : 1000));
+    }
+  });
+
   api::Services services;
   services.store = store.get();
-  core::SystemClock clock;
   services.clock = &clock;
+  services.runs = &run_service;
+  services.run_store = run_store.get();
+  services.agents = &gateway;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
 
@@ -128,7 +179,10 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log->info("signal {}: finishing requests in flight", sig);
+  gateway.stop();
   server->stop(5000);
+  stopping = true;
+  controller.join();
   log->info("stopped");
   return 0;
 }

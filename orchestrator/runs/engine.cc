@@ -31,13 +31,6 @@ std::string joinList(const std::vector<int>& v) {
   return out;
 }
 
-std::set<std::size_t> terminalHosts(const GroupState& g) {
-  std::set<std::size_t> out;
-  for (std::size_t i = 0; i < g.hosts.size(); ++i)
-    if (isTerminal(g.hosts[i].status)) out.insert(i);
-  return out;
-}
-
 std::int64_t toMillis(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
@@ -93,9 +86,15 @@ bool Engine::done(const GroupState& g) {
   return std::all_of(g.hosts.begin(), g.hosts.end(), [](const HostRun& h) { return isTerminal(h.status); });
 }
 
-Effects Engine::start(GroupState& g, TimePoint now) const { return advance(g, now); }
+std::vector<bool> Engine::terminalMask(const GroupState& g) {
+  std::vector<bool> out;
+  for (const auto& h : g.hosts) out.push_back(isTerminal(h.status));
+  return out;
+}
 
-Effects Engine::tick(GroupState& g, TimePoint now) const { return advance(g, now); }
+Effects Engine::start(GroupState& g, TimePoint now) const { return advance(g, now, terminalMask(g)); }
+
+Effects Engine::tick(GroupState& g, TimePoint now) const { return advance(g, now, terminalMask(g)); }
 
 Effects Engine::cancel(GroupState& g, const std::string& reason) const {
   Effects fx;
@@ -111,16 +110,15 @@ Effects Engine::cancel(GroupState& g, const std::string& reason) const {
   return fx;
 }
 
-Effects Engine::advance(GroupState& g, TimePoint now) const {
+Effects Engine::advance(GroupState& g, TimePoint now, const std::vector<bool>& before) const {
   Effects fx;
-  const auto before = terminalHosts(g);
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t i = 0; i < g.hosts.size(); ++i) changed |= advanceHost(g, i, now, fx);
   }
   for (std::size_t i = 0; i < g.hosts.size(); ++i) {
     const HostRun& h = g.hosts[i];
-    if (isTerminal(h.status) && !before.count(i)) fx.hosts_finished.push_back(h.host);
+    if (isTerminal(h.status) && !before[i]) fx.hosts_finished.push_back(h.host);
     if (!isTerminal(h.status) && h.assignment_id.empty() && h.not_before &&
         (!fx.next_wakeup || *h.not_before < *fx.next_wakeup))
       fx.next_wakeup = h.not_before;
@@ -271,6 +269,7 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   for (std::size_t i = 0; i < g.hosts.size(); ++i)
     if (g.hosts[i].assignment_id == assignment_id && !isTerminal(g.hosts[i].status)) h = i;
   if (h == g.hosts.size()) return notFound("no host of this run waits for assignment " + assignment_id);
+  const auto before = terminalMask(g);
   HostRun& host = g.hosts[h];
   host.assignment_id.clear();
   const auto& step = stepAt(host.step_index);
@@ -334,7 +333,7 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   for (const auto& c : rec.checks) failed_checks += !c["passed"].get<bool>();
   const bool only_checks = check_failure && reasons.size() == failed_checks;
   finishStep(g, h, std::move(rec), reasons.empty(), why, failed_at, only_checks, now);
-  return advance(g, now);
+  return advance(g, now, before);
 }
 
 void Engine::applyOnFailure(HostRun& host, const workflow::StepSpec& step, const std::string& why) const {

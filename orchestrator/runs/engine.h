@@ -149,7 +149,9 @@ class Engine {
   static bool done(const GroupState& g);
 
  private:
-  Effects advance(GroupState& g, TimePoint now) const;
+  // `before`: the hosts that were terminal when the event arrived (hosts_finished = the rest).
+  Effects advance(GroupState& g, TimePoint now, const std::vector<bool>& before) const;
+  static std::vector<bool> terminalMask(const GroupState& g);
   // Advances one host as far as it can go without waiting; returns true if it changed state.
   bool advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& fx) const;
   void finishStep(GroupState& g, std::size_t h, StepRecord rec, bool ok, const std::string& why,

@@ -12,6 +12,9 @@ TEST(RolesTest, HierarchyAndAgentApart) {
   EXPECT_FALSE(roleAllows(Role::kAgent, Role::kViewer));
   EXPECT_FALSE(roleAllows(Role::kAdmin, Role::kAgent));
   EXPECT_TRUE(roleAllows(Role::kAgent, Role::kAgent));
+  EXPECT_FALSE(roleAllows(Role::kEnroll, Role::kAgent));
+  EXPECT_FALSE(roleAllows(Role::kEnroll, Role::kViewer));
+  EXPECT_TRUE(roleAllows(Role::kEnroll, Role::kEnroll));
   EXPECT_EQ(parseRole("operator"), Role::kOperator);
   EXPECT_FALSE(parseRole("root").has_value());
 }

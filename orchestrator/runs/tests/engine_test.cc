@@ -115,6 +115,8 @@ TEST_F(EngineTest, FailedCheckIsRetriedAfterBackoffThenFailsTheHostNamingTheChec
   ASSERT_EQ(g.hosts[0].failures.size(), 1u);
   EXPECT_NE(g.hosts[0].failures[0].find("GPU count"), std::string::npos) << g.hosts[0].failures[0];
   EXPECT_NE(g.hosts[0].failures[0].find("count:"), std::string::npos);
+  // The caller derives lifecycle transitions from this list: the failing report must name it.
+  EXPECT_EQ(fx3->hosts_finished, (std::vector<std::string>{"h1"}));
 }
 
 TEST_F(EngineTest, StaleOrDuplicateReportIsRefusedAndChangesNothing) {

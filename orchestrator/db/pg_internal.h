@@ -1,0 +1,23 @@
+#pragma once
+// Transaction helpers shared by the PostgreSQL stores (internal to orchestrator/db).
+
+#include <pqxx/pqxx>
+#include <string>
+
+#include "orchestrator/core/store.h"
+
+namespace kiln::db {
+
+core::TimePoint fromEpoch(double seconds);
+// Columns of a host summary, for "SELECT <kHostColumns> FROM hosts h JOIN pods p ON p.id = h.pod_id".
+extern const char* const kHostColumns;
+core::HostSummary hostFromRow(const pqxx::row& r);
+void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& action,
+                const std::string& target, const std::string& details_json);
+// Recomputes a pod's state from its hosts.
+void refreshPodState(pqxx::work& txn, const std::string& pod_id);
+// One lifecycle transition under the host's row lock, checked by core::nextState, with its
+// host event and audit record, and the pod's state refreshed. kNotFound, kConflict.
+Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor);
+
+}  // namespace kiln::db

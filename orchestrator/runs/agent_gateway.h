@@ -1,0 +1,80 @@
+#pragma once
+// The agents' side of kilnd: long polls parked in memory (no thread and no database work per
+// waiting agent), woken when a commit gives the host work; batched liveness writes. A poll
+// touches PostgreSQL only when the host has work (or a running step to check), so 100,000
+// agents polling every 30 s cost nothing but their sockets (DEPENDENCIES.md).
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/executor.h"
+#include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/run_store.h"
+
+namespace kiln::runs {
+
+struct AgentGatewayOptions {
+  int max_wait_s = 60;
+  std::chrono::milliseconds scan_interval{100};          // parked-poll deadline checks
+  std::chrono::milliseconds heartbeat_flush{5000};       // one batched UPDATE per interval
+  std::chrono::milliseconds pending_refresh{5000};       // re-read hosts with work (other replicas)
+};
+
+class AgentGateway {
+ public:
+  // nullopt = 204 (nothing to do); otherwise the 200 body.
+  using PollReply = std::function<void(Result<std::optional<nlohmann::json>>)>;
+
+  AgentGateway(RunService& runs, RunStore& store, Executor& executor, core::Clock& clock,
+               AgentGatewayOptions options);
+  ~AgentGateway();
+
+  void start();
+  // Answers every parked poll with 204 and stops the background thread.
+  void stop();
+
+  // One poll of `host`'s agent: records its heartbeat, then answers with work, a cancellation
+  // of the running step, or parks until work arrives or `wait_s` passes. Thread-safe.
+  void poll(const std::string& host, const std::string& boot_id, int wait_s, const std::string& running,
+            PollReply reply);
+  // The host has new work or a cancelled step (after the commit). Thread-safe.
+  void notify(const std::string& host);
+
+  std::size_t parkedCount() const;
+
+ private:
+  struct Parked {
+    PollReply reply;
+    std::chrono::steady_clock::time_point deadline;
+    std::string running;
+  };
+  void check(const std::string& host, Parked parked);  // on the executor
+  void park(const std::string& host, Parked parked);
+  void loop();
+
+  RunService& runs_;
+  RunStore& store_;
+  Executor& executor_;
+  core::Clock& clock_;
+  AgentGatewayOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::unordered_map<std::string, Parked> parked_;
+  std::unordered_set<std::string> pending_;
+  std::unordered_map<std::string, Heartbeat> beats_;
+  std::thread thread_;
+};
+
+}  // namespace kiln::runs

@@ -1,0 +1,534 @@
+#include "orchestrator/runs/run_service.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "orchestrator/core/fleet_model.h"
+#include "orchestrator/runs/engine.h"
+#include "orchestrator/workflow/loader.h"
+
+namespace kiln::runs {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t millis(core::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+workflow::ParamValues paramsFrom(const json& j) {
+  workflow::ParamValues out;
+  for (const auto& [k, v] : j.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  return out;
+}
+
+StepResult stepResultFrom(const json& b) {
+  StepResult r;
+  r.started = b.value("started", true);
+  r.spawn_error = b.value("spawn_error", "");
+  r.exit_code = b.value("exit_code", -1);
+  r.signal = b.value("signal", 0);
+  r.timed_out = b.value("timed_out", false);
+  r.cancelled = b.value("cancelled", false);
+  r.duration_ms = b.value("duration_ms", std::int64_t{0});
+  r.stdout_tail = b.value("stdout_tail", "");
+  r.stderr_tail = b.value("stderr_tail", "");
+  r.parsed = b.contains("parsed") ? b["parsed"] : json();
+  r.parse_error = b.value("parse_error", "");
+  r.note = b.value("agent_note", "");
+  return r;
+}
+
+const char* kPurposes[] = {"burn_in", "quarantine", "pre_job", "maintenance", "manual", "rollout"};
+
+}  // namespace
+
+std::string RunService::defaultPurpose(const std::string& workflow) {
+  if (workflow == "l11-burn-in") return "burn_in";
+  if (workflow == "quarantine-validation") return "quarantine";
+  if (workflow == "pre-job-health") return "pre_job";
+  if (workflow == "firmware-upgrade") return "maintenance";
+  return "manual";
+}
+
+RunService::RunService(core::Store& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
+                       std::function<void(const std::string&)> on_work)
+    : fleet_(fleet), store_(store), clock_(clock), options_(options), on_work_(std::move(on_work)) {}
+
+Result<std::vector<std::string>> RunService::loadWorkflowDir(const std::string& dir, const core::Actor& actor) {
+  auto specs = workflow::loadWorkflowDir(dir);
+  if (!specs.ok()) return specs.error();
+  std::vector<std::string> names;
+  for (const auto& s : *specs) {
+    std::ifstream in(s.source_name);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    if (auto st = store_.putWorkflow({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor); !st.ok())
+      return st.error();
+    names.push_back(s.name);
+  }
+  return names;
+}
+
+Result<json> RunService::putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor) {
+  auto spec = workflow::loadWorkflow(yaml, "request body");
+  if (!spec.ok()) return spec.error();
+  if (spec->name != name)
+    return invalidContent("the document names workflow '" + spec->name + "' but the URL says '" + name + "'");
+  auto before = store_.currentWorkflow(name);
+  if (!before.ok()) return before.error();
+  if (auto st = store_.putWorkflow({name, spec->content_hash, "api", yaml, {}}, actor); !st.ok()) return st.error();
+  const bool changed = !*before || (*before)->hash != spec->content_hash;
+  return json{{"name", name}, {"hash", spec->content_hash}, {"changed", changed}};
+}
+
+Result<json> RunService::listWorkflows() {
+  auto rows = store_.listWorkflows();
+  if (!rows.ok()) return rows.error();
+  json items = json::array();
+  for (const auto& w : *rows) {
+    auto s = spec(w.name, w.hash);
+    json item = {{"name", w.name}, {"hash", w.hash}, {"source", w.source}};
+    if (s.ok()) {
+      item["version"] = (*s)->spec.version;
+      item["description"] = (*s)->spec.description;
+      item["scope"] = workflow::scopeName((*s)->spec.scope);
+      item["steps"] = (*s)->spec.steps.size();
+    }
+    items.push_back(item);
+  }
+  return json{{"items", items}, {"next_cursor", nullptr}};
+}
+
+Result<json> RunService::getWorkflow(const std::string& name) {
+  auto row = store_.currentWorkflow(name);
+  if (!row.ok()) return row.error();
+  if (!*row) return notFound("no workflow '" + name + "'");
+  auto s = spec(name, (*row)->hash);
+  if (!s.ok()) return s.error();
+  json j = workflow::toJson((*s)->spec);
+  j["hash"] = (*row)->hash;
+  j["yaml"] = (*row)->yaml;
+  j["source"] = (*row)->source;
+  return j;
+}
+
+Result<std::shared_ptr<const RunService::LoadedSpec>> RunService::spec(const std::string& name, const std::string& hash) {
+  const std::string key = name + "@" + hash;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = specs_.find(key); it != specs_.end()) return it->second;
+  }
+  auto row = store_.workflowVersion(name, hash);
+  if (!row.ok()) return row.error();
+  if (!*row) return notFound("no version " + hash + " of workflow '" + name + "'");
+  auto loaded = workflow::loadWorkflow((*row)->yaml, (*row)->source);
+  if (!loaded.ok()) return loaded.error();
+  auto ptr = std::make_shared<const LoadedSpec>(LoadedSpec{std::move(*loaded)});
+  std::lock_guard lock(mu_);
+  specs_[key] = ptr;
+  return ptr;
+}
+
+std::vector<core::HostTransition> RunService::transitionsFor(const RunRow& run, const GroupState& g,
+                                                             const std::vector<std::string>& finished) const {
+  std::vector<core::HostTransition> out;
+  for (const auto& h : g.hosts) {
+    if (std::find(finished.begin(), finished.end(), h.host) == finished.end()) continue;
+    if (h.status == HostStatus::kCancelled) continue;
+    const bool passed = h.status == HostStatus::kPassed;
+    std::string reason = run.workflow + " " + run.id + (passed ? " passed" : " failed");
+    if (!passed && !h.failures.empty()) reason += ": " + h.failures.front();
+    if (reason.size() > 900) reason = reason.substr(0, 900) + "...";
+    if (run.purpose == "burn_in")
+      out.push_back({h.host, passed ? core::HostAction::kBurnInPass : core::HostAction::kBurnInFail, std::nullopt, reason});
+    else if (run.purpose == "quarantine")
+      out.push_back({h.host, passed ? core::HostAction::kQuarantinePass : core::HostAction::kQuarantineFail, std::nullopt, reason});
+    else if (run.purpose == "pre_job" && !passed)
+      out.push_back({h.host, core::HostAction::kFail, std::nullopt, reason});
+  }
+  return out;
+}
+
+GroupFn RunService::engineFn(std::function<Result<Effects>(const Engine&, GroupState&)> event) {
+  return [this, event](const RunRow& run, GroupState state) -> Result<GroupUpdate> {
+    auto s = spec(run.workflow, run.workflow_hash);
+    if (!s.ok()) return s.error();
+    const workflow::ParamValues params = paramsFrom(run.params);
+    Engine engine((*s)->spec, params);
+    auto fx = event(engine, state);
+    if (!fx.ok()) return fx.error();
+    GroupUpdate u{std::move(state), std::move(*fx), {}};
+    u.transitions = transitionsFor(run, u.state, u.effects.hosts_finished);
+    return u;
+  };
+}
+
+void RunService::notify(const Effects& fx) {
+  if (!on_work_) return;
+  std::set<std::string> hosts;
+  for (const auto& d : fx.dispatches) hosts.insert(d.host);
+  for (const auto& id : fx.cancel_assignments) {
+    // "<run>:<host>:<seq>"
+    auto a = id.find(':'), b = id.rfind(':');
+    if (a != std::string::npos && b > a) hosts.insert(id.substr(a + 1, b - a - 1));
+  }
+  for (const auto& h : hosts) on_work_(h);
+}
+
+Result<json> RunService::startRun(const StartRequest& req, const core::Actor& actor) {
+  auto row = store_.currentWorkflow(req.workflow);
+  if (!row.ok()) return row.error();
+  if (!*row) return Error(ErrorCode::kInvalidContent, "no workflow '" + req.workflow + "'").with("field", "workflow");
+  auto s = spec(req.workflow, (*row)->hash);
+  if (!s.ok()) return s.error();
+  const workflow::WorkflowSpec& sp = (*s)->spec;
+
+  Error bad = invalidContent("invalid workflow run");
+  const std::string purpose = req.purpose.empty() ? defaultPurpose(req.workflow) : req.purpose;
+  if (std::find(std::begin(kPurposes), std::end(kPurposes), purpose) == std::end(kPurposes))
+    bad.fields.push_back({"purpose", "expected burn_in, quarantine, pre_job, maintenance or manual"});
+  if (req.hosts.empty() && req.pods.empty()) bad.fields.push_back({"hosts", "give hosts or pods"});
+  if (req.hosts.size() + req.pods.size() * 18 > options_.max_targets)
+    bad.fields.push_back({"hosts", "at most " + std::to_string(options_.max_targets) + " hosts in one run"});
+  if (sp.scope == workflow::Scope::kPod && !req.hosts.empty())
+    bad.fields.push_back({"hosts", "workflow '" + req.workflow + "' runs on whole pods: give pods"});
+  workflow::ParamValues given;
+  if (!req.params.is_object()) bad.fields.push_back({"params", "expected an object"});
+  else given = paramsFrom(req.params);
+  auto params = workflow::resolveParams(sp, given);
+  if (!params.ok())
+    for (const auto& f : params.error().fields) bad.fields.push_back({"params." + f.path, f.message});
+  if (!params.ok() && params.error().fields.empty()) bad.fields.push_back({"params", params.error().message});
+  if (!bad.fields.empty()) {
+    bad.message = "invalid workflow run: " + bad.fields[0].path + ": " + bad.fields[0].message;
+    return bad;
+  }
+
+  // Targets -> groups of hosts with their context fields.
+  struct Target {
+    std::string group;
+    std::vector<core::HostSummary> hosts;
+    std::vector<core::HostSummary> pod_hosts;
+  };
+  std::vector<Target> targets;
+  std::set<std::string> seen;
+  auto podHosts = [&](const std::string& pod) -> Result<std::vector<core::HostSummary>> {
+    auto d = fleet_.getPod(pod);
+    if (!d.ok()) return d.error().code == ErrorCode::kNotFound ? Error(invalidContent("no pod '" + pod + "'")) : d.error();
+    return d->hosts;
+  };
+  for (const auto& pod : req.pods) {
+    auto hosts = podHosts(pod);
+    if (!hosts.ok()) return hosts.error();
+    if (sp.scope == workflow::Scope::kPod) {
+      if (!seen.insert(pod).second) continue;
+      targets.push_back({pod, *hosts, *hosts});
+    } else {
+      for (const auto& h : *hosts)
+        if (seen.insert(h.id).second) targets.push_back({h.id, {h}, *hosts});
+    }
+  }
+  for (const auto& id : req.hosts) {
+    if (!seen.insert(id).second) continue;
+    auto h = fleet_.getHost(id);
+    if (!h.ok()) return h.error().code == ErrorCode::kNotFound ? Error(invalidContent("no host '" + id + "'")) : h.error();
+    auto hosts = podHosts(h->host.pod);
+    if (!hosts.ok()) return hosts.error();
+    targets.push_back({id, {h->host}, *hosts});
+  }
+
+  // Lifecycle pre-conditions: burn-in takes new hardware, quarantine validation quarantined hosts.
+  std::vector<core::HostTransition> start_transitions;
+  for (const auto& t : targets)
+    for (const auto& h : t.hosts) {
+      if (purpose == "burn_in") {
+        if (h.state == "incoming")
+          start_transitions.push_back({h.id, core::HostAction::kStartBurnIn, std::nullopt, "burn-in run"});
+        else if (h.state != "burn_in")
+          return conflict("host " + h.id + " is " + h.state + ": burn-in takes incoming hardware").with("host", h.id);
+      }
+      if (purpose == "quarantine" && h.state != "quarantine")
+        return conflict("host " + h.id + " is " + h.state + ": quarantine validation takes quarantined hosts").with("host", h.id);
+    }
+
+  auto run_id = store_.nextRunId();
+  if (!run_id.ok()) return run_id.error();
+  NewRun nr;
+  nr.run.id = *run_id;
+  nr.run.workflow = req.workflow;
+  nr.run.workflow_hash = (*row)->hash;
+  nr.run.scope = workflow::scopeName(sp.scope);
+  nr.run.purpose = purpose;
+  nr.run.params = json(*params);
+  nr.start_transitions = std::move(start_transitions);
+  Engine engine(sp, *params);
+  const auto now = clock_.now();
+  Effects all;
+  for (const auto& t : targets) {
+    std::string pod_list;
+    for (const auto& h : t.pod_hosts) pod_list += (pod_list.empty() ? "" : ",") + h.id;
+    std::vector<std::pair<std::string, workflow::ContextFields>> hosts;
+    std::vector<std::string> ids;
+    for (const auto& h : t.hosts) {
+      hosts.push_back({h.id,
+                       {{"host.id", h.id}, {"host.name", h.id}, {"host.pod", h.pod}, {"host.rack", h.rack},
+                        {"host.tray", std::to_string(h.tray)}, {"host.platform", h.platform}, {"pod.id", h.pod},
+                        {"pod.name", h.pod}, {"pod.hosts", pod_list}}});
+      ids.push_back(h.id);
+    }
+    GroupState g = engine.newGroup(nr.run.id, t.group, std::move(hosts));
+    Effects fx = engine.start(g, now);
+    for (const auto& d : fx.dispatches) all.dispatches.push_back(d);
+    GroupUpdate u{std::move(g), std::move(fx), {}};
+    u.transitions = transitionsFor(nr.run, u.state, u.effects.hosts_finished);
+    nr.groups.push_back({t.group, std::move(u), std::move(ids)});
+  }
+  auto created = store_.createRun(nr, actor);
+  if (!created.ok()) return created.error();
+  notify(all);
+  return runView(created->id);
+}
+
+Result<json> RunService::runView(const std::string& id) {
+  auto run = store_.getRun(id);
+  if (!run.ok()) return run.error();
+  auto groups = store_.runGroups(id);
+  if (!groups.ok()) return groups.error();
+  auto assignments = store_.runAssignments(id);
+  if (!assignments.ok()) return assignments.error();
+  std::map<std::string, const AssignmentRow*> by_id;
+  for (const auto& a : *assignments) by_id[a.id] = &a;
+  auto s = spec(run->workflow, run->workflow_hash);
+
+  json hosts = json::array();
+  int passed = 0, failed = 0, running = 0, cancelled = 0;
+  for (const auto& g : *groups) {
+    for (const auto& h : g.hosts) {
+      switch (h.status) {
+        case HostStatus::kPassed: ++passed; break;
+        case HostStatus::kFailed: ++failed; break;
+        case HostStatus::kCancelled: ++cancelled; break;
+        default: ++running;
+      }
+      json steps = json::array();
+      for (const auto& r : h.history) {
+        json j = toJson(r);
+        if (auto it = by_id.find(r.assignment_id); it != by_id.end() && it->second->result.is_object()) {
+          j["stdout_tail"] = it->second->result.value("stdout_tail", "");
+          j["stderr_tail"] = it->second->result.value("stderr_tail", "");
+        }
+        steps.push_back(std::move(j));
+      }
+      std::string current;
+      if (!isTerminal(h.status) && s.ok() && h.step_index < (*s)->spec.steps.size())
+        current = (*s)->spec.steps[h.step_index].id;
+      json hj = {{"host", h.host},           {"group", g.group},     {"status", hostStatusName(h.status)},
+                 {"pass", h.pass},           {"current_step", current}, {"attempt", h.attempt},
+                 {"failures", h.failures},   {"warnings", h.warnings}, {"steps", steps},
+                 {"parsed", h.parsed}};
+      hj["healthy"] = isTerminal(h.status) ? json(h.status == HostStatus::kPassed) : json();
+      hj["waiting_until_ms"] = h.not_before ? json(millis(*h.not_before)) : json();
+      if (h.retest) hj["retest"] = {{"round", h.retest->round}, {"elements", h.retest->elements}};
+      hosts.push_back(std::move(hj));
+    }
+  }
+  json j = {{"id", run->id},
+            {"workflow", run->workflow},
+            {"workflow_hash", run->workflow_hash},
+            {"scope", run->scope},
+            {"purpose", run->purpose},
+            {"state", run->state},
+            {"params", run->params},
+            {"created_by", run->created_by},
+            {"created_at_ms", millis(run->created_at)},
+            {"summary", run->summary},
+            {"progress", {{"hosts", passed + failed + running + cancelled}, {"passed", passed}, {"failed", failed},
+                          {"running", running}, {"cancelled", cancelled}}},
+            {"hosts", hosts}};
+  j["finished_at_ms"] = run->finished_at ? json(millis(*run->finished_at)) : json();
+  if (s.ok()) {
+    json step_ids = json::array();
+    for (const auto& st : (*s)->spec.steps) step_ids.push_back(st.id);
+    j["steps"] = step_ids;
+  }
+  return j;
+}
+
+Result<json> RunService::listRuns(const RunFilter& filter, const core::PageRequest& page) {
+  auto rows = store_.listRuns(filter, page);
+  if (!rows.ok()) return rows.error();
+  json items = json::array();
+  for (const auto& r : rows->items) {
+    json j = {{"id", r.id},           {"workflow", r.workflow},  {"purpose", r.purpose},
+              {"scope", r.scope},     {"state", r.state},        {"created_by", r.created_by},
+              {"created_at_ms", millis(r.created_at)}, {"summary", r.summary}};
+    j["finished_at_ms"] = r.finished_at ? json(millis(*r.finished_at)) : json();
+    items.push_back(std::move(j));
+  }
+  return json{{"items", items}, {"next_cursor", rows->next_cursor ? json(*rows->next_cursor) : json()}};
+}
+
+Result<json> RunService::cancelRun(const std::string& id, const core::Actor& actor) {
+  Effects all;
+  auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
+    Effects fx = e.cancel(g, "cancelled by " + actor.token_id);
+    all.cancel_assignments.insert(all.cancel_assignments.end(), fx.cancel_assignments.begin(), fx.cancel_assignments.end());
+    return fx;
+  });
+  if (auto st = store_.cancelRun(id, fn, actor); !st.ok()) return st.error();
+  notify(all);
+  return runView(id);
+}
+
+Result<json> RunService::quarantineView() {
+  auto rows = store_.quarantine();
+  if (!rows.ok()) return rows.error();
+  json items = json::array();
+  const auto now = clock_.now();
+  for (const auto& q : *rows) {
+    json j = {{"host", q.host.id},
+              {"pod", q.host.pod},
+              {"building", q.host.building},
+              {"since_ms", millis(q.host.state_since)},
+              {"seconds_in_quarantine", std::chrono::duration_cast<std::chrono::seconds>(now - q.host.state_since).count()},
+              {"repairs", q.repairs},
+              {"repeat_offender", q.repairs >= 3},
+              {"last_failure", q.last_failure},
+              {"validation_run", q.run_id.empty() ? json() : json(q.run_id)},
+              {"validation_state", q.run_state.empty() ? json() : json(q.run_state)},
+              {"progress", q.progress}};
+    items.push_back(std::move(j));
+  }
+  return json{{"items", items}, {"next_cursor", nullptr}};
+}
+
+Result<std::optional<json>> RunService::claimWork(const std::string& host) {
+  auto a = store_.claimWork(host, options_.lease_grace_ms);
+  if (!a.ok()) return a.error();
+  if (!*a) return std::optional<json>();
+  const AssignmentRow& r = **a;
+  return std::optional<json>(json{{"id", r.id},
+                                  {"lease", r.lease},
+                                  {"run_id", r.run_id},
+                                  {"step_id", r.step_id},
+                                  {"attempt", r.attempt},
+                                  {"type", r.type},
+                                  {"argv", r.argv},
+                                  {"timeout_ms", r.timeout_ms},
+                                  {"kill_grace_ms", 5000},
+                                  {"parse", r.parse},
+                                  {"output_cap", 65536},
+                                  {"inventory_after", r.inventory_after}});
+}
+
+Result<ReportOutcome> RunService::report(const std::string& assignment_id, const std::string& host, const json& body) {
+  if (!body.is_object()) return invalidContent("expected a JSON object");
+  if (!body.contains("lease") || !body["lease"].is_number_integer())
+    return Error(invalidContent("the report needs its lease")).with("field", "lease");
+  const StepResult result = stepResultFrom(body);
+  Effects produced;
+  auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
+    auto fx = e.onResult(g, assignment_id, result, clock_.now());
+    if (fx.ok()) produced = *fx;
+    return fx;
+  });
+  json stored = body;
+  auto outcome = store_.report(assignment_id, host, body["lease"].get<int>(), stored, fn);
+  if (!outcome.ok()) return outcome.error();
+  if (*outcome == ReportOutcome::kAccepted) {
+    if (body.contains("inventory") && body["inventory"].is_object()) (void)store_.updateInventory(host, body["inventory"]);
+    notify(produced);
+  }
+  return outcome;
+}
+
+Result<bool> RunService::shouldCancel(const std::string& assignment_id, const std::string& host) {
+  auto a = store_.assignment(assignment_id);
+  if (!a.ok()) return a.error();
+  if (!*a || (*a)->host != host) return false;
+  return (*a)->state == "cancelled" || (*a)->state == "lost";
+}
+
+int RunService::tick() {
+  int did = 0;
+  const auto now = clock_.now();
+  if (auto due = store_.dueGroups(now, 200); due.ok()) {
+    for (const auto& [run, group] : *due) {
+      Effects produced;
+      auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
+        produced = e.tick(g, now);
+        return produced;
+      });
+      if (store_.updateGroup(run, group, fn, {"system", "kilnd"}).ok()) {
+        notify(produced);
+        ++did;
+      }
+    }
+  }
+  if (auto expired = store_.expiredLeases(now, 200); expired.ok()) {
+    for (const auto& a : *expired) {
+      Effects produced;
+      StepResult lost;
+      lost.lost = true;
+      lost.started = false;
+      auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
+        auto fx = e.onResult(g, a.id, lost, now);
+        if (!fx.ok()) return Effects{};  // the group moved on (cancelled): nothing to do
+        produced = *fx;
+        return fx;
+      });
+      if (auto r = store_.expireLease(a.id, a.lease, fn); r.ok() && *r) {
+        notify(produced);
+        ++did;
+      }
+    }
+  }
+  if (auto done = store_.finalizeRuns(runVerdict); done.ok()) did += static_cast<int>(done->size());
+  if (now - last_unreachable_scan_ > std::chrono::seconds(10)) {
+    last_unreachable_scan_ = now;
+    if (auto u = store_.markUnreachable(now - options_.unreachable_after); u.ok()) did += static_cast<int>(u->size());
+  }
+  return did;
+}
+
+std::pair<std::string, json> runVerdict(const RunRow& run, const std::vector<GroupState>& groups) {
+  json unhealthy = json::array();
+  json pods = json::object();
+  int passed = 0, failed = 0, cancelled = 0;
+  for (const auto& g : groups) {
+    for (const auto& h : g.hosts) {
+      const auto pod_it = h.fields.find("pod.id");
+      const std::string pod = pod_it == h.fields.end() ? "" : pod_it->second;
+      auto& p = pods[pod];
+      if (p.is_null()) p = {{"pod", pod}, {"hosts", 0}, {"healthy_hosts", 0}, {"failed_hosts", json::array()}};
+      p["hosts"] = p["hosts"].get<int>() + 1;
+      if (h.status == HostStatus::kPassed) {
+        ++passed;
+        p["healthy_hosts"] = p["healthy_hosts"].get<int>() + 1;
+      } else if (h.status == HostStatus::kCancelled) {
+        ++cancelled;
+      } else {
+        ++failed;
+        p["failed_hosts"].push_back(h.host);
+        unhealthy.push_back({{"host", h.host}, {"pod", pod}, {"reasons", h.failures}});
+      }
+    }
+  }
+  json pod_list = json::array();
+  for (auto& [_, p] : pods.items()) {
+    // A pod runs a 64-GPU slice while 16 of its 18 trays are healthy (FACTS.md sparing).
+    const int healthy_gpus = p["healthy_hosts"].get<int>() * 4;
+    p["healthy_gpus"] = healthy_gpus;
+    p["spares_cover"] = p["hosts"].get<int>() == 18 ? json(healthy_gpus >= 64) : json();
+    pod_list.push_back(p);
+  }
+  const std::string state = cancelled > 0 && failed == 0 && passed == 0 ? "cancelled" : failed > 0 || cancelled > 0 ? "failed" : "passed";
+  (void)run;
+  return {state, json{{"hosts", passed + failed + cancelled}, {"healthy", passed}, {"unhealthy", unhealthy},
+                      {"cancelled", cancelled}, {"pods", pod_list}}};
+}
+
+}  // namespace kiln::runs

@@ -1,0 +1,91 @@
+#pragma once
+// Workflow runs as a service: starts runs on hosts or pods, applies agents' reports and timers
+// to the engine, derives host lifecycle transitions from run verdicts (burn-in, quarantine,
+// pre-job checks), and renders runs for the API. Owns no threads; the controller calls tick().
+// Thread-safe.
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/core/clock.h"
+#include "orchestrator/core/store.h"
+#include "orchestrator/runs/run_store.h"
+#include "orchestrator/workflow/spec.h"
+
+namespace kiln::runs {
+
+struct RunServiceOptions {
+  std::int64_t lease_grace_ms = 30000;  // beyond a step's timeout before its assignment is lost
+  std::chrono::seconds unreachable_after{90};
+  std::size_t max_targets = 20000;
+};
+
+struct StartRequest {
+  std::string workflow;
+  std::vector<std::string> hosts;
+  std::vector<std::string> pods;
+  nlohmann::json params = nlohmann::json::object();
+  std::string purpose;  // burn_in | quarantine | pre_job | maintenance | manual; default from the workflow
+};
+
+class RunService {
+ public:
+  // `on_work(host)` is called after a commit that gave the host new work or cancelled its work.
+  RunService(core::Store& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
+             std::function<void(const std::string&)> on_work);
+
+  // Validates every workflow file of `dir` and stores new versions (kilnd start-up).
+  Result<std::vector<std::string>> loadWorkflowDir(const std::string& dir, const core::Actor& actor);
+  // Validates YAML for workflow `name` and makes it the current version: {name, hash, changed}.
+  Result<nlohmann::json> putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor);
+  Result<nlohmann::json> listWorkflows();
+  Result<nlohmann::json> getWorkflow(const std::string& name);
+
+  Result<nlohmann::json> startRun(const StartRequest& req, const core::Actor& actor);
+  Result<nlohmann::json> runView(const std::string& id);
+  Result<nlohmann::json> listRuns(const RunFilter& filter, const core::PageRequest& page);
+  Result<nlohmann::json> cancelRun(const std::string& id, const core::Actor& actor);
+  Result<nlohmann::json> quarantineView();
+
+  // Agent side.
+  Result<std::optional<nlohmann::json>> claimWork(const std::string& host);
+  Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, const nlohmann::json& body);
+  // Whether an assignment the agent is running should be stopped (cancelled or lost).
+  Result<bool> shouldCancel(const std::string& assignment_id, const std::string& host);
+
+  // One controller pass: due timers, expired leases, finished runs, unreachable agents.
+  // Returns how many things it did (for tests and metrics).
+  int tick();
+
+  static std::string defaultPurpose(const std::string& workflow);
+
+ private:
+  struct LoadedSpec {
+    workflow::WorkflowSpec spec;
+  };
+  Result<std::shared_ptr<const LoadedSpec>> spec(const std::string& name, const std::string& hash);
+  GroupFn engineFn(std::function<Result<Effects>(const class Engine&, GroupState&)> event);
+  std::vector<core::HostTransition> transitionsFor(const RunRow& run, const GroupState& g,
+                                                   const std::vector<std::string>& finished) const;
+  void notify(const Effects& fx);
+
+  core::Store& fleet_;
+  RunStore& store_;
+  core::Clock& clock_;
+  RunServiceOptions options_;
+  std::function<void(const std::string&)> on_work_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const LoadedSpec>> specs_;  // by "name@hash"
+  core::TimePoint last_unreachable_scan_;
+};
+
+// A run's verdict from its groups: ("passed" | "failed" | "cancelled", summary JSON with
+// per-host health, reasons and per-pod spare coverage). Pure.
+std::pair<std::string, nlohmann::json> runVerdict(const RunRow& run, const std::vector<GroupState>& groups);
+
+}  // namespace kiln::runs

@@ -1,0 +1,142 @@
+#pragma once
+// Persistence of workflows, workflow runs and agent assignments. The implementation
+// (orchestrator/db/pg_run_store.cc) applies each change in one transaction: the engine's new
+// group state, the assignments it dispatched or cancelled, and the host lifecycle transitions
+// the run service derived, together. Thread-safe.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "orchestrator/core/store.h"
+#include "orchestrator/runs/engine.h"
+
+namespace kiln::runs {
+
+struct WorkflowRow {
+  std::string name, hash, source, yaml;
+  TimePoint updated_at;
+};
+
+struct RunRow {
+  std::string id, workflow, workflow_hash, scope, purpose, state, created_by;
+  nlohmann::json params = nlohmann::json::object();
+  TimePoint created_at;
+  std::optional<TimePoint> finished_at;
+  nlohmann::json summary = nlohmann::json::object();
+  std::vector<std::string> hosts;  // filled by getRun
+};
+
+// What the run service decided for one group: persisted atomically.
+struct GroupUpdate {
+  GroupState state;
+  Effects effects;
+  std::vector<core::HostTransition> transitions;  // checked by core::nextState; refused ones are skipped
+};
+// Called with the group's current state under a row lock.
+using GroupFn = std::function<Result<GroupUpdate>(const RunRow& run, GroupState state)>;
+
+struct NewGroup {
+  std::string key;
+  GroupUpdate update;
+  std::vector<std::string> hosts;
+};
+
+struct NewRun {
+  RunRow run;  // id is assigned by the store ("r-<n>")
+  std::vector<NewGroup> groups;
+  std::vector<core::HostTransition> start_transitions;  // e.g. incoming -> burn_in
+};
+
+struct AssignmentRow {
+  std::string id, run_id, group_key, host, step_id, type, parse, state;
+  int attempt = 1;
+  int lease = 0;
+  nlohmann::json argv = nlohmann::json::array();
+  std::int64_t timeout_ms = 0;
+  bool inventory_after = false;
+  std::optional<TimePoint> dispatched_at, lease_expires_at, finished_at;
+  nlohmann::json result;  // the agent's report, null until reported
+};
+
+enum class ReportOutcome { kAccepted, kDuplicate, kStale, kCancelled };
+
+struct RunFilter {
+  std::string workflow, state, host, purpose;
+};
+
+struct Heartbeat {
+  std::string host, boot_id;
+  TimePoint at;
+};
+
+struct QuarantineRow {
+  core::HostSummary host;
+  int repairs = 0;
+  std::string last_failure;
+  std::string run_id;      // the newest quarantine-validation run, if any
+  std::string run_state;
+  nlohmann::json progress;  // {pass, passes, step, steps, status}
+};
+
+class RunStore {
+ public:
+  virtual ~RunStore() = default;
+
+  // Stores a workflow version (idempotent by hash) and makes it the current one.
+  virtual Status putWorkflow(const WorkflowRow& w, const core::Actor& actor) = 0;
+  virtual Result<std::optional<WorkflowRow>> currentWorkflow(const std::string& name) = 0;
+  virtual Result<std::optional<WorkflowRow>> workflowVersion(const std::string& name, const std::string& hash) = 0;
+  virtual Result<std::vector<WorkflowRow>> listWorkflows() = 0;
+
+  // A fresh run id ("r-<n>", increasing).
+  virtual Result<std::string> nextRunId() = 0;
+  virtual Result<RunRow> createRun(const NewRun& run, const core::Actor& actor) = 0;
+  virtual Result<RunRow> getRun(const std::string& id) = 0;
+  virtual Result<std::vector<GroupState>> runGroups(const std::string& id) = 0;
+  virtual Result<std::vector<AssignmentRow>> runAssignments(const std::string& id) = 0;
+  virtual Result<core::Page<RunRow>> listRuns(const RunFilter& filter, const core::PageRequest& page) = 0;
+
+  // Applies fn to one group under its row lock.
+  virtual Status updateGroup(const std::string& run_id, const std::string& group, const GroupFn& fn,
+                             const core::Actor& actor) = 0;
+  // Groups whose timer is due, as (run id, group key).
+  virtual Result<std::vector<std::pair<std::string, std::string>>> dueGroups(TimePoint now, int limit) = 0;
+  // Runs whose groups are all done get their final state and summary from `verdict`.
+  using VerdictFn = std::function<std::pair<std::string, nlohmann::json>(const RunRow&, const std::vector<GroupState>&)>;
+  virtual Result<std::vector<std::string>> finalizeRuns(const VerdictFn& verdict) = 0;
+  // Cancels a running run (every group through fn). kNotFound, kConflict when already finished.
+  virtual Status cancelRun(const std::string& id, const GroupFn& fn, const core::Actor& actor) = 0;
+
+  // The host's oldest pending assignment, handed out with a new lease that expires after its
+  // timeout plus `grace_ms`.
+  virtual Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) = 0;
+  // An agent's report. Accepted: stored, then fn applied to the group in the same transaction.
+  virtual Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, int lease,
+                                       const nlohmann::json& result, const GroupFn& fn) = 0;
+  // Dispatched assignments whose lease ran out: marked lost and fn applied (one transaction each).
+  virtual Result<std::vector<AssignmentRow>> expiredLeases(TimePoint now, int limit) = 0;
+  virtual Result<bool> expireLease(const std::string& assignment_id, int lease, const GroupFn& fn) = 0;
+  virtual Result<std::vector<std::string>> hostsWithOpenWork() = 0;
+  virtual Result<std::optional<AssignmentRow>> assignment(const std::string& id) = 0;
+
+  // Agent enrolment: revokes the host's earlier agent tokens, issues a new one, records the
+  // inventory, boot id and agent version. kNotFound for an unknown host.
+  virtual Result<core::NewToken> enrollAgent(const std::string& host, const std::string& boot_id,
+                                             const std::string& agent_version, const nlohmann::json& inventory,
+                                             const core::Actor& actor) = 0;
+  virtual Status updateInventory(const std::string& host, const nlohmann::json& inventory) = 0;
+  // Batched liveness: one statement for many hosts; hosts that were unreachable get a
+  // `reachable` event.
+  virtual Status recordHeartbeats(const std::vector<Heartbeat>& beats) = 0;
+  // Hosts with an agent whose last poll is older than `cutoff` get an `unreachable` event (once).
+  virtual Result<std::vector<std::string>> markUnreachable(TimePoint cutoff) = 0;
+
+  virtual Result<std::vector<QuarantineRow>> quarantine() = 0;
+};
+
+}  // namespace kiln::runs
