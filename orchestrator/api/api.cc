@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+
 #include "common/crypto.h"
 #include "orchestrator/api/json_views.h"
 
@@ -41,13 +43,22 @@ std::optional<http::Response> Api::admit(const http::Request& head,
 
 void Api::handle(http::Request request, http::Reply reply) {
   const auto start = std::chrono::steady_clock::now();
-  executor_.post([this, req = std::move(request), reply = std::move(reply), start]() mutable {
+  // The catch below must still be able to answer (serve() used to take the only Reply, and an
+  // exception then ended kilnd with bad_function_call), and never answers twice.
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  http::Reply once = [reply = std::move(reply), answered](http::Response r) {
+    if (!answered->exchange(true)) reply(std::move(r));
+  };
+  executor_.post([this, req = std::move(request), once, start]() mutable {
     try {
-      serve(std::move(req), std::move(reply), start);
+      serve(std::move(req), once, start);
     } catch (const std::exception& e) {
       // One top-level catch per request (STYLE.md): a bug answers 500, it does not kill kilnd.
       log_->error("unhandled exception: {}", e.what());
-      reply(errorResponse(internalError("internal error")));
+      once(errorResponse(internalError("internal error")));
+    } catch (...) {
+      log_->error("unhandled exception of unknown type");
+      once(errorResponse(internalError("internal error")));
     }
   });
 }
@@ -111,8 +122,9 @@ void Api::finish(const http::Request& req, const std::string& route, const std::
                  const http::Reply& reply) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int status = resp.status;
-  reply(std::move(resp));
+  // Counted before the reply: a client reading /metrics right after sees its own request.
   metrics_.record(req.method, route, status, secs);
+  reply(std::move(resp));
   log_->info("{} {} {} {:.1f}ms token={}", req.method, req.path, status, secs * 1000, token_id);
 }
 

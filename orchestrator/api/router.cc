@@ -69,7 +69,12 @@ Result<nlohmann::json> RequestContext::jsonBody(bool yaml_ok) const {
     auto first = req.body.find_first_not_of(" \t\r\n");
     if (first == std::string::npos || req.body[first] != '{') return yamlToJson(req.body);
   }
-  return parseJson(req.body);
+  try {
+    return parseJson(req.body);
+  } catch (const nlohmann::json::exception& e) {
+    // parseJson lets out_of_range escape ("1e999999": number overflow); it is bad input too.
+    return invalidArgument(std::string("malformed JSON: ") + e.what());
+  }
 }
 
 void Router::add(Route route) {
@@ -86,6 +91,8 @@ Router::Match Router::match(const std::string& method, const std::string& path) 
   Match out;
   const auto segs = splitPath(path);
   const Route* best = nullptr;
+  // Methods of the other routes matching the path: literal/parameter routes and prefix routes.
+  std::vector<std::string> literal_methods, prefix_methods;
   for (const auto& r : routes_) {
     if (r.prefix ? segs.size() < r.segments.size() : segs.size() != r.segments.size()) continue;
     std::map<std::string, std::string> params;
@@ -96,26 +103,38 @@ Router::Match Router::match(const std::string& method, const std::string& path) 
       else ok = s == segs[i];
     }
     if (!ok) continue;
-    // Literal routes beat parameter routes and prefix routes (e.g. /pods/x vs /*).
     if (r.method != method) {
-      if (std::find(out.allowed_methods.begin(), out.allowed_methods.end(), r.method) == out.allowed_methods.end())
-        out.allowed_methods.push_back(r.method);
+      auto& methods = r.prefix ? prefix_methods : literal_methods;
+      if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) methods.push_back(r.method);
       continue;
     }
+    // Literal routes beat parameter routes and prefix routes (e.g. /pods/x vs /*).
     if (!best || (best->prefix && !r.prefix)) {
       best = &r;
       out.params = std::move(params);
     }
   }
+  // A route of the path's own with another method beats a catch-all prefix route:
+  // GET /api/v1/fleet/import is 405 (Allow: POST), not the console's 404.
+  if (best && best->prefix && !literal_methods.empty()) {
+    out.params.clear();
+    best = nullptr;
+  }
   out.route = best;
-  if (best) out.allowed_methods.clear();
+  if (!best) {
+    out.allowed_methods = literal_methods;
+    for (const auto& m : prefix_methods)
+      if (std::find(out.allowed_methods.begin(), out.allowed_methods.end(), m) == out.allowed_methods.end())
+        out.allowed_methods.push_back(m);
+  }
   return out;
 }
 
 http::Response jsonResponse(int status, const nlohmann::json& body) {
   http::Response r;
   r.status = status;
-  r.body = body.dump();
+  // Replace invalid UTF-8 (echoed from YAML input or in an error message) instead of throwing.
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 

@@ -35,6 +35,22 @@ TEST(RouterTest, ReportsAllowedMethodsWhenOnlyTheMethodIsWrong) {
   EXPECT_TRUE(none.allowed_methods.empty());
 }
 
+TEST(RouterTest, WrongMethodOnAnApiRouteIsNotTakenByTheCatchAll) {
+  Router r;
+  r.add(route("POST", "/api/v1/fleet/import"));
+  r.add(route("POST", "/api/v1/hosts/{id}/actions"));
+  r.add(route("GET", "/*"));
+  auto m = r.match("GET", "/api/v1/fleet/import");
+  EXPECT_EQ(m.route, nullptr);
+  EXPECT_EQ(m.allowed_methods, (std::vector<std::string>{"POST"}));
+  auto action = r.match("GET", "/api/v1/hosts/h1/actions");
+  EXPECT_EQ(action.route, nullptr);
+  EXPECT_FALSE(action.allowed_methods.empty());
+  auto file = r.match("GET", "/index.html");
+  ASSERT_NE(file.route, nullptr);
+  EXPECT_EQ(file.route->pattern, "/*");
+}
+
 TEST(RouterTest, PageParametersAreValidated) {
   http::Request req;
   req.query = {{"limit", "5x"}};
