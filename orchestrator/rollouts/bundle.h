@@ -1,0 +1,87 @@
+#pragma once
+// Firmware/driver bundles and compliance (DESIGN.md "Rollouts"). Pure and thread-safe.
+//
+//   name: gb200-fw-2026.11
+//   version: "1.4.0"
+//   platforms: [catalina]
+//   workflow: firmware-upgrade            # default
+//   components:
+//     - {kind: hmc_bundle, version: "GB200-P4059-0301-1.4.0", artifact: "https://.../x.fwpkg", sha256: "<64 hex>"}
+//     - {kind: driver, version: "580.65.06", artifact: "...", sha256: "..."}
+//   prerequisites:
+//     - {kind: bmc, min_version: "25.04-1"}
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/result.h"
+
+namespace kiln::rollouts {
+
+struct BundleComponent {
+  std::string kind;  // gpu_vbios | hmc_bundle | nic | bmc | sbios | driver | nvswitch
+  std::string version;
+  std::string artifact;
+  std::string sha256;
+  bool operator==(const BundleComponent&) const = default;
+};
+
+struct Prerequisite {
+  std::string kind;
+  std::string min_version;
+  bool operator==(const Prerequisite&) const = default;
+};
+
+struct Bundle {
+  std::string id;  // assigned by the store
+  std::string name, version;
+  std::vector<std::string> platforms;
+  std::string workflow = "firmware-upgrade";
+  std::vector<BundleComponent> components;
+  std::vector<Prerequisite> prerequisites;
+  bool operator==(const Bundle&) const = default;
+
+  const BundleComponent* component(const std::string& kind) const;
+  // Params for the install workflow: <kind>_version, <kind>_artifact, <kind>_sha256.
+  std::map<std::string, std::string> workflowParams() const;
+};
+
+// Validates a bundle document; kInvalidContent with every bad field.
+Result<Bundle> parseBundle(const nlohmann::json& doc);
+nlohmann::json toJson(const Bundle& b);
+
+// Compares version strings by their numeric and text runs ("570.133.20" < "580.65.06",
+// "1.9" < "1.10", "25.04-1" < "25.04-2"): <0, 0, >0.
+int compareVersions(const std::string& a, const std::string& b);
+
+enum class Compliance { kCompliant, kNeedsUpgrade, kIncompatible };
+const char* complianceName(Compliance c);
+
+struct TargetCompliance {
+  Compliance state = Compliance::kCompliant;
+  std::vector<std::string> reasons;  // "driver 570.133.20 -> 580.65.06", "bmc 24.1 below 25.04-1"
+};
+
+// One host (or switch tray): its current versions by component kind against the bundle.
+// `switch_tray` selects which components apply (nvswitch only vs everything else).
+TargetCompliance targetCompliance(const Bundle& b, const std::map<std::string, std::string>& current,
+                                  bool switch_tray);
+
+struct PodCompliance {
+  std::string pod;
+  Compliance state = Compliance::kCompliant;
+  std::vector<std::string> reasons;
+  int hosts_compliant = 0, hosts_needing_upgrade = 0, hosts_incompatible = 0;
+};
+
+// A pod: incompatible if its platform is not in the bundle or any target is incompatible;
+// needs upgrade if any target does; else compliant.
+PodCompliance podCompliance(const Bundle& b, const std::string& pod, const std::string& platform,
+                            const std::map<std::string, std::map<std::string, std::string>>& host_versions,
+                            const std::map<std::string, std::map<std::string, std::string>>& switch_versions);
+
+}  // namespace kiln::rollouts

@@ -1,0 +1,369 @@
+#include "orchestrator/rollouts/policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "orchestrator/workflow/spec.h"
+
+namespace kiln::rollouts {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<WaveSize> parseWave(const json& v) {
+  if (v.is_number() && v.get<double>() >= 1) return WaveSize{v.get<double>(), false};
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (!s.empty() && s.back() == '%') {
+      try {
+        double d = std::stod(s.substr(0, s.size() - 1));
+        if (d > 0 && d <= 100) return WaveSize{d, true};
+      } catch (...) {
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<Policy> parsePolicy(const json& doc) {
+  Policy p;
+  if (doc.is_null()) return p;
+  Error bad = invalidContent("invalid policy");
+  auto fail = [&](const std::string& path, const std::string& m) { bad.fields.push_back({"policy." + path, m}); };
+  if (!doc.is_object()) return invalidContent("policy must be an object");
+  static const std::set<std::string> known = {"canary_pods", "waves", "soak", "max_concurrent_pods",
+                                              "capacity_floor", "allocated", "failure_budget",
+                                              "max_rebooting_pods_per_building", "order"};
+  for (const auto& [k, _] : doc.items())
+    if (!known.count(k)) fail(k, "unknown field");
+  auto intField = [&](const char* key, int& out, int lo, int hi) {
+    if (!doc.contains(key)) return;
+    const json& v = doc[key];
+    if (!v.is_number_integer() || v.get<int>() < lo || v.get<int>() > hi)
+      fail(key, "expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    else out = v.get<int>();
+  };
+  intField("canary_pods", p.canary_pods, 0, 1000);
+  intField("max_concurrent_pods", p.max_concurrent_pods, 1, 10000);
+  intField("max_rebooting_pods_per_building", p.max_rebooting_pods_per_building, 1, 10000);
+  if (doc.contains("waves")) {
+    if (!doc["waves"].is_array() || doc["waves"].empty()) {
+      fail("waves", "expected a list like [\"10%\", \"50%\", \"100%\"] or [5, 20, 100]");
+    } else {
+      p.waves.clear();
+      for (std::size_t i = 0; i < doc["waves"].size(); ++i) {
+        auto w = parseWave(doc["waves"][i]);
+        if (!w) fail("waves[" + std::to_string(i) + "]", "expected a count (>= 1) or a percentage like \"25%\"");
+        else p.waves.push_back(*w);
+      }
+    }
+  }
+  if (doc.contains("soak")) {
+    auto d = doc["soak"].is_string() ? workflow::parseDuration(doc["soak"].get<std::string>()) : std::nullopt;
+    if (!d) fail("soak", "expected a duration like 30m");
+    else p.soak = std::chrono::duration_cast<std::chrono::seconds>(d->value);
+  }
+  if (doc.contains("capacity_floor")) {
+    const json& c = doc["capacity_floor"];
+    p.max_fraction_down_per_building.reset();
+    if (!c.is_object()) {
+      fail("capacity_floor", "expected {max_pods_down: N} or {max_percent_down: X}");
+    } else {
+      for (const auto& [k, _] : c.items())
+        if (k != "max_pods_down" && k != "max_percent_down") fail("capacity_floor." + k, "unknown field");
+      if (c.contains("max_pods_down")) {
+        if (!c["max_pods_down"].is_number_integer() || c["max_pods_down"].get<int>() < 1)
+          fail("capacity_floor.max_pods_down", "expected a whole number >= 1");
+        else p.max_pods_down_per_building = c["max_pods_down"].get<int>();
+      }
+      if (c.contains("max_percent_down")) {
+        if (!c["max_percent_down"].is_number() || c["max_percent_down"].get<double>() <= 0 ||
+            c["max_percent_down"].get<double>() > 100)
+          fail("capacity_floor.max_percent_down", "expected a percentage in (0, 100]");
+        else p.max_fraction_down_per_building = c["max_percent_down"].get<double>() / 100.0;
+      }
+    }
+  }
+  if (doc.contains("allocated")) {
+    if (doc["allocated"] == "wait") p.skip_allocated = false;
+    else if (doc["allocated"] == "skip") p.skip_allocated = true;
+    else fail("allocated", "expected wait or skip");
+  }
+  if (doc.contains("failure_budget")) {
+    const json& f = doc["failure_budget"];
+    p.failure_budget_pods.reset();
+    if (!f.is_object()) {
+      fail("failure_budget", "expected {pods: K} or {percent: X}");
+    } else {
+      for (const auto& [k, _] : f.items())
+        if (k != "pods" && k != "percent") fail("failure_budget." + k, "unknown field");
+      if (f.contains("pods")) {
+        if (!f["pods"].is_number_integer() || f["pods"].get<int>() < 0) fail("failure_budget.pods", "expected a whole number >= 0");
+        else p.failure_budget_pods = f["pods"].get<int>();
+      }
+      if (f.contains("percent")) {
+        if (!f["percent"].is_number() || f["percent"].get<double>() < 0 || f["percent"].get<double>() > 100)
+          fail("failure_budget.percent", "expected a percentage in [0, 100]");
+        else p.failure_budget_percent = f["percent"].get<double>();
+      }
+      if (!f.contains("pods") && !f.contains("percent")) fail("failure_budget", "expected pods or percent");
+    }
+  }
+  if (doc.contains("order")) {
+    if (doc["order"] != "spread" && doc["order"] != "name") fail("order", "expected spread or name");
+    else p.order = doc["order"].get<std::string>();
+  }
+  if (!bad.fields.empty()) {
+    bad.message = "invalid policy: " + bad.fields[0].path + ": " + bad.fields[0].message;
+    return bad;
+  }
+  return p;
+}
+
+json toJson(const Policy& p) {
+  json waves = json::array();
+  for (const auto& w : p.waves) {
+    if (w.percent) waves.push_back(std::to_string(static_cast<int>(w.value)) + "%");
+    else waves.push_back(static_cast<int>(w.value));
+  }
+  json floor = json::object();
+  if (p.max_pods_down_per_building) floor["max_pods_down"] = *p.max_pods_down_per_building;
+  if (p.max_fraction_down_per_building) floor["max_percent_down"] = *p.max_fraction_down_per_building * 100;
+  json budget = json::object();
+  if (p.failure_budget_pods) budget["pods"] = *p.failure_budget_pods;
+  if (p.failure_budget_percent) budget["percent"] = *p.failure_budget_percent;
+  return {{"canary_pods", p.canary_pods},
+          {"waves", waves},
+          {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
+          {"max_concurrent_pods", p.max_concurrent_pods},
+          {"capacity_floor", floor},
+          {"allocated", p.skip_allocated ? "skip" : "wait"},
+          {"failure_budget", budget},
+          {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
+          {"order", p.order}};
+}
+
+Result<Selector> parseSelector(const json& doc) {
+  Selector s;
+  if (doc.is_null()) return s;
+  if (!doc.is_object()) return invalidContent("selector must be an object");
+  Error bad = invalidContent("invalid selector");
+  auto list = [&](const char* key, std::vector<std::string>& out) {
+    if (!doc.contains(key)) return;
+    if (!doc[key].is_array()) {
+      bad.fields.push_back({std::string("selector.") + key, "expected a list of names"});
+      return;
+    }
+    for (const auto& v : doc[key]) {
+      if (!v.is_string()) bad.fields.push_back({std::string("selector.") + key, "expected a list of names"});
+      else out.push_back(v.get<std::string>());
+    }
+  };
+  for (const auto& [k, _] : doc.items())
+    if (k != "sites" && k != "buildings" && k != "platforms" && k != "pods" && k != "labels")
+      bad.fields.push_back({"selector." + k, "unknown field"});
+  list("sites", s.sites);
+  list("buildings", s.buildings);
+  list("platforms", s.platforms);
+  list("pods", s.pods);
+  if (doc.contains("labels")) {
+    if (!doc["labels"].is_object()) bad.fields.push_back({"selector.labels", "expected a map"});
+    else
+      for (const auto& [k, v] : doc["labels"].items())
+        s.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  if (!bad.fields.empty()) {
+    bad.message = "invalid selector: " + bad.fields[0].path + ": " + bad.fields[0].message;
+    return bad;
+  }
+  return s;
+}
+
+json toJson(const Selector& s) {
+  return {{"sites", s.sites}, {"buildings", s.buildings}, {"platforms", s.platforms}, {"pods", s.pods}, {"labels", s.labels}};
+}
+
+bool selectorMatches(const Selector& s, const PodFacts& p) {
+  auto in = [](const std::vector<std::string>& v, const std::string& x) {
+    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (!in(s.sites, p.site) || !in(s.buildings, p.building) || !in(s.platforms, p.platform) || !in(s.pods, p.id))
+    return false;
+  for (const auto& [k, v] : s.labels) {
+    auto it = p.labels.find(k);
+    if (it == p.labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy) {
+  Plan plan;
+  std::vector<const PodFacts*> eligible;
+  for (const auto& p : selected) {
+    if (!p.other_rollout.empty()) {
+      plan.excluded.push_back({p.id, "in rollout " + p.other_rollout});
+    } else if (p.state != "in_service" && p.state != "degraded") {
+      plan.excluded.push_back({p.id, "not in service (pod is " + p.state + ")"});
+    } else if (p.compliance.state == Compliance::kCompliant) {
+      plan.excluded.push_back({p.id, "compliant"});
+    } else if (p.compliance.state == Compliance::kIncompatible) {
+      std::string why = "incompatible";
+      if (!p.compliance.reasons.empty()) why += ": " + p.compliance.reasons.front();
+      plan.excluded.push_back({p.id, why});
+    } else if (p.allocated && policy.skip_allocated) {
+      plan.excluded.push_back({p.id, "allocated to a job (policy skips allocated pods)"});
+    } else {
+      eligible.push_back(&p);
+    }
+  }
+  std::sort(eligible.begin(), eligible.end(), [](const PodFacts* a, const PodFacts* b) { return a->id < b->id; });
+  std::vector<const PodFacts*> ordered;
+  if (policy.order == "spread") {
+    // Round-robin over buildings, so no building takes a whole wave.
+    std::map<std::string, std::vector<const PodFacts*>> by_building;
+    for (const auto* p : eligible) by_building[p->building].push_back(p);
+    for (std::size_t i = 0; ordered.size() < eligible.size(); ++i)
+      for (auto& [_, pods] : by_building)
+        if (i < pods.size()) ordered.push_back(pods[i]);
+  } else {
+    ordered = eligible;
+  }
+  plan.eligible = static_cast<int>(ordered.size());
+  std::size_t next = 0;
+  const std::size_t n = ordered.size();
+  auto take = [&](std::size_t upto) {
+    std::vector<std::string> wave;
+    for (; next < std::min(upto, n); ++next) wave.push_back(ordered[next]->id);
+    if (!wave.empty()) plan.waves.push_back(std::move(wave));
+  };
+  take(static_cast<std::size_t>(std::max(0, policy.canary_pods)));
+  for (std::size_t i = 0; i < policy.waves.size(); ++i) {
+    const auto& w = policy.waves[i];
+    std::size_t upto = w.percent ? static_cast<std::size_t>(std::ceil(w.value / 100.0 * static_cast<double>(n) - 1e-9))
+                                 : static_cast<std::size_t>(w.value);
+    if (i + 1 == policy.waves.size()) upto = n;
+    take(std::max(upto, next));
+  }
+  take(n);
+  return plan;
+}
+
+json toJson(const Plan& plan) {
+  json waves = json::array();
+  for (std::size_t i = 0; i < plan.waves.size(); ++i)
+    waves.push_back({{"index", i}, {"name", i == 0 ? "canary" : "wave " + std::to_string(i)}, {"pods", plan.waves[i]}});
+  json excluded = json::array();
+  for (const auto& e : plan.excluded) excluded.push_back({{"pod", e.pod}, {"reason", e.reason}});
+  return {{"waves", waves}, {"excluded", excluded}, {"eligible", plan.eligible}};
+}
+
+const char* podPhaseName(PodPhase p) {
+  switch (p) {
+    case PodPhase::kPending: return "pending";
+    case PodPhase::kDraining: return "draining";
+    case PodPhase::kUpgrading: return "upgrading";
+    case PodPhase::kValidating: return "validating";
+    case PodPhase::kSucceeded: return "succeeded";
+    case PodPhase::kFailed: return "failed";
+    case PodPhase::kSkipped: return "skipped";
+    case PodPhase::kAborted: return "aborted";
+  }
+  return "unknown";
+}
+
+std::optional<PodPhase> parsePodPhase(const std::string& s) {
+  for (auto p : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
+                 PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted})
+    if (s == podPhaseName(p)) return p;
+  return std::nullopt;
+}
+
+bool inFlight(PodPhase p) { return p == PodPhase::kDraining || p == PodPhase::kUpgrading || p == PodPhase::kValidating; }
+bool finished(PodPhase p) {
+  return p == PodPhase::kSucceeded || p == PodPhase::kFailed || p == PodPhase::kSkipped || p == PodPhase::kAborted;
+}
+
+AdmissionResult admit(const AdmissionInput& in) {
+  AdmissionResult out;
+  const Policy& pol = in.policy;
+  int failed = 0, in_flight = 0, eligible = 0;
+  int waves = 0;
+  for (const auto& p : in.pods) {
+    failed += p.phase == PodPhase::kFailed;
+    in_flight += inFlight(p.phase);
+    eligible += p.phase != PodPhase::kSkipped;
+    waves = std::max(waves, p.wave + 1);
+  }
+  // Failure budget: halt when MORE than the budget failed.
+  int budget = std::numeric_limits<int>::max();
+  if (pol.failure_budget_pods) budget = std::min(budget, *pol.failure_budget_pods);
+  if (pol.failure_budget_percent)
+    budget = std::min(budget, static_cast<int>(std::floor(*pol.failure_budget_percent / 100.0 * eligible)));
+  if (failed > budget) {
+    out.halt = true;
+    out.halt_reason = std::to_string(failed) + " pods failed; the failure budget allows " + std::to_string(budget);
+  }
+  // The current wave: the first with an unfinished pod.
+  out.current_wave = waves;
+  for (const auto& p : in.pods)
+    if (!finished(p.phase)) out.current_wave = std::min(out.current_wave, p.wave);
+  out.complete = out.current_wave == waves;
+  if (out.complete) return out;
+
+  // A wave starts only once the previous one finished and soaked.
+  bool wave_started = false;
+  for (const auto& p : in.pods)
+    if (p.wave == out.current_wave && p.phase != PodPhase::kPending) wave_started = true;
+  bool soaking = false;
+  if (!wave_started && out.current_wave > 0 && in.previous_wave_finished &&
+      in.now < *in.previous_wave_finished + pol.soak)
+    soaking = true;
+
+  std::map<std::string, BuildingLoad> load = in.buildings;
+  for (const auto& p : in.pods) {
+    if (p.phase != PodPhase::kPending) continue;
+    std::string why;
+    if (p.wave != out.current_wave) why = "wave " + std::to_string(p.wave) + " starts after wave " + std::to_string(out.current_wave);
+    else if (in.halted || out.halt) why = "budget: the rollout is halted (failure budget)";
+    else if (in.paused) why = "paused";
+    else if (soaking) why = "soak: waiting " + std::to_string(pol.soak.count()) + " s after the previous wave";
+    else if (p.allocated) why = "allocated: waiting for the job scheduler to release the pod";
+    else if (in_flight >= pol.max_concurrent_pods)
+      why = "concurrency: " + std::to_string(in_flight) + " of max_concurrent_pods " + std::to_string(pol.max_concurrent_pods) + " in flight";
+    if (why.empty()) {
+      BuildingLoad& b = load[p.building];
+      int max_down = std::numeric_limits<int>::max();
+      if (pol.max_pods_down_per_building) max_down = std::min(max_down, *pol.max_pods_down_per_building);
+      if (pol.max_fraction_down_per_building)
+        max_down = std::min(max_down, static_cast<int>(std::floor(*pol.max_fraction_down_per_building * b.pods + 1e-9)));
+      if (b.down + 1 > max_down)
+        why = "capacity: building " + p.building + " has " + std::to_string(b.down) + " of " + std::to_string(b.pods) +
+              " pods out of service (floor allows " + std::to_string(max_down) + ")";
+      else if (b.upgrading + 1 > pol.max_rebooting_pods_per_building)
+        why = "power: " + std::to_string(b.upgrading) + " pods of building " + p.building +
+              " are flashing and rebooting (max " + std::to_string(pol.max_rebooting_pods_per_building) + ")";
+      if (why.empty()) {
+        out.admit.push_back(p.id);
+        ++in_flight;
+        ++b.down;
+        ++b.upgrading;
+        continue;
+      }
+    }
+    out.waiting[p.id] = why;
+  }
+  return out;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  std::size_t rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
+}  // namespace kiln::rollouts

@@ -1,0 +1,127 @@
+#pragma once
+// Rollout policy, plan and admission: the rules that decide which pods a rollout touches and
+// when. Every limit (concurrency, per-building capacity floor, per-building power, failure
+// budget, waves and soak, pause) is enforced in admit() and nowhere else. Pure, thread-safe.
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "orchestrator/core/clock.h"
+#include "orchestrator/rollouts/bundle.h"
+
+namespace kiln::rollouts {
+
+struct WaveSize {
+  double value = 100;
+  bool percent = true;  // else a pod count
+  bool operator==(const WaveSize&) const = default;
+};
+
+struct Policy {
+  int canary_pods = 1;
+  // Cumulative: by the end of wave i, this share (or count) of the eligible pods is done; the
+  // last wave always takes the rest.
+  std::vector<WaveSize> waves = {{10, true}, {50, true}, {100, true}};
+  std::chrono::seconds soak{600};
+  int max_concurrent_pods = 2;
+  // Per building, pods out of service at once (any reason, any rollout, plus the one starting).
+  std::optional<int> max_pods_down_per_building;
+  std::optional<double> max_fraction_down_per_building = 0.25;
+  bool skip_allocated = false;  // allocated: wait (default) | skip
+  // Halt when MORE than this many pods (or this percent of eligible pods) failed.
+  std::optional<int> failure_budget_pods = 1;
+  std::optional<double> failure_budget_percent;
+  // Pods upgrading (flash + reboot) at once per building: large synchronized reboots are
+  // multi-MW power swings (FACTS.md).
+  int max_rebooting_pods_per_building = 2;
+  std::string order = "spread";  // spread (round-robin over buildings) | name
+  bool operator==(const Policy&) const = default;
+};
+
+// Defaults for absent fields; kInvalidContent naming every bad field.
+Result<Policy> parsePolicy(const nlohmann::json& doc);
+nlohmann::json toJson(const Policy& p);
+
+struct Selector {
+  std::vector<std::string> sites, buildings, platforms, pods;
+  std::map<std::string, std::string> labels;
+};
+Result<Selector> parseSelector(const nlohmann::json& doc);
+nlohmann::json toJson(const Selector& s);
+
+// What the planner knows of a selected pod.
+struct PodFacts {
+  std::string id, site, building, platform, state;
+  std::map<std::string, std::string> labels;
+  bool allocated = false;       // a host of the pod runs a job
+  std::string other_rollout;    // id of another active rollout holding the pod
+  PodCompliance compliance;
+};
+
+bool selectorMatches(const Selector& s, const PodFacts& p);
+
+struct Exclusion {
+  std::string pod, reason;
+};
+
+struct Plan {
+  std::vector<std::vector<std::string>> waves;  // waves[0] = canary
+  std::vector<Exclusion> excluded;
+  int eligible = 0;
+};
+
+Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy);
+nlohmann::json toJson(const Plan& plan);
+
+// ---- admission at run time ----
+
+enum class PodPhase { kPending, kDraining, kUpgrading, kValidating, kSucceeded, kFailed, kSkipped, kAborted };
+const char* podPhaseName(PodPhase p);
+std::optional<PodPhase> parsePodPhase(const std::string& s);
+bool inFlight(PodPhase p);
+bool finished(PodPhase p);
+
+struct LivePod {
+  std::string id, building;
+  int wave = 0;
+  PodPhase phase = PodPhase::kPending;
+  bool allocated = false;
+};
+
+struct BuildingLoad {
+  int pods = 0;       // pods in the building
+  int down = 0;       // out of service now: any reason, any rollout
+  int upgrading = 0;  // in the upgrading phase of any rollout
+};
+
+struct AdmissionInput {
+  Policy policy;
+  bool paused = false;
+  bool halted = false;
+  std::vector<LivePod> pods;  // this rollout's, in plan order
+  std::map<std::string, BuildingLoad> buildings;
+  std::optional<core::TimePoint> previous_wave_finished;  // when the last finished wave ended
+  core::TimePoint now;
+};
+
+struct AdmissionResult {
+  std::vector<std::string> admit;             // pods to start draining now, in order
+  std::map<std::string, std::string> waiting;  // pod -> why it waits
+  int current_wave = 0;
+  bool halt = false;
+  std::string halt_reason;
+  bool complete = false;  // every pod finished
+};
+
+AdmissionResult admit(const AdmissionInput& in);
+
+// P50/P90 of durations (seconds), nearest-rank; 0 for none.
+double percentile(std::vector<double> values, double p);
+
+}  // namespace kiln::rollouts

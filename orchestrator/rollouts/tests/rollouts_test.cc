@@ -1,0 +1,218 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/rollouts/bundle.h"
+#include "orchestrator/rollouts/policy.h"
+
+namespace kiln::rollouts {
+namespace {
+
+using nlohmann::json;
+const std::string kSha(64, 'a');
+
+json bundleDoc() {
+  return {{"name", "gb200-fw"},
+          {"version", "1.4.0"},
+          {"platforms", {"catalina"}},
+          {"components",
+           {{{"kind", "driver"}, {"version", "580.65.06"}, {"artifact", "https://a/d.run"}, {"sha256", kSha}},
+            {{"kind", "nvswitch"}, {"version", "1.4.0"}, {"artifact", "https://a/s.bin"}, {"sha256", kSha}}}},
+          {"prerequisites", {{{"kind", "bmc"}, {"min_version", "25.04-1"}}}}};
+}
+
+TEST(BundleTest, ValidatesEveryField) {
+  json doc = bundleDoc();
+  doc["components"][0]["sha256"] = "xyz";
+  doc["components"][1]["kind"] = "driver";
+  doc["platforms"] = {"dgx"};
+  doc["colour"] = "red";
+  auto b = parseBundle(doc);
+  ASSERT_FALSE(b.ok());
+  std::set<std::string> paths;
+  for (const auto& f : b.error().fields) paths.insert(f.path);
+  EXPECT_EQ(paths, (std::set<std::string>{"colour", "platforms[0]", "components[0].sha256", "components[1].kind"}));
+  ASSERT_TRUE(parseBundle(bundleDoc()).ok());
+  EXPECT_EQ(parseBundle(bundleDoc())->workflow, "firmware-upgrade");
+}
+
+TEST(BundleTest, ComparesVersionsNumerically) {
+  EXPECT_LT(compareVersions("570.133.20", "580.65.06"), 0);
+  EXPECT_LT(compareVersions("1.9", "1.10"), 0);
+  EXPECT_EQ(compareVersions("1.04", "1.4"), 0);
+  EXPECT_LT(compareVersions("25.04-1", "25.04-2"), 0);
+  EXPECT_GT(compareVersions("25.10", "25.04-1"), 0);
+}
+
+TEST(BundleTest, PodComplianceCoversPlatformPrerequisitesAndSwitchTrays) {
+  Bundle b = *parseBundle(bundleDoc());
+  std::map<std::string, std::map<std::string, std::string>> hosts = {
+      {"h1", {{"driver", "580.65.06"}, {"bmc", "25.04-1"}}}, {"h2", {{"driver", "570.1"}, {"bmc", "25.10"}}}};
+  std::map<std::string, std::map<std::string, std::string>> switches = {{"s1", {{"nvswitch", "1.4.0"}}}};
+  auto c = podCompliance(b, "p1", "catalina", hosts, switches);
+  EXPECT_EQ(c.state, Compliance::kNeedsUpgrade);
+  EXPECT_EQ(c.hosts_compliant, 1);
+  EXPECT_EQ(c.hosts_needing_upgrade, 1);
+  hosts["h2"]["driver"] = "580.65.06";
+  EXPECT_EQ(podCompliance(b, "p1", "catalina", hosts, switches).state, Compliance::kCompliant);
+  switches["s1"]["nvswitch"] = "1.3.0";
+  EXPECT_EQ(podCompliance(b, "p1", "catalina", hosts, switches).state, Compliance::kNeedsUpgrade);
+  hosts["h1"]["bmc"] = "24.12";
+  auto old_bmc = podCompliance(b, "p1", "catalina", hosts, switches);
+  EXPECT_EQ(old_bmc.state, Compliance::kIncompatible);
+  EXPECT_NE(old_bmc.reasons[0].find("below the prerequisite"), std::string::npos);
+  EXPECT_EQ(podCompliance(b, "p1", "clemente", hosts, switches).state, Compliance::kIncompatible);
+}
+
+std::vector<PodFacts> pods(int buildings, int per_building) {
+  std::vector<PodFacts> out;
+  for (int b = 1; b <= buildings; ++b)
+    for (int p = 1; p <= per_building; ++p) {
+      PodFacts f;
+      f.id = "b" + std::to_string(b) + "-p" + std::to_string(p);
+      f.building = "b" + std::to_string(b);
+      f.site = "s";
+      f.platform = "catalina";
+      f.state = "in_service";
+      f.compliance.state = Compliance::kNeedsUpgrade;
+      out.push_back(f);
+    }
+  return out;
+}
+
+TEST(PlannerTest, CanaryThenCumulativeWavesSpreadOverBuildings) {
+  Policy pol;
+  pol.canary_pods = 1;
+  pol.waves = {{25, true}, {100, true}};
+  auto plan = planRollout(pods(2, 10), pol);
+  ASSERT_EQ(plan.waves.size(), 3u);
+  EXPECT_EQ(plan.waves[0], (std::vector<std::string>{"b1-p1"}));
+  EXPECT_EQ(plan.waves[1].size(), 4u);  // up to ceil(25% of 20) = 5 cumulative
+  EXPECT_EQ(plan.waves[1][0], "b2-p1");  // spread: alternate buildings
+  EXPECT_EQ(plan.waves[2].size(), 15u);
+  EXPECT_EQ(plan.eligible, 20);
+}
+
+TEST(PlannerTest, ExcludesWithReasons) {
+  auto ps = pods(1, 5);
+  ps[0].compliance.state = Compliance::kCompliant;
+  ps[1].compliance.state = Compliance::kIncompatible;
+  ps[1].compliance.reasons = {"platform clemente is not one of the bundle's"};
+  ps[2].other_rollout = "ro-3";
+  ps[3].state = "maintenance";
+  ps[4].allocated = true;
+  Policy pol;
+  pol.skip_allocated = true;
+  auto plan = planRollout(ps, pol);
+  EXPECT_EQ(plan.eligible, 0);
+  ASSERT_EQ(plan.excluded.size(), 5u);
+  EXPECT_EQ(plan.excluded[0].reason, "compliant");
+  EXPECT_NE(plan.excluded[1].reason.find("incompatible: platform"), std::string::npos);
+  EXPECT_EQ(plan.excluded[2].reason, "in rollout ro-3");
+  EXPECT_NE(plan.excluded[3].reason.find("not in service"), std::string::npos);
+  EXPECT_NE(plan.excluded[4].reason.find("allocated"), std::string::npos);
+}
+
+AdmissionInput input(int n, int buildings = 1) {
+  AdmissionInput in;
+  in.policy.max_fraction_down_per_building.reset();
+  in.policy.max_rebooting_pods_per_building = 100;
+  for (int i = 0; i < n; ++i) {
+    const std::string b = "b" + std::to_string(i % buildings);
+    in.pods.push_back({"p" + std::to_string(i), b, 0, PodPhase::kPending, false});
+    in.buildings[b].pods++;
+  }
+  return in;
+}
+
+TEST(AdmissionTest, NeverExceedsMaxConcurrentPods) {
+  auto in = input(10);
+  in.policy.max_concurrent_pods = 3;
+  in.pods[0].phase = PodPhase::kUpgrading;
+  auto r = admit(in);
+  EXPECT_EQ(r.admit.size(), 2u);
+  EXPECT_NE(r.waiting.at("p5").find("concurrency"), std::string::npos);
+}
+
+TEST(AdmissionTest, CapacityFloorCountsPodsDownForOtherReasons) {
+  auto in = input(8);
+  in.policy.max_concurrent_pods = 8;
+  in.policy.max_pods_down_per_building = 3;
+  in.buildings["b0"].down = 2;  // e.g. a pod in repair and another rollout's pod
+  auto r = admit(in);
+  ASSERT_EQ(r.admit.size(), 1u);
+  EXPECT_NE(r.waiting.at("p1").find("capacity"), std::string::npos);
+  in.policy.max_pods_down_per_building.reset();
+  in.policy.max_fraction_down_per_building = 0.25;  // 25% of 8 = 2, 2 already down
+  EXPECT_TRUE(admit(in).admit.empty());
+}
+
+TEST(AdmissionTest, PowerLimitPerBuilding) {
+  auto in = input(6, 2);
+  in.policy.max_concurrent_pods = 6;
+  in.policy.max_rebooting_pods_per_building = 1;
+  in.buildings["b0"].upgrading = 1;
+  auto r = admit(in);
+  ASSERT_EQ(r.admit.size(), 1u);
+  EXPECT_EQ(r.admit[0], "p1");  // building b1
+  EXPECT_NE(r.waiting.at("p0").find("power"), std::string::npos);
+}
+
+TEST(AdmissionTest, HaltsWhenFailureBudgetExceededAndStartsNothing) {
+  auto in = input(6);
+  in.policy.failure_budget_pods = 1;
+  in.pods[0].phase = PodPhase::kFailed;
+  EXPECT_FALSE(admit(in).halt);
+  in.pods[1].phase = PodPhase::kFailed;
+  auto r = admit(in);
+  EXPECT_TRUE(r.halt);
+  EXPECT_TRUE(r.admit.empty());
+  EXPECT_NE(r.waiting.at("p2").find("budget"), std::string::npos);
+}
+
+TEST(AdmissionTest, PausedStartsNothingAndWavesWaitForSoak) {
+  auto in = input(4);
+  in.pods[0].wave = 0;
+  for (int i = 1; i < 4; ++i) in.pods[i].wave = 1;
+  in.policy.max_concurrent_pods = 4;
+  in.paused = true;
+  EXPECT_TRUE(admit(in).admit.empty());
+  in.paused = false;
+  auto first = admit(in);
+  EXPECT_EQ(first.admit, (std::vector<std::string>{"p0"}));  // wave 1 waits for the canary
+  in.pods[0].phase = PodPhase::kSucceeded;
+  in.now = core::TimePoint{} + std::chrono::hours(10);
+  in.previous_wave_finished = in.now - std::chrono::seconds(60);
+  in.policy.soak = std::chrono::seconds(600);
+  auto soak = admit(in);
+  EXPECT_TRUE(soak.admit.empty());
+  EXPECT_NE(soak.waiting.at("p1").find("soak"), std::string::npos);
+  in.now += std::chrono::seconds(600);
+  EXPECT_EQ(admit(in).admit.size(), 3u);
+}
+
+TEST(AdmissionTest, AllocatedPodsWait) {
+  auto in = input(2);
+  in.pods[0].allocated = true;
+  auto r = admit(in);
+  EXPECT_EQ(r.admit, (std::vector<std::string>{"p1"}));
+  EXPECT_NE(r.waiting.at("p0").find("allocated"), std::string::npos);
+}
+
+TEST(PolicyTest, ParsesAndRejectsBadFields) {
+  auto p = parsePolicy(json::parse(R"({"canary_pods": 2, "waves": ["20%", 50], "soak": "30m",
+      "max_concurrent_pods": 4, "capacity_floor": {"max_pods_down": 2}, "allocated": "skip",
+      "failure_budget": {"percent": 5}, "max_rebooting_pods_per_building": 1, "order": "name"})"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->soak, std::chrono::minutes(30));
+  EXPECT_FALSE(p->waves[1].percent);
+  EXPECT_TRUE(p->skip_allocated);
+  auto bad = parsePolicy(json::parse(R"({"max_concurrent_pods": 0, "waves": ["150%"], "soak": "soon", "oops": 1})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().fields.size(), 4u);
+  EXPECT_EQ(percentile({10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 90), 90);
+  EXPECT_EQ(percentile({7}, 50), 7);
+}
+
+}  // namespace
+}  // namespace kiln::rollouts
