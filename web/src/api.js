@@ -86,23 +86,13 @@ export async function fetchAll(path, params = {}, { limit = 1000, onPage, isCanc
   }
 }
 
-// The token's role, found with harmless requests until kilnd has a whoami endpoint:
-// GET /tokens answers only admins; a POST of an empty host action is refused with 403 for a
-// viewer and 422 (invalid body, nothing changes) for an operator. Throws ApiError for a bad token.
-export async function detectRole(token) {
-  await api('/pods?limit=1', { token });
-  try {
-    await api('/tokens', { token });
-    return 'admin';
-  } catch (e) {
-    if (e.status !== 403) throw e;
+// The signed-in token: {token_id, name, role, host} (GET /whoami). Throws ApiError for a bad
+// token, and for agent and enrol tokens, which cannot use the console.
+export const CONSOLE_ROLES = ['viewer', 'operator', 'admin'];
+export async function whoami(token) {
+  const me = await api('/whoami', { token });
+  if (!me || !CONSOLE_ROLES.includes(me.role)) {
+    throw new ApiError(403, 'not_a_console_token', `A ${me && me.role ? me.role : 'non-user'} token cannot use the console.`);
   }
-  try {
-    await api('/hosts/_kiln_role_probe/actions', { token, method: 'POST', body: {} });
-    return 'operator';
-  } catch (e) {
-    if (e.status === 403) return 'viewer';
-    if (e.status === 400 || e.status === 404 || e.status === 409 || e.status === 422) return 'operator';
-    throw e;
-  }
+  return me;
 }

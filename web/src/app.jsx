@@ -1,13 +1,15 @@
 // The console shell: sign-in, header (role, live indicator), and the views by hash route.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, clearToken, detectRole, getToken, onUnauthorized, setToken } from './api.js';
+import { ApiError, clearToken, getToken, onUnauthorized, setToken, whoami } from './api.js';
 import { useLiveStatus, useTicker } from './live.js';
 import { useRoute } from './route.js';
 import { FleetView } from './fleet.jsx';
 import { HostView } from './host.jsx';
+import { QuarantineView } from './quarantine.jsx';
+import { RunsView, RunView, StartRunView } from './runs.jsx';
 
-// The views in the navigation. Phase 2 adds Rollouts, Workflow runs, Quarantine and
-// Reliability here (each a {id, label, match, render} entry) once their APIs exist.
+// The views in the navigation ({id, label, href, match, render}). Rollouts and Reliability
+// join here once their APIs exist.
 const VIEWS = [
   {
     id: 'fleet',
@@ -17,10 +19,29 @@ const VIEWS = [
     render: (r, role) =>
       r.segments[0] === 'hosts' && r.segments[1] ? <HostView hostId={r.segments[1]} role={role} /> : <FleetView route={r} role={role} />,
   },
+  {
+    id: 'runs',
+    label: 'Workflow runs',
+    href: '#/runs',
+    match: (r) => r.segments[0] === 'runs',
+    render: (r, role) => {
+      const id = r.segments[1];
+      if (id === 'new') return <StartRunView route={r} role={role} />;
+      if (id) return <RunView runId={id} role={role} />;
+      return <RunsView route={r} role={role} />;
+    },
+  },
+  {
+    id: 'quarantine',
+    label: 'Quarantine',
+    href: '#/quarantine',
+    match: (r) => r.segments[0] === 'quarantine',
+    render: () => <QuarantineView />,
+  },
 ];
 
 export function App() {
-  const [session, setSession] = useState(null); // {role}
+  const [session, setSession] = useState(null); // GET /whoami: {token_id, name, role}
   const [checking, setChecking] = useState(!!getToken());
   const [signInError, setSignInError] = useState('');
 
@@ -34,8 +55,8 @@ export function App() {
     onUnauthorized(() => signOut('kilnd no longer accepts this token (revoked?). Sign in again.'));
     const t = getToken();
     if (!t) return;
-    detectRole(t)
-      .then((role) => setSession({ role }))
+    whoami(t)
+      .then((me) => setSession(me))
       .catch((e) => {
         if (e instanceof ApiError && (e.status === 401 || e.status === 403)) signOut('The saved token is no longer accepted.');
         else setSignInError(e.message);
@@ -48,14 +69,14 @@ export function App() {
     return (
       <SignIn
         error={signInError}
-        onSignedIn={(token, role) => {
+        onSignedIn={(token, me) => {
           setToken(token);
           setSignInError('');
-          setSession({ role });
+          setSession(me);
         }}
       />
     );
-  return <Shell role={session.role} onSignOut={() => signOut('')} />;
+  return <Shell me={session} onSignOut={() => signOut('')} />;
 }
 
 function SignIn({ error, onSignedIn }) {
@@ -72,11 +93,11 @@ function SignIn({ error, onSignedIn }) {
     }
     setBusy(true);
     try {
-      const role = await detectRole(t);
-      onSignedIn(t, role);
+      onSignedIn(t, await whoami(t));
     } catch (e) {
       if (e.status === 401) setErr('kilnd does not accept this token.');
-      else if (e.status === 403) setErr('This token cannot read the fleet (agent tokens cannot use the console).');
+      else if (e.code === 'not_a_console_token') setErr(`${e.message} Sign in with a viewer, operator or admin token.`);
+      else if (e.status === 403) setErr('This token cannot use the console (agent and enrol tokens cannot).');
       else setErr(e.message);
       setBusy(false);
     }
@@ -104,7 +125,8 @@ function SignIn({ error, onSignedIn }) {
   );
 }
 
-function Shell({ role, onSignOut }) {
+function Shell({ me, onSignOut }) {
+  const role = me.role;
   const route = useRoute();
   const view = VIEWS.find((v) => v.match(route)) || VIEWS[0];
   return (
@@ -122,7 +144,12 @@ function Shell({ role, onSignOut }) {
         </nav>
         <div class="spacer" />
         <LiveIndicator />
-        <span class={`role role-${role}`} data-testid="role" title="Role of the signed-in token">
+        {me.name && (
+          <span class="muted small" data-testid="token-name" title={`token ${me.token_id}`}>
+            {me.name}
+          </span>
+        )}
+        <span class={`role role-${role}`} data-testid="role" title={`Role of the signed-in token${me.token_id ? ` (${me.token_id})` : ''}`}>
           {role}
         </span>
         <button class="link" onClick={onSignOut}>

@@ -17,6 +17,7 @@ import {
   stateSummary,
 } from './model.js';
 import { navigate } from './route.js';
+import { RunShortcuts } from './runs.jsx';
 import { ErrorBox, EventTable, HostStateChip, KeyValues, PodStateChip } from './ui.jsx';
 
 const FILTER_KEYS = ['site', 'building', 'platform', 'state', 'label'];
@@ -182,7 +183,7 @@ export function FleetView({ route, role }) {
           ))}
         </div>
       </section>
-      {podId && <PodPanel podId={podId} onClose={closePod} />}
+      {podId && <PodPanel podId={podId} role={role} onClose={closePod} />}
     </div>
   );
 }
@@ -402,7 +403,7 @@ const Building = memo(
   (a, b) => a.sig === b.sig && a.m === b.m && a.selectedId === b.selectedId,
 );
 
-function PodPanel({ podId, onClose }) {
+function PodPanel({ podId, role, onClose }) {
   const [pod, setPod] = useState(null);
   const [events, setEvents] = useState([]);
   const [error, setError] = useState(null);
@@ -437,12 +438,12 @@ function PodPanel({ podId, onClose }) {
       </div>
       <ErrorBox error={error} what="Could not load the pod" />
       {!shown && !error && <p class="muted">Loading…</p>}
-      {shown && <PodDetail pod={shown} events={events} />}
+      {shown && <PodDetail pod={shown} events={events} role={role} />}
     </aside>
   );
 }
 
-function PodDetail({ pod, events }) {
+function PodDetail({ pod, events, role }) {
   const labels = Object.entries(pod.labels || {})
     .map(([k, v]) => `${k}=${v}`)
     .join(', ');
@@ -462,6 +463,7 @@ function PodDetail({ pod, events }) {
           ['Spares', (pod.spares || []).join(', ') || 'none'],
         ]}
       />
+      <RunShortcuts role={role} pods={[pod.id]} />
       <h3>Hosts ({pod.hosts.length})</h3>
       <table class="table" data-testid="pod-hosts">
         <thead>

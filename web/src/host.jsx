@@ -1,10 +1,12 @@
-// Host view: state, state history, GPUs, components, and the lifecycle actions the token's
-// role and the host's state allow (each with a reason and a confirmation).
+// Host view: state, state history, GPUs, components, the host's workflow runs, and the
+// lifecycle actions the token's role and the host's state allow (each with a reason and a
+// confirmation), plus shortcuts to start a pre-job check or burn-in on it.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from './api.js';
+import { api, qs } from './api.js';
 import { usePoll } from './live.js';
 import { ago, fmtTime, hostState, offeredActions, OVERRIDE_TARGETS, roleAtLeast } from './model.js';
 import { href } from './route.js';
+import { RunShortcuts, RunTable } from './runs.jsx';
 import { ErrorBox, EventTable, HostStateChip, KeyValues } from './ui.jsx';
 
 export function HostView({ hostId, role }) {
@@ -13,7 +15,7 @@ export function HostView({ hostId, role }) {
   const [error, setError] = useState(null);
   const [dialog, setDialog] = useState(null); // {action} | {override: true}
   const [notice, setNotice] = useState('');
-  // A 403 on a mutation means the role probe was too generous: stop offering actions.
+  // A 403 on a mutation means the token lost rights since sign-in: stop offering actions.
   const [denied, setDenied] = useState(false);
 
   const refresh = usePoll(
@@ -76,7 +78,7 @@ export function HostView({ hostId, role }) {
               {notice}
             </p>
           )}
-          {(actions.length > 0 || canOverride) && (
+          {(actions.length > 0 || canOverride || (!denied && roleAtLeast(role, 'operator'))) && (
             <section class="actions card" aria-label="Host actions" data-testid="host-actions">
               <h2>Actions</h2>
               <div class="buttons">
@@ -91,6 +93,19 @@ export function HostView({ hostId, role }) {
                   </button>
                 )}
               </div>
+              {!denied && (
+                <>
+                  <h3>Workflows</h3>
+                  <div class="buttons">
+                    <RunShortcuts role={role} hosts={[shown.id]} burnInPods={[shown.pod]} />
+                    {shown.state === 'quarantine' && (
+                      <a class="button" data-start-run="quarantine" href={href('/runs/new', { workflow: 'quarantine-validation', hosts: shown.id })}>
+                        Run quarantine validation
+                      </a>
+                    )}
+                  </div>
+                </>
+              )}
             </section>
           )}
           <div class="host-grid">
@@ -144,6 +159,7 @@ export function HostView({ hostId, role }) {
               </table>
             </section>
           </div>
+          <HostRuns hostId={hostId} />
           <section class="card" aria-labelledby="h-history">
             <h2 id="h-history">State history</h2>
             {events && events.length ? <EventTable events={events} /> : <p class="muted">No events.</p>}
@@ -152,6 +168,43 @@ export function HostView({ hostId, role }) {
       )}
       {dialog && shown && <ActionDialog host={shown} spec={dialog} onCancel={() => setDialog(null)} onDone={onDone} />}
     </div>
+  );
+}
+
+// The host's workflow runs, newest first (GET /workflow-runs?host=ID), live.
+function HostRuns({ hostId }) {
+  const [runs, setRuns] = useState(null);
+  const [more, setMore] = useState(false);
+  const [error, setError] = useState(null);
+  usePoll(
+    async (isCurrent) => {
+      try {
+        const r = await api(`/workflow-runs${qs({ host: hostId, limit: 20 })}`);
+        if (!isCurrent()) return;
+        setRuns({ host: hostId, items: r.items });
+        setMore(!!r.next_cursor);
+        setError(null);
+      } catch (e) {
+        if (isCurrent()) setError(e);
+        throw e;
+      }
+    },
+    5000,
+    [hostId],
+  );
+  const shown = runs && runs.host === hostId ? runs.items : null;
+  return (
+    <section class="card" aria-labelledby="h-runs" data-testid="host-runs">
+      <h2 id="h-runs">Workflow runs</h2>
+      <ErrorBox error={error} what="Could not load the host's runs" />
+      {shown && shown.length === 0 && <p class="muted">No workflow run on this host yet.</p>}
+      {shown && shown.length > 0 && <RunTable runs={shown} testid="host-run-list" />}
+      {more && (
+        <p>
+          <a href={href('/runs', { host: hostId })}>All runs of {hostId}</a>
+        </p>
+      )}
+    </section>
   );
 }
 

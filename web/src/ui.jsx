@@ -82,3 +82,47 @@ export function EventTable({ events, showHost }) {
     </table>
   );
 }
+
+// A chip for a {label, tone} of a state vocabulary (runs-model.js); data-state for tests.
+export function ToneChip({ info, state, testid }) {
+  return (
+    <span class={`chip tone-${info.tone}`} data-state={state} data-testid={testid}>
+      {info.label}
+    </span>
+  );
+}
+
+// A modal confirmation: title, body, a confirm button (danger styling optional), an error
+// line, Escape or the Back button to close. onConfirm may be async; busy disables the button.
+export function ConfirmDialog({ title, children, confirmLabel, danger, busy, error, onConfirm, onCancel }) {
+  return (
+    <div class="modal-backdrop" onKeyDown={(e) => e.key === 'Escape' && onCancel()}>
+      <form
+        class="modal card"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="confirm-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          onConfirm();
+        }}
+      >
+        <h2 id="confirm-title">{title}</h2>
+        {children}
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="buttons right">
+          <button type="button" onClick={onCancel} autofocus>
+            Back
+          </button>
+          <button type="submit" class={danger ? 'danger' : 'primary'} disabled={busy} data-confirm="1">
+            {busy ? 'Working…' : confirmLabel}
+          </button>
+        </div>
+      </form>
+    </div>
+  );
+}
