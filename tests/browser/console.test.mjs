@@ -1,6 +1,8 @@
 // The console in headless Chromium against a real kilnd (ctest label `browser`):
 // sign-in, the fleet heatmap (every pod a cell), filters, the pod panel, an operator's drain
-// seen live, live updates made elsewhere, and a viewer that is offered no mutating control.
+// seen live, live updates made elsewhere, a viewer that is offered no mutating control;
+// workflow runs (start from the host view, detail, list, cancel; kilnd's 422 and 409 in the
+// form) and the quarantine view.
 // Screenshots of each view go to $KILN_BUILD_DIR/browser-artifacts/. Exits non-zero on failure.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -260,6 +262,202 @@ async function main() {
   await test('a host that does not exist says so', async () => {
     await page.goto(`${srv.url}/#/hosts/no-such-host`);
     await page.locator('.error-box', { hasText: 'No such host' }).waitFor({ timeout: WAIT });
+  });
+
+  // Workflow runs. No agent runs in this test: a run stays running with its first step
+  // dispatched, which is what the detail page shows until it is cancelled.
+  const runHost = detail.hosts.filter((h) => !h.spare && h.state === 'available' && h.id !== host.id)[0];
+  let runId = '';
+
+  await test('the workflows of the repository are loaded', async () => {
+    const names = (await admin.get('/workflows')).items.map((w) => w.name);
+    for (const w of ['pre-job-health', 'l11-burn-in', 'quarantine-validation']) assert(names.includes(w), `workflow ${w} in ${names}`);
+  });
+
+  await test('an operator starts a pre-job check from the host view, sees it dispatched, and cancels it', async () => {
+    const op = await newPage();
+    await signIn(op, srv.url, operatorToken);
+    await op.goto(`${srv.url}/#/hosts/${runHost.id}`);
+    await op.locator('h1 [data-testid=host-state]').waitFor({ timeout: WAIT });
+    await op.locator('[data-start-run=pre-job]').click();
+    // The form, preselected: workflow, the host, and the workflow's declared params.
+    await op.waitForFunction(() => document.querySelector('#run-workflow')?.value === 'pre-job-health', null, { timeout: WAIT });
+    await op.locator('#param-expected_gpus').waitFor({ timeout: WAIT });
+    assertEq(await op.locator('#run-hosts').inputValue(), runHost.id, 'hosts preselected');
+    assertEq(await op.locator('#param-expected_gpus').inputValue(), '4', 'param default');
+    for (const p of ['min_pcie_gen', 'min_pcie_width', 'expected_driver']) await op.locator(`#param-${p}`).waitFor({ timeout: WAIT });
+    // kilnd's 422 is shown, at the form and at the field.
+    await op.locator('#param-expected_gpus').fill('four');
+    await op.locator('[data-testid=start-run-submit]').click();
+    const err = op.locator('[data-testid=start-error]');
+    await err.waitFor({ timeout: WAIT });
+    const errText = await err.textContent();
+    assert(errText.includes('422') && errText.includes('expected_gpus'), `422 shown: ${errText}`);
+    await op.locator('[data-param=expected_gpus] [role=alert]').waitFor({ timeout: WAIT });
+    await shot(op, '09-start-run-error');
+    await op.locator('#param-expected_gpus').fill('4');
+    await shot(op, '10-start-run');
+    await op.locator('[data-testid=start-run-submit]').click();
+    await op.waitForFunction(() => /#\/runs\/r-\d+$/.test(location.hash), null, { timeout: WAIT });
+    runId = decodeURIComponent((await op.evaluate(() => location.hash)).split('/').pop());
+    await op.locator('h1 [data-testid=run-state][data-state=running]').waitFor({ timeout: WAIT });
+    const row = op.locator(`[data-testid=run-hosts] tr[data-host="${runHost.id}"]`);
+    await row.waitFor({ timeout: WAIT });
+    assertEq((await row.locator('[data-testid=current-step]').textContent()).trim(), 'gpu-state', 'current step');
+    assertEq(await row.locator('[data-testid=host-run-status]').getAttribute('data-state'), 'running', 'host status');
+    // One host: its (empty) step timeline is open and says what is dispatched.
+    await op.locator('[data-testid=host-steps]', { hasText: 'gpu-state' }).waitFor({ timeout: WAIT });
+    const api = await admin.get(`/workflow-runs/${runId}`);
+    assertEq(api.workflow, 'pre-job-health', 'workflow in the API');
+    assertEq(api.hosts[0].host, runHost.id, 'host in the API');
+    assertEq(api.created_by !== '', true, 'created_by');
+    await shot(op, '11-run-detail-running');
+
+    // Listed, newest first, and found by the state and host filters.
+    await op.goto(`${srv.url}/#/runs`);
+    await op.locator(`[data-testid=runs] tr[data-run="${runId}"] [data-testid=run-state][data-state=running]`).waitFor({ timeout: WAIT });
+    assertEq(await op.locator('[data-testid=runs] tbody tr').first().getAttribute('data-run'), runId, 'newest first');
+    await op.locator('[data-testid=start-run]').waitFor({ timeout: WAIT });
+    await op.locator('#r-state').selectOption('passed');
+    await op.getByText('No run matches these filters.').waitFor({ timeout: WAIT });
+    await op.locator('#r-state').selectOption('running');
+    await op.locator(`[data-testid=runs] tr[data-run="${runId}"]`).waitFor({ timeout: WAIT });
+    await op.locator('#r-host').fill(runHost.id);
+    await op.locator('#r-host').press('Enter');
+    await op.waitForFunction((h) => location.hash.includes(`host=${h}`), runHost.id, { timeout: WAIT });
+    await op.locator(`[data-testid=runs] tr[data-run="${runId}"]`).waitFor({ timeout: WAIT });
+    await shot(op, '12-runs-list');
+
+    // The host view lists the host's runs.
+    await op.goto(`${srv.url}/#/hosts/${runHost.id}`);
+    await op.locator(`[data-testid=host-runs] tr[data-run="${runId}"]`).waitFor({ timeout: WAIT });
+
+    // Cancel, with a confirmation.
+    await op.goto(`${srv.url}/#/runs/${runId}`);
+    await op.locator('[data-testid=cancel-run]').click();
+    await op.locator('[role=dialog]', { hasText: `Cancel ${runId}?` }).waitFor({ timeout: WAIT });
+    await shot(op, '13-cancel-dialog');
+    await op.locator('[role=dialog] [data-confirm]').click();
+    await op.locator('h1 [data-testid=run-state][data-state=cancelled]').waitFor({ timeout: WAIT });
+    assertEq(await op.locator('[data-testid=cancel-run]').count(), 0, 'cancel offered for a cancelled run');
+    const row2 = op.locator(`[data-testid=run-hosts] tr[data-host="${runHost.id}"] [data-testid=host-run-status]`);
+    await op.waitForFunction(
+      (h) => document.querySelector(`[data-testid=run-hosts] tr[data-host="${h}"] [data-testid=host-run-status]`)?.dataset.state === 'cancelled',
+      runHost.id,
+      { timeout: WAIT },
+    );
+    assertEq(await row2.textContent(), 'Cancelled', 'host row status text');
+    assertEq((await admin.get(`/workflow-runs/${runId}`)).state, 'cancelled', 'state in the API');
+    await shot(op, '14-run-cancelled');
+    await op.context().close();
+    currentPage = page;
+  });
+
+  await test('a burn-in of an in-service pod from the pod panel shows kilnd\'s 409', async () => {
+    await page.goto(`${srv.url}/#/fleet?pod=${podId}`);
+    await page.locator('[data-testid=pod-panel] [data-start-run=burn-in]').click();
+    await page.waitForFunction(() => document.querySelector('#run-workflow')?.value === 'l11-burn-in', null, { timeout: WAIT });
+    await page.locator('#run-pods').waitFor({ timeout: WAIT });
+    assertEq(await page.locator('#run-pods').inputValue(), podId, 'pod preselected');
+    assertEq(await page.locator('#run-hosts').count(), 0, 'no hosts field for a pod-scoped workflow');
+    await page.locator('[data-testid=start-run-submit]').click();
+    const err = page.locator('[data-testid=start-error]');
+    await err.waitFor({ timeout: WAIT });
+    const text = await err.textContent();
+    assert(text.includes('409') && text.includes('burn-in takes incoming hardware'), `409 shown: ${text}`);
+    assert(page.url().includes('/runs/new'), 'stays on the form');
+  });
+
+  // Quarantine: fail -> repair -> repair_complete (which starts a quarantine-validation run),
+  // and a repeat offender repaired three times (admin override back to repair in between).
+  const qPod = await admin.get('/pods/prn-b01-p03');
+  const [qHost, qOffender] = qPod.hosts.filter((h) => !h.spare && h.state === 'available');
+  const qRuns = {};
+
+  await test('the quarantine view lists repaired hosts with repairs, last failure and validation run', async () => {
+    await admin.post(`/hosts/${qHost.id}/actions`, { action: 'fail', reason: 'XID 79 on GPU 2 (browser test)' });
+    await admin.post(`/hosts/${qHost.id}/actions`, { action: 'repair', reason: 'reseat tray' });
+    const done = await admin.post(`/hosts/${qHost.id}/actions`, { action: 'repair_complete', reason: 'reseated' });
+    assert(done.quarantine_run, `repair_complete started a validation run: ${JSON.stringify(done)}`);
+    qRuns[qHost.id] = done.quarantine_run;
+    await admin.post(`/hosts/${qOffender.id}/actions`, { action: 'fail', reason: 'XID 64 remap failure (browser test)' });
+    await admin.post(`/hosts/${qOffender.id}/actions`, { action: 'repair', reason: 'RMA' });
+    for (let i = 0; i < 3; i++) {
+      if (i > 0) await admin.post(`/hosts/${qOffender.id}/actions`, { action: 'override', to: 'repair', reason: `repair again ${i}` });
+      qRuns[qOffender.id] = (await admin.post(`/hosts/${qOffender.id}/actions`, { action: 'repair_complete', reason: `repaired ${i + 1}` })).quarantine_run;
+    }
+    const q = (await admin.get('/quarantine')).items;
+    assertEq(q.find((x) => x.host === qOffender.id).repairs, 3, 'repairs in the API');
+
+    await page.goto(`${srv.url}/#/quarantine`);
+    const row = page.locator(`[data-testid=quarantine] tr[data-host="${qHost.id}"]`);
+    await row.waitFor({ timeout: WAIT });
+    assertEq((await row.locator('[data-testid=repairs]').textContent()).trim(), '1', 'repairs');
+    assert((await row.textContent()).includes('XID 79 on GPU 2 (browser test)'), 'last failure shown');
+    const link = row.locator(`[data-testid=validation-run] a[href="#/runs/${qRuns[qHost.id]}"]`);
+    await link.waitFor({ timeout: WAIT });
+    await row.locator('[data-testid=validation-run] [data-testid=run-state][data-state=running]').waitFor({ timeout: WAIT });
+    await page.waitForFunction(
+      (h) => document.querySelector(`[data-testid=quarantine] tr[data-host="${h}"] [data-testid=validation-progress]`)?.textContent.includes('pass 1 of 2'),
+      qHost.id,
+      { timeout: WAIT },
+    );
+    assert(/^\d+ s$/.test((await row.locator('[data-testid=time-in-quarantine]').textContent()).trim()), 'time in quarantine');
+    const off = page.locator(`[data-testid=quarantine] tr[data-host="${qOffender.id}"]`);
+    assertEq((await off.locator('[data-testid=repairs]').textContent()).trim(), '3 repeat offender', 'repeat offender tagged');
+    assertEq(await row.locator('.tag', { hasText: 'repeat offender' }).count(), 0, 'one repair is no repeat offender');
+    assert((await page.locator('[data-testid=quarantine-summary]').textContent()).includes('1 repeat offender'), 'summary');
+    assert((await page.locator('[data-testid=quarantine-summary]').textContent()).startsWith('2 hosts'), 'summary count');
+    await shot(page, '15-quarantine');
+    // The link opens the validation run.
+    await link.click();
+    await page.locator(`[data-testid=run-hosts] tr[data-host="${qHost.id}"]`).waitFor({ timeout: WAIT });
+    assert((await page.locator('h1').textContent()).includes('quarantine-validation'), 'validation run page');
+    await shot(page, '16-validation-run');
+  });
+
+  await test('a viewer sees runs and the quarantine but no Start or Cancel control', async () => {
+    const v = await newPage();
+    await signIn(v, srv.url, viewerToken);
+    await v.goto(`${srv.url}/#/runs`);
+    await v.locator(`[data-testid=runs] tr[data-run="${runId}"]`).waitFor({ timeout: WAIT });
+    assertEq(await v.locator('[data-testid=start-run]').count(), 0, 'Start run for a viewer');
+    await v.goto(`${srv.url}/#/runs/${qRuns[qHost.id]}`);
+    await v.locator('h1 [data-testid=run-state][data-state=running]').waitFor({ timeout: WAIT });
+    await v.locator(`[data-testid=run-hosts] tr[data-host="${qHost.id}"]`).waitFor({ timeout: WAIT });
+    assertEq(await v.locator('[data-testid=cancel-run]').count(), 0, 'Cancel for a viewer');
+    await shot(v, '17-run-viewer');
+    await v.goto(`${srv.url}/#/runs/new?workflow=pre-job-health&hosts=${runHost.id}`);
+    await v.getByText('Starting runs needs the operator role').waitFor({ timeout: WAIT });
+    assertEq(await v.locator('[data-testid=start-run-form]').count(), 0, 'start form for a viewer');
+    await v.goto(`${srv.url}/#/fleet?pod=${podId}`);
+    await v.locator('[data-testid=pod-hosts] tbody tr').first().waitFor({ timeout: WAIT });
+    assertEq(await v.locator('[data-start-run]').count(), 0, 'run shortcuts in the pod panel');
+    await v.goto(`${srv.url}/#/hosts/${runHost.id}`);
+    await v.locator(`[data-testid=host-runs] tr[data-run="${runId}"]`).waitFor({ timeout: WAIT });
+    assertEq(await v.locator('[data-start-run]').count(), 0, 'run shortcuts on the host view');
+    await v.goto(`${srv.url}/#/quarantine`);
+    await v.locator(`[data-testid=quarantine] tr[data-host="${qHost.id}"]`).waitFor({ timeout: WAIT });
+    await v.goto(`${srv.url}/#/runs`);
+    await v.locator(`[data-testid=runs] tr[data-run="${qRuns[qOffender.id]}"]`).waitFor({ timeout: WAIT });
+    await shot(v, '18-runs-list-viewer');
+    await v.context().close();
+    currentPage = page;
+  });
+
+  await test('the run list pages with cursors, newest first', async () => {
+    const before = (await admin.all('/workflow-runs')).length;
+    for (let i = 0; i < 51 - before; i++) await admin.post('/workflow-runs', { workflow: 'pre-job-health', hosts: [runHost.id] });
+    const newest = (await admin.get('/workflow-runs?limit=1')).items[0].id;
+    await page.goto(`${srv.url}/#/runs`);
+    await page.locator(`[data-testid=runs] tbody tr[data-run="${newest}"]`).waitFor({ timeout: WAIT });
+    assertEq(await page.locator('[data-testid=runs] tbody tr').count(), 50, 'rows on page 1');
+    assertEq(await page.locator(`[data-testid=runs] tr[data-run="${runId}"]`).count(), 0, 'the oldest run on page 1');
+    await page.getByRole('button', { name: 'Older ›' }).click();
+    await page.locator(`[data-testid=runs] tr[data-run="${runId}"]`).waitFor({ timeout: WAIT });
+    assertEq(await page.locator('[data-testid=runs] tbody tr').count(), 1, 'rows on page 2');
+    await page.getByRole('button', { name: '‹ Newer' }).click();
+    await page.locator(`[data-testid=runs] tbody tr[data-run="${newest}"]`).waitFor({ timeout: WAIT });
   });
 }
 

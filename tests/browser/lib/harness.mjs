@@ -103,7 +103,8 @@ export function freePort() {
   });
 }
 
-// Starts kilnd on a free loopback port serving web/dist; returns {url, adminToken, logFile}.
+// Starts kilnd on a free loopback port serving web/dist with the repository's workflows;
+// returns {url, adminToken, logFile}.
 export async function startKilnd(kilnd, databaseUrl, name = 'kilnd') {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-browser-kilnd.'));
@@ -114,7 +115,19 @@ export async function startKilnd(kilnd, databaseUrl, name = 'kilnd') {
   const out = fs.openSync(logFile, 'w');
   const child = spawn(
     kilnd,
-    ['--listen', `127.0.0.1:${port}`, '--database-url', databaseUrl, '--admin-token-file', tokenFile, '--web-root', WEB_DIST],
+    [
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--database-url',
+      databaseUrl,
+      '--admin-token-file',
+      tokenFile,
+      '--web-root',
+      WEB_DIST,
+      // The repository's workflows (pre-job-health, l11-burn-in, quarantine-validation, ...).
+      '--workflows-dir',
+      path.join(ROOT, 'workflows'),
+    ],
     { stdio: ['ignore', out, out] },
   );
   let exited = null;
