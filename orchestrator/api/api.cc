@@ -15,6 +15,7 @@ Router buildRouter(Services& services) {
   addFleetRoutes(router, services);
   addTokenRoutes(router, services);
   addRunRoutes(router, services);
+  addRolloutRoutes(router, services);
   addConsoleRoutes(router, services);
   return router;
 }

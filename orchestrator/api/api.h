@@ -26,6 +26,10 @@ class RunStore;
 class AgentGateway;
 }  // namespace kiln::runs
 
+namespace kiln::rollouts {
+class RolloutService;
+}
+
 namespace kiln::api {
 
 struct ApiOptions {
@@ -44,6 +48,7 @@ struct Services {
   runs::RunService* runs = nullptr;
   runs::RunStore* run_store = nullptr;
   runs::AgentGateway* agents = nullptr;
+  rollouts::RolloutService* rollouts = nullptr;
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;
 };
@@ -54,6 +59,7 @@ void addFleetRoutes(Router& router, Services& services);
 void addTokenRoutes(Router& router, Services& services);
 void addConsoleRoutes(Router& router, Services& services);
 void addRunRoutes(Router& router, Services& services);
+void addRolloutRoutes(Router& router, Services& services);
 
 // Every route of the API, for the OpenAPI contract test.
 Router buildRouter(Services& services);

@@ -2,6 +2,7 @@
 
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/json_views.h"
+#include "orchestrator/rollouts/rollout_service.h"
 
 namespace kiln::api {
 
@@ -42,6 +43,7 @@ void addServiceRoutes(Router& router, Services& s) {
                std::to_string(it == counts->pods_by_platform.end() ? 0 : it->second) + "\n";
       }
     }
+    if (s.rollouts) out += s.rollouts->metrics();
     out += "# HELP kiln_up 1 while kilnd serves and its database answers.\n# TYPE kiln_up gauge\n";
     out += std::string("kiln_up ") + (counts.ok() ? "1" : "0") + "\n";
     http::Response r;

@@ -184,9 +184,9 @@ class PgRunStore final : public runs::RunStore {
     return pool_.transact<RunRow>([&](pqxx::work& txn) -> Result<RunRow> {
       const RunRow& run = nr.run;
       txn.exec_params(
-          "INSERT INTO workflow_runs (id, workflow, workflow_hash, scope, purpose, params, state, created_by)"
-          " VALUES ($1,$2,$3,$4,$5,$6::jsonb,'running',$7)",
-          run.id, run.workflow, run.workflow_hash, run.scope, run.purpose, run.params.dump(), actor.token_id);
+          "INSERT INTO workflow_runs (id, workflow, workflow_hash, scope, purpose, params, state, created_by, owner)"
+          " VALUES ($1,$2,$3,$4,$5,$6::jsonb,'running',$7,NULLIF($8, ''))",
+          run.id, run.workflow, run.workflow_hash, run.scope, run.purpose, run.params.dump(), actor.token_id, run.owner);
       for (const auto& t : nr.start_transitions) {
         auto applied = applyTransition(txn, t, actor);
         if (!applied.ok()) return applied.error();
@@ -210,6 +210,14 @@ class PgRunStore final : public runs::RunStore {
       for (const auto& r : txn.exec_params("SELECT host_id FROM run_hosts WHERE run_id = $1 ORDER BY host_id", id))
         run.hosts.push_back(r[0].as<std::string>());
       return run;
+    });
+  }
+
+  Result<std::optional<std::string>> runByOwner(const std::string& owner) override {
+    return pool_.transact<std::optional<std::string>>([&](pqxx::work& txn) -> Result<std::optional<std::string>> {
+      auto rows = txn.exec_params("SELECT id FROM workflow_runs WHERE owner = $1", owner);
+      if (rows.empty()) return std::optional<std::string>();
+      return std::optional<std::string>(rows[0][0].as<std::string>());
     });
   }
 

@@ -61,6 +61,7 @@ std::vector<Setting> settings() {
        [](Config& c, const std::string& v) { return setInt(c.unreachable_after_s, v, "--unreachable-after", 5, 86400); }},
       {"--lease-grace", "KILN_LEASE_GRACE", "lease_grace", false,
        [](Config& c, const std::string& v) { return setInt(c.lease_grace_s, v, "--lease-grace", 1, 3600); }},
+      {"--scheduler-hook", "KILN_SCHEDULER_HOOK", "scheduler_hook", false, str(&Config::scheduler_hook)},
       {"--threads", "KILN_THREADS", "threads", false,
        [](Config& c, const std::string& v) { return setInt(c.threads, v, "--threads", 1, 256); }},
       {"--db-pool", "KILN_DB_POOL", "db_pool", false,
@@ -81,7 +82,7 @@ std::string usage() {
   return "usage: kilnd [--config FILE] [--listen HOST:PORT] [--database-url URL]\n"
          "             [--admin-token-file FILE] [--log-level LEVEL] [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
-         "             [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
+         "             [--unreachable-after SECONDS] [--lease-grace SECONDS] [--scheduler-hook URL]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

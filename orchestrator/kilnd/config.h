@@ -24,7 +24,8 @@ struct Config {
   int network_threads = 4;
   std::string workflows_dir;       // workflow YAML loaded (and versioned) at start-up
   int unreachable_after_s = 90;    // an agent silent this long makes its host unreachable
-  int lease_grace_s = 30;          // beyond a step's timeout before its assignment is lost
+  int lease_grace_s = 30;
+  std::string scheduler_hook;      // URL kilnd POSTs {action: release, pod, hosts} to          // beyond a step's timeout before its assignment is lost
 
   std::string host() const;
   int port() const;

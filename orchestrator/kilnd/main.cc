@@ -14,11 +14,16 @@
 #include <sstream>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/executor.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
 #include "orchestrator/db/pg_leader.h"
+#include "orchestrator/db/pg_rollout_store.h"
 #include "orchestrator/db/pg_run_store.h"
+#include "orchestrator/http/client.h"
+#include "orchestrator/rollouts/rollout_service.h"
 #include "orchestrator/db/pg_store.h"
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/run_service.h"
@@ -134,6 +139,26 @@ int main(int argc, char** argv) {
   }
   gateway.start();
 
+  auto rollout_store = db::makePgRolloutStore({config->database_url, 4});
+  rollouts::RolloutServiceOptions rollout_options;
+  if (!config->scheduler_hook.empty()) {
+    // The job-scheduler hook: asked once per pod to release its allocated hosts; the
+    // scheduler answers later by calling POST /hosts/{id}/actions {"action": "release"}.
+    rollout_options.release_hook = [url = config->scheduler_hook, &log](const std::string& rollout, const std::string& pod,
+                                                                        const std::vector<std::string>& hosts) {
+      http::ClientOptions o;
+      o.base_url = url.substr(0, url.find('/', url.find("//") + 2));
+      o.timeout = std::chrono::milliseconds(3000);
+      http::Client client(o);
+      const std::string path = url.size() > o.base_url.size() ? url.substr(o.base_url.size()) : "/";
+      nlohmann::json body = {{"action", "release"}, {"rollout", rollout}, {"pod", pod}, {"hosts", hosts}};
+      auto r = client.request("POST", path, body.dump());
+      if (!r.ok() || r->status >= 300)
+        log->warn("scheduler hook {} for pod {}: {}", url, pod, r.ok() ? std::to_string(r->status) : r.error().message);
+    };
+  }
+  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
+
   // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
   // and run verdicts.
   std::atomic<bool> stopping{false};
@@ -147,6 +172,7 @@ int main(int argc, char** argv) {
       if (is_leader) {
         try {
           run_service.tick();
+          rollout_service.tick();
         } catch (const std::exception& e) {
           log->error("controller pass failed: {}", e.what());
         }
@@ -161,6 +187,7 @@ int main(int argc, char** argv) {
   services.runs = &run_service;
   services.run_store = run_store.get();
   services.agents = &gateway;
+  services.rollouts = &rollout_service;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
 

@@ -110,6 +110,11 @@ Effects Engine::cancel(GroupState& g, const std::string& reason) const {
   return fx;
 }
 
+Effects Engine::stop(GroupState& g, TimePoint now) const {
+  g.stopping = true;
+  return advance(g, now, terminalMask(g));
+}
+
 Effects Engine::advance(GroupState& g, TimePoint now, const std::vector<bool>& before) const {
   Effects fx;
   for (bool changed = true; changed;) {
@@ -146,6 +151,13 @@ void Engine::failHost(HostRun& host, const std::string& reason) const {
 bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& fx) const {
   HostRun& host = g.hosts[h];
   if (isTerminal(host.status) || !host.assignment_id.empty()) return false;
+  if (g.stopping) {
+    host.status = HostStatus::kCancelled;
+    host.failures.push_back("stopped at a safe point before step " +
+                            (host.step_index < spec_.steps.size() ? stepAt(host.step_index).id : std::string("end")));
+    host.not_before.reset();
+    return true;
+  }
   if (host.not_before && *host.not_before > now) return false;
   host.not_before.reset();
   host.status = HostStatus::kRunning;
@@ -463,7 +475,8 @@ json toJson(const GroupState& g) {
                      {"elements", h.retest->elements}};
     hosts.push_back(std::move(j));
   }
-  return {{"run_id", g.run_id}, {"group", g.group}, {"next_seq", g.next_seq}, {"cancelled", g.cancelled}, {"hosts", hosts}};
+  return {{"run_id", g.run_id}, {"group", g.group}, {"next_seq", g.next_seq}, {"cancelled", g.cancelled},
+          {"stopping", g.stopping}, {"hosts", hosts}};
 }
 
 Result<GroupState> groupFromJson(const json& j) {
@@ -473,6 +486,7 @@ Result<GroupState> groupFromJson(const json& j) {
     g.group = j.at("group").get<std::string>();
     g.next_seq = j.at("next_seq").get<std::int64_t>();
     g.cancelled = j.at("cancelled").get<bool>();
+    g.stopping = j.value("stopping", false);
     for (const auto& hj : j.at("hosts")) {
       HostRun h;
       h.host = hj.at("host").get<std::string>();

@@ -107,6 +107,7 @@ struct GroupState {
   std::vector<HostRun> hosts;  // pod order
   std::int64_t next_seq = 1;   // for assignment ids
   bool cancelled = false;
+  bool stopping = false;       // stop at a safe point: running steps finish, no new step starts
 };
 
 // An assignment the caller must store and make available to the host's agent.
@@ -145,6 +146,9 @@ class Engine {
                            TimePoint now) const;
   Effects tick(GroupState& g, TimePoint now) const;
   Effects cancel(GroupState& g, const std::string& reason) const;
+  // Stops at a safe point (rollout abort): a step already running finishes and is recorded,
+  // then its host stops (cancelled); no new step starts. Firmware is never cut mid-flash.
+  Effects stop(GroupState& g, TimePoint now) const;
 
   static bool done(const GroupState& g);
 

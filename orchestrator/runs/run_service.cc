@@ -179,6 +179,11 @@ void RunService::notify(const Effects& fx) {
 }
 
 Result<json> RunService::startRun(const StartRequest& req, const core::Actor& actor) {
+  if (!req.owner.empty()) {
+    auto existing = store_.runByOwner(req.owner);
+    if (!existing.ok()) return existing.error();
+    if (*existing) return runView(**existing);
+  }
   auto row = store_.currentWorkflow(req.workflow);
   if (!row.ok()) return row.error();
   if (!*row) return Error(ErrorCode::kInvalidContent, "no workflow '" + req.workflow + "'").with("field", "workflow");
@@ -263,6 +268,7 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   nr.run.scope = workflow::scopeName(sp.scope);
   nr.run.purpose = purpose;
   nr.run.params = json(*params);
+  nr.run.owner = req.owner;
   nr.start_transitions = std::move(start_transitions);
   Engine engine(sp, *params);
   const auto now = clock_.now();
@@ -287,7 +293,12 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
     nr.groups.push_back({t.group, std::move(u), std::move(ids)});
   }
   auto created = store_.createRun(nr, actor);
-  if (!created.ok()) return created.error();
+  if (!created.ok()) {
+    if (!req.owner.empty() && created.error().code == ErrorCode::kConflict) {
+      if (auto again = store_.runByOwner(req.owner); again.ok() && *again) return runView(**again);
+    }
+    return created.error();
+  }
   notify(all);
   return runView(created->id);
 }
@@ -381,6 +392,48 @@ Result<json> RunService::cancelRun(const std::string& id, const core::Actor& act
   if (auto st = store_.cancelRun(id, fn, actor); !st.ok()) return st.error();
   notify(all);
   return runView(id);
+}
+
+Status RunService::stopRun(const std::string& id, const core::Actor& actor) {
+  auto groups = store_.runGroups(id);
+  if (!groups.ok()) return groups.error();
+  for (const auto& g : *groups) {
+    if (Engine::done(g)) continue;
+    Effects produced;
+    auto fn = engineFn([&](const Engine& e, GroupState& state) -> Result<Effects> {
+      produced = e.stop(state, clock_.now());
+      return produced;
+    });
+    if (auto st = store_.updateGroup(id, g.group, fn, actor); !st.ok()) return st;
+    notify(produced);
+  }
+  return Ok{};
+}
+
+Result<RunStatus> RunService::runStatus(const std::string& id) {
+  auto run = store_.getRun(id);
+  if (!run.ok()) return run.error();
+  auto groups = store_.runGroups(id);
+  if (!groups.ok()) return groups.error();
+  RunStatus out;
+  out.state = run->state;
+  for (const auto& g : *groups)
+    for (const auto& h : g.hosts) {
+      out.hosts[h.host] = h.status;
+      if (!h.failures.empty()) out.reasons[h.host] = h.failures.front();
+    }
+  return out;
+}
+
+Result<std::vector<std::string>> RunService::workflowParams(const std::string& name) {
+  auto row = store_.currentWorkflow(name);
+  if (!row.ok()) return row.error();
+  if (!*row) return notFound("no workflow '" + name + "'");
+  auto s = spec(name, (*row)->hash);
+  if (!s.ok()) return s.error();
+  std::vector<std::string> out;
+  for (const auto& p : (*s)->spec.params) out.push_back(p.name);
+  return out;
 }
 
 Result<json> RunService::quarantineView() {

@@ -30,7 +30,16 @@ struct StartRequest {
   std::vector<std::string> hosts;
   std::vector<std::string> pods;
   nlohmann::json params = nlohmann::json::object();
-  std::string purpose;  // burn_in | quarantine | pre_job | maintenance | manual; default from the workflow
+  std::string purpose;  // burn_in | quarantine | pre_job | maintenance | manual | rollout; default from the workflow
+  // A controller's idempotency key: starting a run with an owner that already has one returns
+  // the existing run instead of a second one.
+  std::string owner;
+};
+
+struct RunStatus {
+  std::string state;  // running | passed | failed | cancelled
+  std::map<std::string, HostStatus> hosts;
+  std::map<std::string, std::string> reasons;  // first failure per host
 };
 
 class RunService {
@@ -50,6 +59,11 @@ class RunService {
   Result<nlohmann::json> runView(const std::string& id);
   Result<nlohmann::json> listRuns(const RunFilter& filter, const core::PageRequest& page);
   Result<nlohmann::json> cancelRun(const std::string& id, const core::Actor& actor);
+  // Stops a run at a safe point (no step is killed); it finishes when running steps report.
+  Status stopRun(const std::string& id, const core::Actor& actor);
+  Result<RunStatus> runStatus(const std::string& id);
+  // The declared parameter names of a workflow's current version.
+  Result<std::vector<std::string>> workflowParams(const std::string& name);
   Result<nlohmann::json> quarantineView();
 
   // Agent side.

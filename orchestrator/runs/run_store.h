@@ -24,6 +24,7 @@ struct WorkflowRow {
 
 struct RunRow {
   std::string id, workflow, workflow_hash, scope, purpose, state, created_by;
+  std::string owner;
   nlohmann::json params = nlohmann::json::object();
   TimePoint created_at;
   std::optional<TimePoint> finished_at;
@@ -97,6 +98,7 @@ class RunStore {
   virtual Result<std::string> nextRunId() = 0;
   virtual Result<RunRow> createRun(const NewRun& run, const core::Actor& actor) = 0;
   virtual Result<RunRow> getRun(const std::string& id) = 0;
+  virtual Result<std::optional<std::string>> runByOwner(const std::string& owner) = 0;
   virtual Result<std::vector<GroupState>> runGroups(const std::string& id) = 0;
   virtual Result<std::vector<AssignmentRow>> runAssignments(const std::string& id) = 0;
   virtual Result<core::Page<RunRow>> listRuns(const RunFilter& filter, const core::PageRequest& page) = 0;

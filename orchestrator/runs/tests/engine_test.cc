@@ -308,6 +308,23 @@ TEST_F(EngineTest, CancelStopsEveryHostAndCancelsOutstandingAssignments) {
   EXPECT_FALSE(e.onResult(g, fx.dispatches[0].assignment_id, exited(0), now_).ok());
 }
 
+TEST_F(EngineTest, StopLetsTheRunningStepFinishAndStartsNoOther) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  auto st = e.stop(g, now_);
+  EXPECT_TRUE(st.cancel_assignments.empty());  // nothing is killed
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kRunning);
+  auto done = e.onResult(g, fx.dispatches[0].assignment_id, exited(0, {{"gpu_count", 4}}), now_);
+  ASSERT_TRUE(done.ok());
+  EXPECT_TRUE(done->dispatches.empty());  // the second step never starts
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kCancelled);
+  EXPECT_EQ(g.hosts[0].history.size(), 1u);
+  EXPECT_EQ(done->hosts_finished, (std::vector<std::string>{"h1"}));
+}
+
 TEST_F(EngineTest, LostAssignmentCountsAsAFailedAttempt) {
   auto spec = load(kTwoSteps);
   params_ = *workflow::resolveParams(spec, {});

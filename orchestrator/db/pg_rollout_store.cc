@@ -1,0 +1,450 @@
+#include "orchestrator/db/pg_rollout_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/db/pg_internal.h"
+#include "orchestrator/db/pg_pool.h"
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using rollouts::BundleRow;
+using rollouts::PodPhase;
+using rollouts::RolloutPodRow;
+using rollouts::RolloutRow;
+
+double epoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+std::optional<core::TimePoint> optTime(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return fromEpoch(f.as<double>());
+}
+
+constexpr const char* kBundleColumns =
+    "b.id, b.spec::text, extract(epoch from b.created_at)::float8, b.created_by,"
+    " EXISTS (SELECT 1 FROM rollouts r WHERE r.bundle_id = b.id)";
+
+Result<BundleRow> bundleFromRow(const pqxx::row& r) {
+  auto b = rollouts::parseBundle(json::parse(r[1].c_str()));
+  if (!b.ok()) return b.error();
+  BundleRow row;
+  row.bundle = *b;
+  row.bundle.id = r[0].as<std::string>();
+  row.created_at = fromEpoch(r[2].as<double>());
+  row.created_by = r[3].as<std::string>();
+  row.used = r[4].as<bool>();
+  return row;
+}
+
+constexpr const char* kRolloutColumns =
+    "id, bundle_id, state, halt_reason, coalesce(rollback_of, ''), created_by, selector::text, policy::text,"
+    " plan::text, extract(epoch from created_at)::float8, extract(epoch from started_at)::float8,"
+    " extract(epoch from finished_at)::float8, extract(epoch from previous_wave_finished)::float8";
+
+RolloutRow rolloutFromRow(const pqxx::row& r) {
+  RolloutRow o;
+  o.id = r[0].as<std::string>();
+  o.bundle_id = r[1].as<std::string>();
+  o.state = r[2].as<std::string>();
+  o.halt_reason = r[3].as<std::string>();
+  o.rollback_of = r[4].as<std::string>();
+  o.created_by = r[5].as<std::string>();
+  o.selector = json::parse(r[6].c_str());
+  o.policy = json::parse(r[7].c_str());
+  o.plan = json::parse(r[8].c_str());
+  o.created_at = fromEpoch(r[9].as<double>());
+  o.started_at = optTime(r[10]);
+  o.finished_at = optTime(r[11]);
+  o.previous_wave_finished = optTime(r[12]);
+  return o;
+}
+
+constexpr const char* kPodColumns =
+    "rp.rollout_id, rp.pod_id, p.building_id, rp.wave, rp.position, rp.attempt, rp.phase, rp.waiting_reason,"
+    " rp.message, coalesce(rp.run_id, ''), coalesce(rp.validation_run_id, ''), coalesce(rp.before_versions, 'null')::text,"
+    " extract(epoch from rp.started_at)::float8, extract(epoch from rp.finished_at)::float8";
+
+RolloutPodRow podFromRow(const pqxx::row& r) {
+  RolloutPodRow p;
+  p.rollout_id = r[0].as<std::string>();
+  p.pod = r[1].as<std::string>();
+  p.building = r[2].as<std::string>();
+  p.wave = r[3].as<int>();
+  p.position = r[4].as<int>();
+  p.attempt = r[5].as<int>();
+  p.phase = rollouts::parsePodPhase(r[6].as<std::string>()).value_or(PodPhase::kPending);
+  p.waiting_reason = r[7].as<std::string>();
+  p.message = r[8].as<std::string>();
+  p.run_id = r[9].as<std::string>();
+  p.validation_run_id = r[10].as<std::string>();
+  p.before_versions = json::parse(r[11].c_str());
+  p.started_at = optTime(r[12]);
+  p.finished_at = optTime(r[13]);
+  return p;
+}
+
+void event(pqxx::work& txn, const std::string& rollout, const std::string& pod, const std::string& kind,
+           const std::string& message) {
+  txn.exec_params("INSERT INTO rollout_events (rollout_id, pod_id, kind, message) VALUES ($1, NULLIF($2, ''), $3, $4)",
+                  rollout, pod, kind, message);
+}
+
+const char* kActiveStates = "('running', 'paused', 'halted', 'aborting', 'created')";
+
+class PgRolloutStore final : public rollouts::RolloutStore {
+ public:
+  explicit PgRolloutStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
+
+  Result<std::pair<BundleRow, bool>> putBundle(const rollouts::Bundle& b, const core::Actor& actor) override {
+    return pool_.transact<std::pair<BundleRow, bool>>([&](pqxx::work& txn) -> Result<std::pair<BundleRow, bool>> {
+      json spec = rollouts::toJson(b);
+      spec.erase("id");
+      auto existing = txn.exec_params(std::string("SELECT ") + kBundleColumns +
+                                          " FROM bundles b WHERE name = $1 AND version = $2 FOR UPDATE",
+                                      b.name, b.version);
+      if (!existing.empty()) {
+        auto row = bundleFromRow(existing[0]);
+        if (!row.ok()) return row.error();
+        rollouts::Bundle same = b;
+        same.id = row->bundle.id;
+        if (row->bundle == same) return std::make_pair(*row, false);
+        if (row->used)
+          return conflict("bundle " + b.name + "@" + b.version + " was used by a rollout and cannot change: publish a new version")
+              .with("bundle", row->bundle.id);
+        txn.exec_params("UPDATE bundles SET spec = $2::jsonb WHERE id = $1", row->bundle.id, spec.dump());
+        writeAudit(txn, actor, "bundle.update", row->bundle.id, "{}");
+        auto updated = bundleFromRow(txn.exec_params1(std::string("SELECT ") + kBundleColumns + " FROM bundles b WHERE id = $1",
+                                                      row->bundle.id));
+        if (!updated.ok()) return updated.error();
+        return std::make_pair(*updated, false);
+      }
+      const std::string id = "b-" + txn.exec1("SELECT nextval('bundle_seq')")[0].as<std::string>();
+      txn.exec_params("INSERT INTO bundles (id, name, version, spec, created_by) VALUES ($1,$2,$3,$4::jsonb,$5)", id, b.name,
+                      b.version, spec.dump(), actor.token_id);
+      writeAudit(txn, actor, "bundle.create", id, json{{"name", b.name}, {"version", b.version}}.dump());
+      auto row = bundleFromRow(txn.exec_params1(std::string("SELECT ") + kBundleColumns + " FROM bundles b WHERE id = $1", id));
+      if (!row.ok()) return row.error();
+      return std::make_pair(*row, true);
+    });
+  }
+
+  Result<std::optional<BundleRow>> getBundle(const std::string& ref) override {
+    return pool_.transact<std::optional<BundleRow>>([&](pqxx::work& txn) -> Result<std::optional<BundleRow>> {
+      pqxx::result rows;
+      if (auto at = ref.find('@'); at != std::string::npos)
+        rows = txn.exec_params(std::string("SELECT ") + kBundleColumns + " FROM bundles b WHERE name = $1 AND version = $2",
+                               ref.substr(0, at), ref.substr(at + 1));
+      else
+        rows = txn.exec_params(std::string("SELECT ") + kBundleColumns + " FROM bundles b WHERE id = $1", ref);
+      if (rows.empty()) return std::optional<BundleRow>();
+      auto row = bundleFromRow(rows[0]);
+      if (!row.ok()) return row.error();
+      return std::optional<BundleRow>(*row);
+    });
+  }
+
+  Result<std::vector<BundleRow>> listBundles() override {
+    return pool_.transact<std::vector<BundleRow>>([&](pqxx::work& txn) -> Result<std::vector<BundleRow>> {
+      std::vector<BundleRow> out;
+      for (const auto& r : txn.exec(std::string("SELECT ") + kBundleColumns + " FROM bundles b ORDER BY b.created_at DESC, b.id")) {
+        auto row = bundleFromRow(r);
+        if (!row.ok()) return row.error();
+        out.push_back(*row);
+      }
+      return out;
+    });
+  }
+
+  Result<std::vector<rollouts::PodSnapshot>> podSnapshots(const rollouts::Selector& s) override {
+    return pool_.transact<std::vector<rollouts::PodSnapshot>>([&](pqxx::work& txn) -> Result<std::vector<rollouts::PodSnapshot>> {
+      auto arr = [](const std::vector<std::string>& v) { return json(v).dump(); };
+      const std::string where =
+          " WHERE (jsonb_array_length($1::jsonb) = 0 OR p.site_id IN (SELECT jsonb_array_elements_text($1::jsonb)))"
+          " AND (jsonb_array_length($2::jsonb) = 0 OR p.building_id IN (SELECT jsonb_array_elements_text($2::jsonb)))"
+          " AND (jsonb_array_length($3::jsonb) = 0 OR p.platform IN (SELECT jsonb_array_elements_text($3::jsonb)))"
+          " AND (jsonb_array_length($4::jsonb) = 0 OR p.id IN (SELECT jsonb_array_elements_text($4::jsonb)))"
+          " AND p.labels @> $5::jsonb";
+      std::vector<std::string> params = {arr(s.sites), arr(s.buildings), arr(s.platforms), arr(s.pods), json(s.labels).dump()};
+      std::map<std::string, rollouts::PodSnapshot> by_id;
+      std::vector<std::string> order;
+      for (const auto& r : txn.exec_params(
+               "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
+               " EXISTS (SELECT 1 FROM hosts h WHERE h.pod_id = p.id AND h.state = 'allocated'),"
+               " coalesce((SELECT rp.rollout_id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+               "   WHERE rp.pod_id = p.id AND ro.state IN " + std::string(kActiveStates) +
+               "   AND rp.phase NOT IN ('succeeded', 'failed', 'skipped', 'aborted') LIMIT 1), ''),"
+               " (SELECT count(*) FROM hosts h WHERE h.pod_id = p.id),"
+               " (SELECT count(*) FROM switch_trays t WHERE t.pod_id = p.id)"
+               " FROM pods p" + where + " ORDER BY p.id",
+               pqxx::prepare::make_dynamic_params(params))) {
+        rollouts::PodSnapshot ps;
+        ps.id = r[0].as<std::string>();
+        ps.site = r[1].as<std::string>();
+        ps.building = r[2].as<std::string>();
+        ps.platform = r[3].as<std::string>();
+        ps.state = r[4].as<std::string>();
+        const json labels = json::parse(r[5].c_str());
+        for (const auto& [k, v] : labels.items()) ps.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        ps.allocated = r[6].as<bool>();
+        ps.other_rollout = r[7].as<std::string>();
+        ps.hosts = r[8].as<int>();
+        ps.switch_trays = r[9].as<int>();
+        order.push_back(ps.id);
+        by_id[ps.id] = std::move(ps);
+      }
+      if (by_id.empty()) return std::vector<rollouts::PodSnapshot>();
+      for (const auto& r : txn.exec_params(
+               "SELECT c.pod_id, c.kind, c.version, count(*), c.kind = 'nvswitch' FROM components c"
+               " JOIN pods p ON p.id = c.pod_id" + where + " GROUP BY c.pod_id, c.kind, c.version",
+               pqxx::prepare::make_dynamic_params(params))) {
+        auto it = by_id.find(r[0].as<std::string>());
+        if (it == by_id.end()) continue;
+        auto& target = r[4].as<bool>() ? it->second.switch_versions : it->second.host_versions;
+        target[r[1].as<std::string>()][r[2].as<std::string>()] = r[3].as<int>();
+      }
+      std::vector<rollouts::PodSnapshot> out;
+      out.reserve(order.size());
+      for (const auto& id : order) out.push_back(std::move(by_id[id]));
+      return out;
+    });
+  }
+
+  Result<std::string> nextRolloutId() override {
+    return pool_.transact<std::string>([&](pqxx::work& txn) -> Result<std::string> {
+      return "ro-" + txn.exec1("SELECT nextval('rollout_seq')")[0].as<std::string>();
+    });
+  }
+
+  Result<RolloutRow> createRollout(const RolloutRow& r, const std::vector<RolloutPodRow>& pods, const core::Actor& actor) override {
+    return pool_.transact<RolloutRow>([&](pqxx::work& txn) -> Result<RolloutRow> {
+      // One active rollout per pod: checked under a lock so two creations cannot both take a pod.
+      txn.exec("LOCK TABLE rollout_pods IN SHARE ROW EXCLUSIVE MODE");
+      for (const auto& p : pods) {
+        auto taken = txn.exec_params(
+            "SELECT rp.rollout_id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id WHERE rp.pod_id = $1"
+            " AND ro.state IN " + std::string(kActiveStates) + " AND rp.phase NOT IN ('succeeded', 'failed', 'skipped', 'aborted')",
+            p.pod);
+        if (!taken.empty())
+          return conflict("pod " + p.pod + " is already in rollout " + taken[0][0].as<std::string>()).with("pod", p.pod);
+      }
+      txn.exec_params(
+          "INSERT INTO rollouts (id, bundle_id, selector, policy, plan, state, rollback_of, created_by)"
+          " VALUES ($1,$2,$3::jsonb,$4::jsonb,$5::jsonb,'created',NULLIF($6,''),$7)",
+          r.id, r.bundle_id, r.selector.dump(), r.policy.dump(), r.plan.dump(), r.rollback_of, actor.token_id);
+      for (const auto& p : pods)
+        txn.exec_params("INSERT INTO rollout_pods (rollout_id, pod_id, wave, position, phase) VALUES ($1,$2,$3,$4,'pending')",
+                        r.id, p.pod, p.wave, p.position);
+      event(txn, r.id, "", "created", "rollout of bundle " + r.bundle_id + " over " + std::to_string(pods.size()) + " pods");
+      writeAudit(txn, actor, "rollout.create", r.id, json{{"bundle", r.bundle_id}, {"pods", pods.size()}}.dump());
+      return rolloutFromRow(txn.exec_params1(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = $1", r.id));
+    });
+  }
+
+  Result<RolloutRow> getRollout(const std::string& id) override {
+    return pool_.transact<RolloutRow>([&](pqxx::work& txn) -> Result<RolloutRow> {
+      auto rows = txn.exec_params(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = $1", id);
+      if (rows.empty()) return notFound("no rollout '" + id + "'");
+      return rolloutFromRow(rows[0]);
+    });
+  }
+
+  Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) override {
+    return pool_.transact<std::vector<RolloutPodRow>>([&](pqxx::work& txn) -> Result<std::vector<RolloutPodRow>> {
+      std::vector<RolloutPodRow> out;
+      for (const auto& r : txn.exec_params(std::string("SELECT ") + kPodColumns +
+                                               " FROM rollout_pods rp JOIN pods p ON p.id = rp.pod_id"
+                                               " WHERE rp.rollout_id = $1 ORDER BY rp.position",
+                                           id))
+        out.push_back(podFromRow(r));
+      return out;
+    });
+  }
+
+  Result<core::Page<RolloutRow>> listRollouts(const std::string& state, const core::PageRequest& page) override {
+    const int limit = std::clamp(page.limit, 1, 1000);
+    std::int64_t before = std::numeric_limits<std::int64_t>::max();
+    if (!page.cursor.empty()) {
+      try {
+        before = std::stoll(page.cursor);
+      } catch (...) {
+        return invalidArgument("cursor is not valid");
+      }
+    }
+    return pool_.transact<core::Page<RolloutRow>>([&](pqxx::work& txn) -> Result<core::Page<RolloutRow>> {
+      auto rows = txn.exec_params(std::string("SELECT ") + kRolloutColumns + ", substr(id, 4)::bigint AS n FROM rollouts"
+                                  " WHERE substr(id, 4)::bigint < $1 AND ($2 = '' OR state = $2) ORDER BY n DESC LIMIT $3",
+                                  before, state, limit + 1);
+      core::Page<RolloutRow> out;
+      for (const auto& r : rows) {
+        if (static_cast<int>(out.items.size()) == limit) {
+          out.next_cursor = std::to_string(rows[limit - 1][13].as<std::int64_t>());
+          break;
+        }
+        out.items.push_back(rolloutFromRow(r));
+      }
+      return out;
+    });
+  }
+
+  Result<json> rolloutEvents(const std::string& id, int limit) override {
+    return pool_.transact<json>([&](pqxx::work& txn) -> Result<json> {
+      json items = json::array();
+      for (const auto& r : txn.exec_params(
+               "SELECT id, extract(epoch from at)::float8, coalesce(pod_id, ''), kind, message FROM rollout_events"
+               " WHERE rollout_id = $1 ORDER BY id DESC LIMIT $2",
+               id, limit))
+        items.push_back({{"id", r[0].as<std::int64_t>()},
+                         {"at_ms", static_cast<std::int64_t>(r[1].as<double>() * 1000)},
+                         {"pod", r[2].as<std::string>()},
+                         {"kind", r[3].as<std::string>()},
+                         {"message", r[4].as<std::string>()}});
+      return items;
+    });
+  }
+
+  Result<std::vector<std::string>> activeRollouts() override {
+    return pool_.transact<std::vector<std::string>>([&](pqxx::work& txn) -> Result<std::vector<std::string>> {
+      std::vector<std::string> out;
+      for (const auto& r : txn.exec("SELECT id FROM rollouts WHERE state IN ('running', 'paused', 'halted', 'aborting') ORDER BY created_at"))
+        out.push_back(r[0].as<std::string>());
+      return out;
+    });
+  }
+
+  Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from, const std::string& to,
+                                const std::string& reason, const core::Actor& actor) override {
+    return pool_.transact<RolloutRow>([&](pqxx::work& txn) -> Result<RolloutRow> {
+      auto rows = txn.exec_params("SELECT state FROM rollouts WHERE id = $1 FOR UPDATE", id);
+      if (rows.empty()) return notFound("no rollout '" + id + "'");
+      const std::string current = rows[0][0].as<std::string>();
+      if (std::find(from.begin(), from.end(), current) == from.end()) {
+        std::string allowed;
+        for (const auto& f : from) allowed += (allowed.empty() ? "" : ", ") + f;
+        return conflict("rollout " + id + " is " + current + "; this needs it to be " + allowed).with("state", current);
+      }
+      txn.exec_params(
+          "UPDATE rollouts SET state = $2, halt_reason = CASE WHEN $2 = 'halted' THEN $3 ELSE halt_reason END,"
+          " started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN now() ELSE started_at END,"
+          " finished_at = CASE WHEN $2 IN ('completed', 'aborted') THEN now() ELSE finished_at END WHERE id = $1",
+          id, to, reason);
+      event(txn, id, "", to, reason.empty() ? current + " -> " + to : reason);
+      writeAudit(txn, actor, "rollout." + to, id, json{{"from", current}, {"reason", reason}}.dump());
+      return rolloutFromRow(txn.exec_params1(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = $1", id));
+    });
+  }
+
+  Status updatePods(const std::string& id, const std::vector<rollouts::PodUpdate>& updates,
+                    const std::vector<rollouts::RolloutEvent>& events) override {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      for (const auto& u : updates) {
+        txn.exec_params(
+            "UPDATE rollout_pods SET phase = $3,"
+            " run_id = CASE WHEN $4 THEN NULLIF($5, '') ELSE run_id END,"
+            " validation_run_id = CASE WHEN $6 THEN NULLIF($7, '') ELSE validation_run_id END,"
+            " message = CASE WHEN $8 THEN $9 ELSE message END,"
+            " waiting_reason = CASE WHEN $10 THEN $11 ELSE waiting_reason END,"
+            " before_versions = CASE WHEN $12 THEN $13::jsonb ELSE before_versions END,"
+            " started_at = CASE WHEN $14 THEN now() ELSE started_at END,"
+            " finished_at = CASE WHEN $15 THEN now() WHEN $3 IN ('pending') THEN NULL ELSE finished_at END,"
+            " attempt = attempt + CASE WHEN $16 THEN 1 ELSE 0 END"
+            " WHERE rollout_id = $1 AND pod_id = $2 AND phase = $17",
+            id, u.pod, std::string(rollouts::podPhaseName(u.phase)), u.run_id.has_value(), u.run_id.value_or(""),
+            u.validation_run_id.has_value(), u.validation_run_id.value_or(""), u.message.has_value(),
+            u.message.value_or(""), u.waiting_reason.has_value(), u.waiting_reason.value_or(""),
+            u.before_versions.has_value(), u.before_versions.value_or(json()).dump(), u.set_started, u.set_finished,
+            u.bump_attempt, std::string(rollouts::podPhaseName(u.expect)));
+      }
+      for (const auto& e : events) event(txn, id, e.pod, e.kind, e.message);
+      return Ok{};
+    });
+  }
+
+  Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) override {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      txn.exec_params("UPDATE rollout_pods SET waiting_reason = '' WHERE rollout_id = $1 AND phase = 'pending'"
+                      " AND waiting_reason <> '' AND NOT (pod_id IN (SELECT jsonb_object_keys($2::jsonb)))",
+                      id, json(reasons).dump());
+      for (const auto& [pod, why] : reasons)
+        txn.exec_params("UPDATE rollout_pods SET waiting_reason = $3 WHERE rollout_id = $1 AND pod_id = $2 AND waiting_reason <> $3",
+                        id, pod, why);
+      return Ok{};
+    });
+  }
+
+  Status setPreviousWaveFinished(const std::string& id, core::TimePoint t) override {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      txn.exec_params("UPDATE rollouts SET previous_wave_finished = to_timestamp($2) WHERE id = $1", id, epoch(t));
+      return Ok{};
+    });
+  }
+
+  Result<std::map<std::string, rollouts::BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) override {
+    return pool_.transact<std::map<std::string, rollouts::BuildingLoad>>(
+        [&](pqxx::work& txn) -> Result<std::map<std::string, rollouts::BuildingLoad>> {
+          std::map<std::string, rollouts::BuildingLoad> out;
+          const std::string list = json(std::vector<std::string>(buildings.begin(), buildings.end())).dump();
+          for (const auto& r : txn.exec_params(
+                   "WITH flight AS (SELECT rp.pod_id, rp.phase FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+                   "   WHERE rp.phase IN ('draining', 'upgrading', 'validating'))"
+                   " SELECT p.building_id, count(*),"
+                   " count(*) FILTER (WHERE p.state NOT IN ('in_service', 'degraded') OR p.id IN (SELECT pod_id FROM flight)),"
+                   " count(*) FILTER (WHERE p.id IN (SELECT pod_id FROM flight WHERE phase IN ('draining', 'upgrading')))"
+                   " FROM pods p WHERE p.building_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY p.building_id",
+                   list))
+            out[r[0].as<std::string>()] = {r[1].as<int>(), r[2].as<int>(), r[3].as<int>()};
+          return out;
+        });
+  }
+
+  Result<std::set<std::string>> allocatedPods(const std::set<std::string>& pods) override {
+    return pool_.transact<std::set<std::string>>([&](pqxx::work& txn) -> Result<std::set<std::string>> {
+      std::set<std::string> out;
+      const std::string list = json(std::vector<std::string>(pods.begin(), pods.end())).dump();
+      for (const auto& r : txn.exec_params(
+               "SELECT DISTINCT pod_id FROM hosts WHERE state = 'allocated' AND pod_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+               list))
+        out.insert(r[0].as<std::string>());
+      return out;
+    });
+  }
+
+  Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override {
+    using Counts = std::pair<std::map<std::string, int>, std::map<std::string, int>>;
+    return pool_.transact<Counts>([&](pqxx::work& txn) -> Result<Counts> {
+      Counts c;
+      for (const auto& r : txn.exec("SELECT state, count(*) FROM rollouts GROUP BY state"))
+        c.first[r[0].as<std::string>()] = r[1].as<int>();
+      for (const auto& r : txn.exec(
+               "SELECT rp.phase, count(*) FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+               " WHERE ro.state IN ('created', 'running', 'paused', 'halted', 'aborting') GROUP BY rp.phase"))
+        c.second[r[0].as<std::string>()] = r[1].as<int>();
+      return c;
+    });
+  }
+
+  Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
+                                                             const std::vector<std::string>& pods) override {
+    return pool_.transact<std::map<std::string, std::string>>([&](pqxx::work& txn) -> Result<std::map<std::string, std::string>> {
+      std::map<std::string, std::string> out;
+      for (const auto& r : txn.exec_params(
+               "SELECT DISTINCT ON (rp.pod_id) rp.pod_id, ro.bundle_id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+               " WHERE rp.phase = 'succeeded' AND rp.rollout_id <> $1 AND rp.pod_id IN (SELECT jsonb_array_elements_text($2::jsonb))"
+               " AND rp.finished_at < (SELECT coalesce(min(started_at), now()) FROM rollout_pods WHERE rollout_id = $1)"
+               " ORDER BY rp.pod_id, rp.finished_at DESC",
+               rollout_id, json(pods).dump()))
+        out[r[0].as<std::string>()] = r[1].as<std::string>();
+      return out;
+    });
+  }
+
+ private:
+  PgPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<rollouts::RolloutStore> makePgRolloutStore(const PgStoreOptions& options) {
+  return std::make_unique<PgRolloutStore>(options);
+}
+
+}  // namespace kiln::db

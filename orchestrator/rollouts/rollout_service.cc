@@ -1,0 +1,705 @@
+#include "orchestrator/rollouts/rollout_service.h"
+
+#include <algorithm>
+#include <set>
+
+#include "orchestrator/core/fleet_model.h"
+
+namespace kiln::rollouts {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t millis(core::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+json optMillis(const std::optional<core::TimePoint>& t) { return t ? json(millis(*t)) : json(); }
+
+const core::Actor kController{"system", "rollout controller"};
+
+// Compliance from versions aggregated per pod (kind -> version -> count).
+PodCompliance complianceFromCounts(const Bundle& b, const PodSnapshot& s) {
+  PodCompliance out;
+  out.pod = s.id;
+  if (std::find(b.platforms.begin(), b.platforms.end(), s.platform) == b.platforms.end()) {
+    out.state = Compliance::kIncompatible;
+    out.reasons.push_back("platform " + s.platform + " is not one of the bundle's");
+    return out;
+  }
+  auto versions = [&](const std::string& kind) -> std::pair<const std::map<std::string, int>*, int> {
+    const bool sw = kind == core::kSwitchComponent;
+    const auto& m = sw ? s.switch_versions : s.host_versions;
+    auto it = m.find(kind);
+    static const std::map<std::string, int> kEmpty;
+    return {it == m.end() ? &kEmpty : &it->second, sw ? s.switch_trays : s.hosts};
+  };
+  for (const auto& p : b.prerequisites) {
+    auto [v, expected] = versions(p.kind);
+    int known = 0;
+    for (const auto& [ver, n] : *v) {
+      known += n;
+      if (compareVersions(ver, p.min_version) < 0) {
+        out.state = Compliance::kIncompatible;
+        out.reasons.push_back(std::to_string(n) + " targets have " + p.kind + " " + ver + ", below the prerequisite " +
+                              p.min_version);
+      }
+    }
+    if (known < expected) {
+      out.state = Compliance::kIncompatible;
+      out.reasons.push_back(p.kind + " version unknown on " + std::to_string(expected - known) + " targets");
+    }
+  }
+  int worst = 0;
+  for (const auto& c : b.components) {
+    auto [v, expected] = versions(c.kind);
+    auto it = v->find(c.version);
+    const int at_target = it == v->end() ? 0 : it->second;
+    if (at_target < expected) {
+      if (out.state == Compliance::kCompliant) out.state = Compliance::kNeedsUpgrade;
+      std::string from;
+      for (const auto& [ver, n] : *v)
+        if (ver != c.version) from += (from.empty() ? "" : ", ") + ver;
+      if (from.empty()) from = "unknown";
+      out.reasons.push_back(c.kind + " " + from + " -> " + c.version);
+      if (c.kind != core::kSwitchComponent) worst = std::max(worst, expected - at_target);
+    }
+  }
+  if (out.state != Compliance::kIncompatible) {
+    out.hosts_needing_upgrade = worst;
+    out.hosts_compliant = s.hosts - worst;
+  } else {
+    out.hosts_incompatible = s.hosts;
+  }
+  return out;
+}
+
+PodFacts factsOf(const Bundle& b, const PodSnapshot& s) {
+  PodFacts f;
+  f.id = s.id;
+  f.site = s.site;
+  f.building = s.building;
+  f.platform = s.platform;
+  f.state = s.state;
+  f.labels = s.labels;
+  f.allocated = s.allocated;
+  f.other_rollout = s.other_rollout;
+  f.compliance = complianceFromCounts(b, s);
+  return f;
+}
+
+// The install workflow's parameters from the bundle: firmware-upgrade's names for its
+// components (tray package, NIC image, target versions), plus generic <kind>_version /
+// _artifact / _sha256; only names the workflow declares are passed.
+json installParams(const Bundle& b, const std::vector<std::string>& declared) {
+  std::map<std::string, std::string> p = b.workflowParams();
+  for (const auto& c : b.components) {
+    p["target_" + c.kind] = c.version;
+    if (c.kind == "hmc_bundle" || ((c.kind == "gpu_vbios" || c.kind == "sbios") && !p.count("tray_package")))
+      p["tray_package"] = c.artifact;
+    if (c.kind == "nic") p["nic_image"] = c.artifact;
+  }
+  json out = json::object();
+  for (const auto& name : declared)
+    if (auto it = p.find(name); it != p.end()) out[name] = it->second;
+  return out;
+}
+
+}  // namespace
+
+RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
+                               RolloutServiceOptions options)
+    : fleet_(fleet), store_(store), runs_(runs), clock_(clock), options_(std::move(options)) {}
+
+Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor, bool* created) {
+  auto b = parseBundle(doc);
+  if (!b.ok()) return b.error();
+  auto params = runs_.workflowParams(b->workflow);
+  if (!params.ok())
+    return Error(invalidContent("bundle workflow '" + b->workflow + "' does not exist")).with("field", "workflow");
+  auto row = store_.putBundle(*b, actor);
+  if (!row.ok()) return row.error();
+  *created = row->second;
+  json j = toJson(row->first.bundle);
+  j["used"] = row->first.used;
+  return j;
+}
+
+Result<json> RolloutService::listBundles() {
+  auto rows = store_.listBundles();
+  if (!rows.ok()) return rows.error();
+  json items = json::array();
+  for (const auto& r : *rows) {
+    json j = toJson(r.bundle);
+    j["used"] = r.used;
+    j["created_at_ms"] = millis(r.created_at);
+    j["created_by"] = r.created_by;
+    items.push_back(j);
+  }
+  return json{{"items", items}, {"next_cursor", nullptr}};
+}
+
+Result<Bundle> RolloutService::bundleFor(const std::string& ref) {
+  auto row = store_.getBundle(ref);
+  if (!row.ok()) return row.error();
+  if (!*row) return notFound("no bundle '" + ref + "'");
+  return (*row)->bundle;
+}
+
+Result<json> RolloutService::getBundle(const std::string& ref) {
+  auto row = store_.getBundle(ref);
+  if (!row.ok()) return row.error();
+  if (!*row) return notFound("no bundle '" + ref + "'");
+  json j = toJson((*row)->bundle);
+  j["used"] = (*row)->used;
+  j["created_at_ms"] = millis((*row)->created_at);
+  return j;
+}
+
+Result<json> RolloutService::compliance(const std::string& ref, const Selector& selector) {
+  auto b = bundleFor(ref);
+  if (!b.ok()) return b.error();
+  auto snaps = store_.podSnapshots(selector);
+  if (!snaps.ok()) return snaps.error();
+  json pods = json::array();
+  std::map<std::string, int> counts = {{"compliant", 0}, {"needs_upgrade", 0}, {"incompatible", 0}};
+  int hosts_compliant = 0, hosts_upgrade = 0, hosts_incompatible = 0;
+  for (const auto& s : *snaps) {
+    auto c = complianceFromCounts(*b, s);
+    ++counts[complianceName(c.state)];
+    hosts_compliant += c.hosts_compliant;
+    hosts_upgrade += c.hosts_needing_upgrade;
+    hosts_incompatible += c.hosts_incompatible;
+    pods.push_back({{"pod", s.id}, {"building", s.building}, {"platform", s.platform}, {"state", complianceName(c.state)},
+                    {"reasons", c.reasons}, {"hosts_compliant", c.hosts_compliant},
+                    {"hosts_needing_upgrade", c.hosts_needing_upgrade}, {"hosts_incompatible", c.hosts_incompatible}});
+  }
+  return json{{"bundle", b->id},
+              {"counts", counts},
+              {"host_counts", {{"compliant", hosts_compliant}, {"needs_upgrade", hosts_upgrade}, {"incompatible", hosts_incompatible}}},
+              {"pods", pods}};
+}
+
+Result<Plan> RolloutService::plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts) {
+  auto snaps = store_.podSnapshots(s);
+  if (!snaps.ok()) return snaps.error();
+  std::vector<PodFacts> fs;
+  fs.reserve(snaps->size());
+  for (const auto& snap : *snaps) {
+    fs.push_back(factsOf(b, snap));
+    if (!selectorMatches(s, fs.back())) fs.pop_back();
+  }
+  Plan plan = planRollout(fs, p);
+  if (facts) *facts = std::move(fs);
+  return plan;
+}
+
+Result<json> RolloutService::create(const json& body, const core::Actor& actor, bool* dry_run) {
+  if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run}");
+  for (const auto& [k, _] : body.items())
+    if (k != "bundle" && k != "selector" && k != "policy" && k != "dry_run" && k != "start")
+      return Error(invalidContent("unknown field '" + k + "'")).with("field", k);
+  if (!body.contains("bundle") || !body["bundle"].is_string())
+    return Error(invalidContent("bundle is required (an id like b-3 or name@version)")).with("field", "bundle");
+  *dry_run = body.value("dry_run", false);
+  auto b = bundleFor(body["bundle"].get<std::string>());
+  if (!b.ok()) return b.error().code == ErrorCode::kNotFound ? Error(invalidContent(b.error().message)) : b.error();
+  auto selector = parseSelector(body.contains("selector") ? body["selector"] : json());
+  if (!selector.ok()) return selector.error();
+  auto policy = parsePolicy(body.contains("policy") ? body["policy"] : json());
+  if (!policy.ok()) return policy.error();
+  auto p = plan(*b, *selector, *policy, nullptr);
+  if (!p.ok()) return p.error();
+  json out = {{"bundle", toJson(*b)}, {"selector", toJson(*selector)}, {"policy", toJson(*policy)}, {"plan", toJson(*p)}};
+  if (*dry_run) {
+    out["dry_run"] = true;
+    return out;
+  }
+  if (p->eligible == 0) return Error(conflict("nothing to roll out: no selected pod needs this bundle")).with("excluded", std::to_string(p->excluded.size()));
+  auto id = store_.nextRolloutId();
+  if (!id.ok()) return id.error();
+  RolloutRow row;
+  row.id = *id;
+  row.bundle_id = b->id;
+  row.selector = toJson(*selector);
+  row.policy = toJson(*policy);
+  row.plan = toJson(*p);
+  std::vector<RolloutPodRow> pods;
+  int position = 0;
+  for (std::size_t w = 0; w < p->waves.size(); ++w)
+    for (const auto& pod : p->waves[w]) {
+      RolloutPodRow r;
+      r.pod = pod;
+      r.wave = static_cast<int>(w);
+      r.position = position++;
+      pods.push_back(r);
+    }
+  auto created = store_.createRollout(row, pods, actor);
+  if (!created.ok()) return created.error();
+  if (body.value("start", false)) {
+    auto started = store_.transition(*id, {"created"}, "running", "started", actor);
+    if (!started.ok()) return started.error();
+  }
+  return view(*id);
+}
+
+Result<RolloutService::Loaded> RolloutService::load(const std::string& id) {
+  auto row = store_.getRollout(id);
+  if (!row.ok()) return row.error();
+  auto b = bundleFor(row->bundle_id);
+  if (!b.ok()) return b.error();
+  auto p = parsePolicy(row->policy);
+  if (!p.ok()) return p.error();
+  return Loaded{*row, *b, *p};
+}
+
+Result<json> RolloutService::pods(const std::string& id) {
+  auto rows = store_.rolloutPods(id);
+  if (!rows.ok()) return rows.error();
+  if (rows->empty()) {
+    auto ro = store_.getRollout(id);
+    if (!ro.ok()) return ro.error();
+  }
+  json items = json::array();
+  for (const auto& p : *rows) {
+    json j = {{"pod", p.pod},         {"building", p.building},     {"wave", p.wave},
+              {"phase", podPhaseName(p.phase)}, {"waiting_reason", p.waiting_reason}, {"message", p.message},
+              {"attempt", p.attempt}, {"run_id", p.run_id},         {"validation_run_id", p.validation_run_id},
+              {"started_at_ms", optMillis(p.started_at)}, {"finished_at_ms", optMillis(p.finished_at)}};
+    j["duration_s"] = p.started_at && p.finished_at ? json(std::chrono::duration<double>(*p.finished_at - *p.started_at).count())
+                                                     : json();
+    items.push_back(j);
+  }
+  return json{{"items", items}, {"next_cursor", nullptr}};
+}
+
+Result<json> RolloutService::view(const std::string& id) {
+  auto ro = load(id);
+  if (!ro.ok()) return ro.error();
+  auto rows = store_.rolloutPods(id);
+  if (!rows.ok()) return rows.error();
+  std::map<std::string, int> counts;
+  for (auto ph : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
+                  PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted})
+    counts[podPhaseName(ph)] = 0;
+  std::vector<double> durations;
+  std::map<int, std::pair<int, int>> waves;  // wave -> (pods, finished)
+  std::map<std::string, int> waiting;
+  int remaining = 0;
+  for (const auto& p : *rows) {
+    ++counts[podPhaseName(p.phase)];
+    auto& w = waves[p.wave];
+    ++w.first;
+    if (finished(p.phase)) ++w.second;
+    else ++remaining;
+    if (p.started_at && p.finished_at && (p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed))
+      durations.push_back(std::chrono::duration<double>(*p.finished_at - *p.started_at).count());
+    if (p.phase == PodPhase::kPending && !p.waiting_reason.empty())
+      ++waiting[p.waiting_reason.substr(0, p.waiting_reason.find(':'))];
+  }
+  json wave_list = json::array();
+  int current = -1;
+  for (const auto& [w, c] : waves) {
+    const bool done = c.first == c.second;
+    if (!done && current < 0) current = w;
+    wave_list.push_back({{"index", w}, {"name", w == 0 ? "canary" : "wave " + std::to_string(w)}, {"pods", c.first},
+                         {"finished", c.second}, {"state", done ? "done" : (current == w ? "current" : "pending")}});
+  }
+  const double p50 = percentile(durations, 50), p90 = percentile(durations, 90);
+  json eta = nullptr;
+  if (!durations.empty() && remaining > 0) {
+    const int later_waves = std::max(0, static_cast<int>(waves.size()) - std::max(current, 0) - 1);
+    eta = p50 * std::ceil(static_cast<double>(remaining) / ro->policy.max_concurrent_pods) +
+          static_cast<double>(later_waves * ro->policy.soak.count());
+  }
+  auto events = store_.rolloutEvents(id, 20);
+  json j = {{"id", ro->row.id},
+            {"bundle", {{"id", ro->bundle.id}, {"name", ro->bundle.name}, {"version", ro->bundle.version}}},
+            {"state", ro->row.state},
+            {"halt_reason", ro->row.halt_reason},
+            {"rollback_of", ro->row.rollback_of.empty() ? json() : json(ro->row.rollback_of)},
+            {"selector", ro->row.selector},
+            {"policy", ro->row.policy},
+            {"plan", ro->row.plan},
+            {"created_by", ro->row.created_by},
+            {"created_at_ms", millis(ro->row.created_at)},
+            {"started_at_ms", optMillis(ro->row.started_at)},
+            {"finished_at_ms", optMillis(ro->row.finished_at)},
+            {"counts", counts},
+            {"total", rows->size()},
+            {"waves", wave_list},
+            {"current_wave", current < 0 ? json() : json(current)},
+            {"waiting", waiting},
+            {"pod_durations", {{"count", durations.size()}, {"p50_s", p50}, {"p90_s", p90}}},
+            {"eta_s", eta},
+            {"events", events.ok() ? *events : json::array()}};
+  return j;
+}
+
+Result<json> RolloutService::list(const std::string& state, const core::PageRequest& page) {
+  auto rows = store_.listRollouts(state, page);
+  if (!rows.ok()) return rows.error();
+  json items = json::array();
+  for (const auto& r : rows->items)
+    items.push_back({{"id", r.id}, {"bundle", r.bundle_id}, {"state", r.state}, {"halt_reason", r.halt_reason},
+                     {"created_by", r.created_by}, {"created_at_ms", millis(r.created_at)},
+                     {"started_at_ms", optMillis(r.started_at)}, {"finished_at_ms", optMillis(r.finished_at)},
+                     {"pods", r.plan.value("eligible", 0)}});
+  return json{{"items", items}, {"next_cursor", rows->next_cursor ? json(*rows->next_cursor) : json()}};
+}
+
+Result<json> RolloutService::events(const std::string& id) {
+  auto ro = store_.getRollout(id);
+  if (!ro.ok()) return ro.error();
+  auto e = store_.rolloutEvents(id, 1000);
+  if (!e.ok()) return e.error();
+  return json{{"items", *e}, {"next_cursor", nullptr}};
+}
+
+Result<json> RolloutService::verb(const std::string& id, const std::string& verb, const core::Actor& actor) {
+  Result<RolloutRow> r = notFound("");
+  if (verb == "start") r = store_.transition(id, {"created"}, "running", "started by " + actor.token_id, actor);
+  else if (verb == "pause") r = store_.transition(id, {"running"}, "paused", "paused by " + actor.token_id, actor);
+  else if (verb == "resume") {
+    // Resuming a halted rollout retries its failed pods (clear the fault first, or skip them).
+    auto before = store_.getRollout(id);
+    if (!before.ok()) return before.error();
+    r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id, actor);
+    if (r.ok() && before->state == "halted") {
+      auto rows = store_.rolloutPods(id);
+      if (!rows.ok()) return rows.error();
+      std::vector<PodUpdate> updates;
+      for (const auto& p : *rows)
+        if (p.phase == PodPhase::kFailed) {
+          PodUpdate u{p.pod, PodPhase::kFailed, PodPhase::kPending};
+          u.message = "retried on resume";
+          u.run_id = "";
+          u.validation_run_id = "";
+          updates.push_back(u);
+        }
+      if (auto st = store_.updatePods(id, updates, {{"", "retry", std::to_string(updates.size()) + " failed pods retried on resume"}});
+          !st.ok())
+        return st.error();
+    }
+  } else if (verb == "abort") {
+    r = store_.transition(id, {"created", "running", "paused", "halted"}, "aborting", "aborted by " + actor.token_id, actor);
+  } else {
+    return notFound("no verb '" + verb + "'");
+  }
+  if (!r.ok()) return r.error();
+  return view(id);
+}
+
+Result<json> RolloutService::podVerb(const std::string& id, const std::string& pod, const std::string& verb,
+                                     const core::Actor& actor) {
+  auto rows = store_.rolloutPods(id);
+  if (!rows.ok()) return rows.error();
+  auto it = std::find_if(rows->begin(), rows->end(), [&](const RolloutPodRow& r) { return r.pod == pod; });
+  if (it == rows->end()) return notFound("pod " + pod + " is not in rollout " + id);
+  PodUpdate u{pod, it->phase, it->phase};
+  if (verb == "retry") {
+    if (it->phase != PodPhase::kFailed && it->phase != PodPhase::kAborted)
+      return conflict("only a failed or aborted pod can be retried; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
+    u.phase = PodPhase::kPending;
+    u.run_id = "";
+    u.validation_run_id = "";
+    u.message = "retried by " + actor.token_id;
+  } else if (verb == "skip") {
+    if (it->phase != PodPhase::kPending && it->phase != PodPhase::kFailed)
+      return conflict("only a pending or failed pod can be skipped; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
+    u.phase = PodPhase::kSkipped;
+    u.message = "skipped by " + actor.token_id;
+    u.set_finished = true;
+  } else {
+    return notFound("no pod verb '" + verb + "'");
+  }
+  if (auto st = store_.updatePods(id, {u}, {{pod, verb, verb + " by " + actor.token_id}}); !st.ok()) return st.error();
+  (void)fleet_.audit(actor, "rollout.pod." + verb, id + "/" + pod, "{}");
+  return view(id);
+}
+
+Result<json> RolloutService::rollback(const std::string& id, const core::Actor& actor) {
+  auto ro = load(id);
+  if (!ro.ok()) return ro.error();
+  if (ro->row.state == "running" || ro->row.state == "aborting" || ro->row.state == "created")
+    return conflict("pause, abort or finish rollout " + id + " before rolling it back").with("state", ro->row.state);
+  auto rows = store_.rolloutPods(id);
+  if (!rows.ok()) return rows.error();
+  std::vector<std::string> changed;
+  for (const auto& p : *rows)
+    if (p.phase == PodPhase::kSucceeded) changed.push_back(p.pod);
+  if (changed.empty()) return conflict("rollout " + id + " changed no pod: nothing to roll back");
+  auto prev = store_.previousBundles(id, changed);
+  if (!prev.ok()) return prev.error();
+  std::set<std::string> bundles;
+  for (const auto& pod : changed) {
+    auto it = prev->find(pod);
+    if (it == prev->end())
+      return conflict("no earlier bundle is known for pod " + pod + " (it was never upgraded by a Kiln rollout before " + id + ")")
+          .with("pod", pod);
+    bundles.insert(it->second);
+  }
+  if (bundles.size() != 1)
+    return conflict("the changed pods came from " + std::to_string(bundles.size()) + " different bundles: roll them back one rollout per bundle");
+  json body = {{"bundle", *bundles.begin()}, {"selector", {{"pods", changed}}}, {"policy", ro->row.policy}, {"start", true}};
+  bool dry = false;
+  auto created = create(body, actor, &dry);
+  if (!created.ok()) return created.error();
+  // Record the link both ways.
+  (void)store_.updatePods(id, {}, {{"", "rollback", "rolled back by " + (*created)["id"].get<std::string>()}});
+  (void)fleet_.audit(actor, "rollout.rollback", id, json{{"rollback", (*created)["id"]}}.dump());
+  return created;
+}
+
+int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
+  const std::string tag = "rollout " + ro.row.id + ": ";
+  const bool aborting = ro.row.state == "aborting";
+  auto finish = [&](PodPhase from, PodPhase to, const std::string& message) {
+    PodUpdate u{pod.pod, from, to};
+    u.message = message;
+    u.set_finished = true;
+    (void)store_.updatePods(ro.row.id, {u}, {{pod.pod, podPhaseName(to), message}});
+    return 1;
+  };
+  auto move = [&](const std::string& host, core::HostAction a, const std::string& reason) {
+    (void)fleet_.transitionHost({host, a, std::nullopt, tag + reason}, kController);
+  };
+
+  switch (pod.phase) {
+    case PodPhase::kDraining: {
+      if (aborting) return finish(PodPhase::kDraining, PodPhase::kAborted, "aborted while draining: hosts left drained");
+      auto detail = fleet_.getPod(pod.pod);
+      if (!detail.ok()) return 0;
+      std::vector<std::string> allocated;
+      for (const auto& h : detail->hosts) {
+        if (h.state == "available") {
+          move(h.id, core::HostAction::kDrain, "drain for upgrade");
+          move(h.id, core::HostAction::kDrained, "no job on the host");
+        } else if (h.state == "draining") {
+          move(h.id, core::HostAction::kDrained, "no job on the host");
+        } else if (h.state == "allocated") {
+          allocated.push_back(h.id);
+        }
+      }
+      if (!allocated.empty()) {
+        const std::string key = ro.row.id + "/" + pod.pod;
+        bool first = false;
+        {
+          std::lock_guard lock(hook_mu_);
+          first = hooked_.insert(key).second;
+        }
+        if (first && options_.release_hook) options_.release_hook(ro.row.id, pod.pod, allocated);
+        (void)store_.setWaiting(ro.row.id, {});
+        PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
+        u.waiting_reason = "allocated: waiting for the job scheduler to release " + std::to_string(allocated.size()) + " hosts";
+        (void)store_.updatePods(ro.row.id, {u}, {});
+        return 0;
+      }
+      detail = fleet_.getPod(pod.pod);
+      if (!detail.ok()) return 0;
+      std::vector<std::string> ready;
+      for (const auto& h : detail->hosts)
+        if (h.state == "maintenance") ready.push_back(h.id);
+      if (ready.empty()) return finish(PodPhase::kDraining, PodPhase::kFailed, "no host of the pod could be drained");
+      auto declared = runs_.workflowParams(ro.bundle.workflow);
+      if (!declared.ok()) return finish(PodPhase::kDraining, PodPhase::kFailed, declared.error().message);
+      runs::StartRequest req;
+      req.workflow = ro.bundle.workflow;
+      req.hosts = ready;
+      req.params = installParams(ro.bundle, *declared);
+      req.purpose = "rollout";
+      req.owner = ro.row.id + "/" + pod.pod + "/upgrade/" + std::to_string(pod.attempt);
+      auto run = runs_.startRun(req, kController);
+      if (!run.ok()) return finish(PodPhase::kDraining, PodPhase::kFailed, "cannot start " + req.workflow + ": " + run.error().message);
+      PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kUpgrading};
+      u.run_id = (*run)["id"].get<std::string>();
+      u.waiting_reason = "";
+      (void)store_.updatePods(ro.row.id, {u},
+                              {{pod.pod, "upgrading", std::to_string(ready.size()) + " hosts drained; " + req.workflow + " " +
+                                                          *u.run_id + " started"}});
+      return 1;
+    }
+    case PodPhase::kUpgrading: {
+      auto status = runs_.runStatus(pod.run_id);
+      if (!status.ok()) return 0;
+      if (status->state == "running") {
+        if (aborting) (void)runs_.stopRun(pod.run_id, kController);
+        return 0;
+      }
+      std::vector<std::string> passed, failed;
+      for (const auto& [host, st] : status->hosts) {
+        if (st == runs::HostStatus::kPassed) passed.push_back(host);
+        else failed.push_back(host);
+      }
+      for (const auto& h : failed) {
+        auto it = status->reasons.find(h);
+        move(h, core::HostAction::kValidationFail, "upgrade failed: " + (it == status->reasons.end() ? std::string("cancelled") : it->second));
+      }
+      if (aborting)
+        return finish(PodPhase::kUpgrading, PodPhase::kAborted,
+                      "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
+      if (passed.empty()) {
+        std::string why = status->reasons.empty() ? "" : ": " + status->reasons.begin()->second;
+        return finish(PodPhase::kUpgrading, PodPhase::kFailed, "the upgrade failed on every host" + why);
+      }
+      for (const auto& h : passed) move(h, core::HostAction::kMaintenanceDone, "upgrade done");
+      runs::StartRequest req;
+      req.workflow = options_.validation_workflow;
+      req.hosts = passed;
+      req.purpose = "rollout";
+      req.owner = ro.row.id + "/" + pod.pod + "/validate/" + std::to_string(pod.attempt);
+      auto run = runs_.startRun(req, kController);
+      if (!run.ok()) return finish(PodPhase::kUpgrading, PodPhase::kFailed, "cannot start validation: " + run.error().message);
+      PodUpdate u{pod.pod, PodPhase::kUpgrading, PodPhase::kValidating};
+      u.validation_run_id = (*run)["id"].get<std::string>();
+      (void)store_.updatePods(ro.row.id, {u},
+                              {{pod.pod, "validating", std::to_string(passed.size()) + " hosts upgraded, " +
+                                                           std::to_string(failed.size()) + " failed; validation " +
+                                                           *u.validation_run_id + " started"}});
+      return 1;
+    }
+    case PodPhase::kValidating: {
+      auto status = runs_.runStatus(pod.validation_run_id);
+      if (!status.ok()) return 0;
+      if (status->state == "running") {
+        if (aborting) (void)runs_.stopRun(pod.validation_run_id, kController);
+        return 0;
+      }
+      std::vector<std::string> to_repair;
+      for (const auto& [host, st] : status->hosts) {
+        if (st == runs::HostStatus::kPassed) {
+          move(host, core::HostAction::kValidationPass, "pod validation passed");
+        } else {
+          auto it = status->reasons.find(host);
+          move(host, core::HostAction::kValidationFail,
+               "pod validation failed: " + (it == status->reasons.end() ? std::string("cancelled") : it->second));
+          to_repair.push_back(host);
+        }
+      }
+      // Hosts that failed the upgrade or the validation go to repair; the spares cover them
+      // while 64 GPUs of the pod serve.
+      auto detail = fleet_.getPod(pod.pod);
+      if (!detail.ok()) return 0;
+      int serving = 0;
+      for (const auto& h : detail->hosts) {
+        if (h.state == "failed") move(h.id, core::HostAction::kRepair, "failed during the upgrade");
+        if (h.state == "available" || h.state == "allocated") ++serving;
+      }
+      const auto& g = core::geometry(*core::parsePlatform(detail->pod.platform));
+      const int gpus = serving * g.gpus_per_tray;
+      if (gpus >= g.active_gpus_per_pod())
+        return finish(PodPhase::kValidating, PodPhase::kSucceeded,
+                      std::to_string(serving) + " hosts back in service (" + std::to_string(gpus) + " GPUs)" +
+                          (to_repair.empty() ? "" : "; spares cover " + std::to_string(to_repair.size()) + " hosts sent to repair"));
+      return finish(PodPhase::kValidating, PodPhase::kFailed,
+                    "only " + std::to_string(gpus) + " healthy GPUs after the upgrade (a slice needs " +
+                        std::to_string(g.active_gpus_per_pod()) + ")");
+    }
+    default:
+      return 0;
+  }
+}
+
+int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& rows) {
+  AdmissionInput in;
+  in.policy = ro.policy;
+  in.paused = ro.row.state == "paused";
+  in.halted = ro.row.state == "halted";
+  in.now = clock_.now();
+  std::set<std::string> buildings, pending;
+  for (const auto& p : rows) {
+    in.pods.push_back({p.pod, p.building, p.wave, p.phase, false});
+    if (p.phase == PodPhase::kPending) {
+      buildings.insert(p.building);
+      pending.insert(p.pod);
+    }
+  }
+  if (!pending.empty()) {
+    auto allocated = store_.allocatedPods(pending);
+    if (allocated.ok())
+      for (auto& p : in.pods) p.allocated = allocated->count(p.id) > 0;
+    auto loads = store_.buildingLoads(buildings);
+    if (!loads.ok()) return 0;
+    in.buildings = *loads;
+  }
+  // When did the wave before the current one finish?
+  int current = std::numeric_limits<int>::max();
+  for (const auto& p : rows)
+    if (!finished(p.phase)) current = std::min(current, p.wave);
+  for (const auto& p : rows)
+    if (p.wave == current - 1 && p.finished_at && (!in.previous_wave_finished || *p.finished_at > *in.previous_wave_finished))
+      in.previous_wave_finished = p.finished_at;
+
+  AdmissionResult res = admit(in);
+  int changes = 0;
+  if (res.halt && ro.row.state == "running") {
+    (void)store_.transition(ro.row.id, {"running"}, "halted", res.halt_reason, kController);
+    return 1;  // admit nothing in the pass that halts
+  }
+  if (res.complete) {
+    if (ro.row.state == "running") (void)store_.transition(ro.row.id, {"running"}, "completed", "every pod finished", kController);
+    return 1;
+  }
+  for (const auto& id : res.admit) {
+    PodUpdate u{id, PodPhase::kPending, PodPhase::kDraining};
+    u.set_started = true;
+    u.bump_attempt = true;
+    u.waiting_reason = "";
+    u.message = "";
+    auto detail = fleet_.getPod(id);
+    if (detail.ok()) {
+      json before = json::object();
+      for (const auto& c : detail->components) {
+        auto& slot = before[c.kind][c.version];
+        slot = slot.is_null() ? 1 : slot.get<int>() + 1;
+      }
+      u.before_versions = before;
+    }
+    (void)store_.updatePods(ro.row.id, {u}, {{id, "admitted", "draining for the upgrade"}});
+    ++changes;
+  }
+  (void)store_.setWaiting(ro.row.id, res.waiting);
+  return changes;
+}
+
+int RolloutService::tick() {
+  auto ids = store_.activeRollouts();
+  if (!ids.ok()) return 0;
+  int changes = 0;
+  for (const auto& id : *ids) {
+    auto ro = load(id);
+    if (!ro.ok()) continue;
+    auto rows = store_.rolloutPods(id);
+    if (!rows.ok()) continue;
+    for (auto& p : *rows)
+      if (inFlight(p.phase)) changes += reconcile(*ro, p);
+    rows = store_.rolloutPods(id);
+    if (!rows.ok()) continue;
+    if (ro->row.state == "aborting") {
+      const bool busy = std::any_of(rows->begin(), rows->end(), [](const RolloutPodRow& p) { return inFlight(p.phase); });
+      if (!busy) {
+        (void)store_.transition(id, {"aborting"}, "aborted", "every pod in flight stopped at a safe point", kController);
+        ++changes;
+      }
+      continue;
+    }
+    changes += admitPods(*ro, *rows);
+  }
+  return changes;
+}
+
+std::string RolloutService::metrics() {
+  auto c = store_.counts();
+  if (!c.ok()) return {};
+  std::string out = "# HELP kiln_rollouts Rollouts by state.\n# TYPE kiln_rollouts gauge\n";
+  for (const char* s : {"created", "running", "paused", "halted", "completed", "aborting", "aborted"})
+    out += std::string("kiln_rollouts{state=\"") + s + "\"} " + std::to_string(c->first.count(s) ? c->first.at(s) : 0) + "\n";
+  out += "# HELP kiln_rollout_pods Pods of active rollouts by phase.\n# TYPE kiln_rollout_pods gauge\n";
+  for (auto ph : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
+                  PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted}) {
+    const std::string n = podPhaseName(ph);
+    out += "kiln_rollout_pods{phase=\"" + n + "\"} " + std::to_string(c->second.count(n) ? c->second.at(n) : 0) + "\n";
+  }
+  return out;
+}
+
+}  // namespace kiln::rollouts

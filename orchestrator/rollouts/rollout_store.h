@@ -1,0 +1,111 @@
+#pragma once
+// Persistence of bundles and rollouts (orchestrator/db/pg_rollout_store.cc). Thread-safe.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "orchestrator/core/store.h"
+#include "orchestrator/rollouts/bundle.h"
+#include "orchestrator/rollouts/policy.h"
+
+namespace kiln::rollouts {
+
+struct BundleRow {
+  Bundle bundle;
+  core::TimePoint created_at;
+  std::string created_by;
+  bool used = false;  // a rollout references it: immutable
+};
+
+// A pod with its versions aggregated: kind -> version -> how many hosts (or switch trays).
+struct PodSnapshot {
+  std::string id, site, building, platform, state;
+  std::map<std::string, std::string> labels;
+  bool allocated = false;
+  std::string other_rollout;
+  int hosts = 0, switch_trays = 0;
+  std::map<std::string, std::map<std::string, int>> host_versions, switch_versions;
+};
+
+struct RolloutRow {
+  std::string id, bundle_id, state, halt_reason, rollback_of, created_by;
+  nlohmann::json selector, policy, plan;
+  core::TimePoint created_at;
+  std::optional<core::TimePoint> started_at, finished_at, previous_wave_finished;
+};
+
+struct RolloutPodRow {
+  std::string rollout_id, pod, building;
+  int wave = 0, position = 0, attempt = 0;
+  PodPhase phase = PodPhase::kPending;
+  std::string waiting_reason, message, run_id, validation_run_id;
+  nlohmann::json before_versions;
+  std::optional<core::TimePoint> started_at, finished_at;
+};
+
+struct RolloutEvent {
+  std::string pod, kind, message;
+};
+
+// A conditional update of one rollout pod: applied only if its phase is still `expect`.
+struct PodUpdate {
+  std::string pod;
+  PodPhase expect;
+  PodPhase phase;
+  std::optional<std::string> run_id, validation_run_id, message, waiting_reason;
+  std::optional<nlohmann::json> before_versions;
+  bool set_started = false, set_finished = false, bump_attempt = false;
+};
+
+class RolloutStore {
+ public:
+  virtual ~RolloutStore() = default;
+
+  // Creates a bundle, or returns the existing one with the same name and version when its
+  // content is the same; kConflict when it differs and a rollout used it. Second: created.
+  virtual Result<std::pair<BundleRow, bool>> putBundle(const Bundle& b, const core::Actor& actor) = 0;
+  // By id ("b-3") or "name@version".
+  virtual Result<std::optional<BundleRow>> getBundle(const std::string& ref) = 0;
+  virtual Result<std::vector<BundleRow>> listBundles() = 0;
+
+  // Every pod the selector matches (SQL does the coarse filtering), with versions aggregated.
+  virtual Result<std::vector<PodSnapshot>> podSnapshots(const Selector& selector) = 0;
+
+  virtual Result<std::string> nextRolloutId() = 0;
+  virtual Result<RolloutRow> createRollout(const RolloutRow& r, const std::vector<RolloutPodRow>& pods,
+                                           const core::Actor& actor) = 0;
+  virtual Result<RolloutRow> getRollout(const std::string& id) = 0;
+  virtual Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) = 0;
+  virtual Result<core::Page<RolloutRow>> listRollouts(const std::string& state, const core::PageRequest& page) = 0;
+  virtual Result<nlohmann::json> rolloutEvents(const std::string& id, int limit) = 0;
+  // Rollouts the controller works on: running, paused, halted, aborting.
+  virtual Result<std::vector<std::string>> activeRollouts() = 0;
+
+  // A verb: moves the rollout from one of `from` to `to` (kConflict naming the current state
+  // otherwise), with an event and an audit record.
+  virtual Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from,
+                                        const std::string& to, const std::string& reason, const core::Actor& actor) = 0;
+  virtual Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
+                            const std::vector<RolloutEvent>& events) = 0;
+  virtual Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) = 0;
+  virtual Status setPreviousWaveFinished(const std::string& id, core::TimePoint t) = 0;
+
+  // Per building: pods, pods out of service (pod state not in service, or in flight in any
+  // rollout), and pods draining or upgrading in any rollout (power).
+  virtual Result<std::map<std::string, BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) = 0;
+  // Pods of the set with a host allocated to a job.
+  virtual Result<std::set<std::string>> allocatedPods(const std::set<std::string>& pods) = 0;
+  // Rollouts by state and active rollouts' pods by phase, for /metrics.
+  virtual Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() = 0;
+  // The bundle each pod got from its newest succeeded rollout before `rollout_id`.
+  virtual Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
+                                                                     const std::vector<std::string>& pods) = 0;
+};
+
+}  // namespace kiln::rollouts
