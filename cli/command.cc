@@ -27,8 +27,16 @@ const std::vector<FlagSpec>& globalFlags() {
 
 std::string mainHint() { return "Run 'kilnctl help' for usage."; }
 std::string groupHint(const CommandGroup& g) { return "Run 'kilnctl " + g.name + " --help' for usage."; }
+// "pods list", or "gate" for a single-command group.
+std::string fullName(const CommandGroup& g, const CommandSpec& c) {
+  return c.name.empty() ? g.name : g.name + " " + c.name;
+}
 std::string commandHint(const CommandGroup& g, const CommandSpec& c) {
-  return "Run 'kilnctl " + g.name + " " + c.name + " --help' for usage.";
+  return "Run 'kilnctl " + fullName(g, c) + " --help' for usage.";
+}
+// The command of a group that is a single command, or nullptr.
+const CommandSpec* soleCommand(const CommandGroup& g) {
+  return g.commands.size() == 1 && g.commands[0].name.empty() ? &g.commands[0] : nullptr;
 }
 
 const FlagSpec* findFlag(const std::vector<FlagSpec>& flags, const std::string& name, char short_name) {
@@ -108,10 +116,18 @@ void appendFlagHelp(const std::vector<FlagSpec>& flags, std::string& out) {
   }
 }
 
-std::string globalFlagHelp() {
+// Global flags a command flag of the same name shadows are listed apart: they work only before the command.
+std::string globalFlagHelp(const CommandSpec* spec = nullptr) {
+  std::vector<FlagSpec> shown, shadowed;
+  for (const auto& g : globalFlags())
+    (spec && findFlag(spec->flags, g.name, 0) ? shadowed : shown).push_back(g);
   std::string out = "Global flags (anywhere on the line; flags win over the environment, the environment over\n"
                     "the config file):\n";
-  appendFlagHelp(globalFlags(), out);
+  appendFlagHelp(shown, out);
+  if (!shadowed.empty()) {
+    out += "Global flags this command's flags shadow (give them before the command):\n";
+    appendFlagHelp(shadowed, out);
+  }
   return out;
 }
 
@@ -149,8 +165,14 @@ double ParsedCommand::number(const std::string& flag, double fallback) const {
   return d;
 }
 
+std::vector<std::string> ParsedCommand::values(const std::string& flag) const {
+  auto it = repeated.find(flag);
+  return it == repeated.end() ? std::vector<std::string>{} : it->second;
+}
+
 std::string ParsedCommand::commandLine() const {
-  return "kilnctl " + (group ? group->name : std::string()) + (spec ? " " + spec->name : std::string());
+  if (group && spec) return "kilnctl " + fullName(*group, *spec);
+  return "kilnctl " + (group ? group->name : std::string());
 }
 
 ParseResult parseArgs(const Registry& registry, const std::vector<std::string>& args) {
@@ -198,9 +220,8 @@ ParseResult parseArgs(const Registry& registry, const std::vector<std::string>& 
         help = true;
         continue;
       }
-      const FlagSpec* f = findFlag(globalFlags(), name, short_name);
-      const bool is_global = f != nullptr;
-      if (!f && spec) f = findFlag(spec->flags, name, short_name);
+      const FlagSpec* f = spec ? findFlag(spec->flags, name, short_name) : nullptr;
+      const bool is_global = f == nullptr && (f = findFlag(globalFlags(), name, short_name)) != nullptr;
       if (!f) {
         if (!spec && group == nullptr) return error("unknown flag '" + shown + "' (command flags go after the command)");
         return error("unknown flag '" + shown + "'");
@@ -216,6 +237,9 @@ ParseResult parseArgs(const Registry& registry, const std::vector<std::string>& 
       if (is_global) {
         if (!seen_globals.insert(f->name).second) return error("--" + f->name + " given twice");
         setGlobal(cmd.global, f->name, value);
+      } else if (f->repeated) {
+        cmd.flags[f->name] = value;
+        cmd.repeated[f->name].push_back(value);
       } else {
         if (cmd.flags.count(f->name)) return error("--" + f->name + " given twice");
         cmd.flags[f->name] = value;
@@ -229,6 +253,7 @@ ParseResult parseArgs(const Registry& registry, const std::vector<std::string>& 
     } else if (!group) {
       group = registry.group(a);
       if (!group) return error("unknown command '" + a + "'");
+      spec = soleCommand(*group);
     } else if (!spec) {
       for (const auto& c : group->commands)
         if (c.name == a) spec = &c;
@@ -269,10 +294,10 @@ std::string mainUsage(const Registry& registry) {
       "Usage: kilnctl [global flags] COMMAND [flags] [arguments]\n\nCommands:\n";
   std::size_t width = 0;
   for (const auto& g : registry.groups())
-    for (const auto& c : g.commands) width = std::max(width, g.name.size() + 1 + c.name.size());
+    for (const auto& c : g.commands) width = std::max(width, fullName(g, c).size());
   for (const auto& g : registry.groups())
     for (const auto& c : g.commands) {
-      const std::string left = g.name + " " + c.name;
+      const std::string left = fullName(g, c);
       out += "  " + left + std::string(width - left.size() + 2, ' ') + c.summary + "\n";
     }
   out += "\n" + globalFlagHelp();
@@ -292,7 +317,7 @@ std::string groupUsage(const CommandGroup& group) {
 }
 
 std::string commandUsage(const CommandGroup& group, const CommandSpec& spec) {
-  std::string out = "Usage: kilnctl " + group.name + " " + spec.name;
+  std::string out = "Usage: kilnctl " + fullName(group, spec);
   for (const auto& p : spec.positionals) out += " " + p.name;
   for (const auto& f : spec.flags) out += f.required ? " " + flagSynopsis(f, true) : " [" + flagSynopsis(f, true) + "]";
   out += "\n\n" + spec.summary + "\n";
@@ -304,7 +329,7 @@ std::string commandUsage(const CommandGroup& group, const CommandSpec& spec) {
     out += "\nFlags:\n";
     appendFlagHelp(spec.flags, out);
   }
-  out += "\n" + globalFlagHelp();
+  out += "\n" + globalFlagHelp(&spec);
   return out;
 }
 

@@ -45,6 +45,7 @@ struct FlagSpec {
   char short_name = 0;  // 'o' for -o
   bool required = false;
   std::optional<double> min, max;
+  bool repeated = false;  // may be given more than once: ParsedCommand::values has every value
 };
 
 struct PositionalSpec {
@@ -56,7 +57,7 @@ struct CommandContext;
 using CommandFn = std::function<int(CommandContext&)>;
 
 struct CommandSpec {
-  std::string name;  // "list"
+  std::string name;  // "list"; "" for a group that is a single command ("kilnctl gate --flags")
   std::string summary;
   std::vector<PositionalSpec> positionals;  // all required
   std::vector<FlagSpec> flags;
@@ -88,6 +89,7 @@ struct ParsedCommand {
   const CommandSpec* spec = nullptr;
   std::vector<std::string> args;             // positionals in spec order
   std::map<std::string, std::string> flags;  // given command flags; kBool flags hold "true"
+  std::map<std::string, std::vector<std::string>> repeated;  // every value of a repeated flag, in order
   GlobalOptions global;
 
   bool has(const std::string& flag) const { return flags.count(flag) > 0; }
@@ -95,6 +97,8 @@ struct ParsedCommand {
   // Pre-condition: the flag is kInt / kNumber (its value was checked by parseArgs).
   std::int64_t integer(const std::string& flag, std::int64_t fallback) const;
   double number(const std::string& flag, double fallback) const;
+  // Every value of a `repeated` flag in command-line order (empty when not given).
+  std::vector<std::string> values(const std::string& flag) const;
   // "kilnctl pods list"
   std::string commandLine() const;
 };
@@ -111,7 +115,9 @@ struct UsageError {
 using ParseResult = std::variant<ParsedCommand, HelpRequest, UsageError>;
 
 // Parses argv without argv[0]. Global flags (--url, --token, --token-file, --ca-file,
-// --config, --timeout, --json) may stand anywhere; command flags after the command.
+// --config, --timeout, --json) may stand anywhere; command flags after the command. After the
+// command, a command flag of the same name as a global one wins (`gate --timeout 3h`).
+// A group whose only command has an empty name is that command: "kilnctl gate --flags".
 // "--name value", "--name=value" and short "-o value" forms; "--" ends the flags.
 // `help [GROUP [COMMAND]]`, --help and -h give a HelpRequest. Pure; the result points into
 // `registry`, which must outlive it.

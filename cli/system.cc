@@ -8,6 +8,9 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 namespace kiln::cli {
 
@@ -48,6 +51,9 @@ System realSystem() {
     std::error_code ec;
     return std::filesystem::exists(path, ec);
   };
+  s.now = [] { return std::chrono::steady_clock::now(); };
+  s.sleep_for = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  s.stdout_is_tty = [] { return ::isatty(STDOUT_FILENO) == 1; };
   return s;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // What kilnctl needs from the operating system, as functions so tests can fake them:
-// environment variables and whole-file reads and writes.
+// environment variables, whole-file reads and writes, and for commands that follow a run
+// (run watch, gate) a monotonic clock, a sleep and whether stdout is a terminal.
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +21,11 @@ struct System {
   // Replaces a file's content; "-" is standard output.
   std::function<Status(const std::string& path, const std::string& content)> write_file;
   std::function<bool(const std::string& path)> file_exists;
+  // Monotonic time and a sleep: tests use a fake clock that the sleep moves forward.
+  std::function<std::chrono::steady_clock::time_point()> now;
+  std::function<void(std::chrono::milliseconds)> sleep_for;
+  // True when standard output is a terminal (live progress bars are drawn only then).
+  std::function<bool()> stdout_is_tty;
 };
 
 // The real process environment and file system.

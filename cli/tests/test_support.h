@@ -2,6 +2,7 @@
 // Fakes for kilnctl's command tests: a transport that records requests and replays canned
 // responses, an in-memory System, and a harness that runs a command line through runCli.
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <optional>
@@ -48,6 +49,10 @@ struct FakeSystem {
   std::map<std::string, std::string> files;
   std::map<std::string, std::string> written;
   std::string stdin_text;
+  // A fake monotonic clock: only sleep_for moves it. Every sleep is recorded.
+  std::chrono::steady_clock::time_point clock{};
+  std::vector<std::chrono::milliseconds> sleeps;
+  bool tty = false;
 
   System system() {
     System s;
@@ -68,6 +73,12 @@ struct FakeSystem {
       return Ok{};
     };
     s.file_exists = [this](const std::string& path) { return files.count(path) > 0; };
+    s.now = [this] { return clock; };
+    s.sleep_for = [this](std::chrono::milliseconds d) {
+      sleeps.push_back(d);
+      clock += d;
+    };
+    s.stdout_is_tty = [this] { return tty; };
     return s;
   }
 };
