@@ -8,6 +8,10 @@ void addBuiltinGroups(Registry& registry) {
   registry.add(hostsGroup());
   registry.add(capacityGroup());
   registry.add(tokenGroup());
+  registry.add(workflowGroup());
+  registry.add(runGroup());
+  registry.add(quarantineGroup());
+  registry.add(gateGroup());
 }
 
 std::vector<FlagSpec> pagingFlags() {
