@@ -1,0 +1,48 @@
+#pragma once
+// kiln-agent's command line: `run` flags (also from KILN_AGENT_* environment variables; a flag
+// wins over its variable), `parse FORMAT [FILE]`, `--help`. Pure: the environment is injected.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kiln::agent {
+
+struct RunOptions {
+  std::string url;                        // --url / KILN_AGENT_URL (required)
+  std::string host;                       // --host / KILN_AGENT_HOST (default: hostname)
+  std::string state_dir;                  // --state-dir / KILN_AGENT_STATE_DIR (required)
+  std::string enroll_token_file;          // --enroll-token-file
+  std::string ca_file;                    // --ca-file
+  std::string inventory_command = "kiln-inventory";  // --inventory-command (split on blanks)
+  std::string boot_id_file;               // --boot-id-file (then the inventory's boot_id is ignored)
+  int poll_wait_s = 25;                   // --poll-wait 0..60
+  std::vector<std::string> env_allow;     // --env-allow NAME[,NAME...] (repeatable)
+  std::vector<std::string> path_prepend;  // --path-prepend DIR (repeatable; ':' lists too)
+  std::string log_level = "info";         // --log-level trace|debug|info|warn|error|off
+  int stop_grace_s = 30;                  // --stop-grace S
+};
+
+inline constexpr const char* kUsage =
+    "usage: kiln-agent run --url URL [--host HOST] --state-dir DIR [--enroll-token-file F]\n"
+    "                      [--ca-file F] [--inventory-command CMD] [--boot-id-file F]\n"
+    "                      [--poll-wait S] [--env-allow NAME[,NAME]]... [--path-prepend DIR]...\n"
+    "                      [--stop-grace S] [--log-level trace|debug|info|warn|error|off]\n"
+    "       kiln-agent parse FORMAT [FILE]   print a tool's output as normalized JSON\n"
+    "       kiln-agent --help\n"
+    "Every run flag can also come from the environment: --state-dir from KILN_AGENT_STATE_DIR,\n"
+    "and so on (KILN_AGENT_ + the flag in upper case, '-' as '_'); a flag wins over its\n"
+    "variable. --env-allow adds names (a trailing '*' is a prefix) to the environment steps\n"
+    "inherit (PATH HOME LANG LC_ALL TZ KILN_HWSIM_*); --path-prepend puts DIR before the\n"
+    "agent's PATH in the steps' PATH.\n";
+
+// Parses the arguments after `run`. `getenv` looks up KILN_AGENT_* variables; `hostname` is
+// the default --host. kInvalidArgument with a one-line message on bad usage.
+Result<RunOptions> parseRunOptions(const std::vector<std::string>& args,
+                                   const std::function<std::optional<std::string>(const std::string&)>& getenv,
+                                   const std::string& hostname);
+
+}  // namespace kiln::agent

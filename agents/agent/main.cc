@@ -1,0 +1,134 @@
+// kiln-agent: composition root of the host agent (agents/agent/agent.h). Reads flags, builds
+// the collaborators, turns SIGTERM/SIGINT into Agent::requestStop().
+#include <signal.h>
+#include <unistd.h>
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "agents/agent/agent.h"
+#include "agents/agent/cli.h"
+#include "agents/agent/host_probe.h"
+#include "agents/agent/transport.h"
+#include "agents/exec/process_runner.h"
+#include "agents/parsers/parsers.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace kiln::agent;
+
+std::string hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+int runAgent(const std::vector<std::string>& args) {
+  auto options = parseRunOptions(
+      args,
+      [](const std::string& name) -> std::optional<std::string> {
+        const char* v = std::getenv(name.c_str());
+        return v ? std::optional<std::string>(v) : std::nullopt;
+      },
+      hostname());
+  if (!options) {
+    std::cerr << "kiln-agent run: " << options.error().message << "\n" << kUsage;
+    return 2;
+  }
+  const RunOptions& o = *options;
+
+  // SIGTERM/SIGINT are taken by sigwait on one thread: block them before any thread starts
+  // (steps start with a clean signal mask: the runner resets it in the child).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto log = std::make_shared<spdlog::logger>(
+      "kiln-agent", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  log->set_level(spdlog::level::from_str(o.log_level));
+  log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  log->flush_on(spdlog::level::info);
+
+  if (!kiln::exec::becomeSubreaper()) log->warn("cannot become a child subreaper");
+  initializeHttpThreads(2);
+
+  std::vector<std::string> allow = kiln::exec::defaultEnvAllowList();
+  allow.insert(allow.end(), o.env_allow.begin(), o.env_allow.end());
+  std::string path;
+  for (const std::string& dir : o.path_prepend) path += (path.empty() ? "" : ":") + dir;
+  if (const char* parent = std::getenv("PATH"); parent && *parent) {
+    path += (path.empty() ? "" : ":") + std::string(parent);
+  }
+  std::map<std::string, std::string> extra;
+  if (!path.empty()) extra["PATH"] = path;
+
+  AgentSettings settings;
+  settings.host = o.host;
+  settings.state_dir = o.state_dir;
+  settings.enroll_token_file = o.enroll_token_file;
+  settings.poll_wait_s = o.poll_wait_s;
+  settings.step_env = kiln::exec::allowListedEnvironment(environ, allow, extra);
+  settings.stop_grace = std::chrono::seconds(o.stop_grace_s);
+
+  HttpTransportOptions transport_options;
+  transport_options.base_url = o.url;
+  transport_options.ca_file = o.ca_file;
+  transport_options.long_poll_timeout = std::chrono::seconds(o.poll_wait_s + 20);
+  auto transport = makeHttpTransport(transport_options);
+  auto runner = kiln::exec::makeBoostProcessRunner();
+  CommandHostProbe probe(*runner, splitCommand(o.inventory_command), settings.step_env,
+                         o.boot_id_file, !o.boot_id_file.empty());
+  SystemClock clock;
+  Agent agent(settings, *transport, *runner, probe, clock, log);
+
+  std::thread([&agent, stop_signals, log] {
+    int sig = 0;
+    if (sigwait(&stop_signals, &sig) == 0) {
+      log->info("signal {}: stopping", sig);
+      agent.requestStop();
+    }
+  }).detach();
+
+  log->info("kiln-agent {} for {} -> {}", kAgentVersion, o.host, o.url);
+  kiln::Status st = agent.run();
+  if (!st) log->error("{}", st.error().message);
+  log->flush();
+  std::cout.flush();
+  // Abandoned HTTP calls may still run on network threads: end without running destructors
+  // (everything that matters is fsync'ed in the journal already).
+  std::_Exit(st ? 0 : 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = args.front();
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  try {
+    if (command == "parse") return kiln::parsers::runParseCommand(rest, std::cin, std::cout, std::cerr);
+    if (command == "run") return runAgent(rest);
+  } catch (const std::exception& e) {
+    std::cerr << "kiln-agent: internal error: " << e.what() << "\n";
+    return 70;
+  }
+  std::cerr << "kiln-agent: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}
