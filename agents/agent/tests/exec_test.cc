@@ -330,9 +330,39 @@ TEST_F(AgentExecTest, AgentKilledMidStepDoesNotRunItTwiceAndReportsIt) {
   EXPECT_EQ(stopAgent(again), 0);
 }
 
+TEST_F(AgentExecTest, RebootStepThroughHwsimReportsTheNewBootIdAndInventory) {
+  pid_t agent = startAgent();
+  ASSERT_TRUE(kilnd_.waitUntil([&] { return kilnd_.pollCountUnlocked() >= 1; }));
+  const std::string boot_before = kilnd_.registers().at(0)["boot_id"];
+  kilnd_.offer({{"id", "a-r"}, {"lease", 1}, {"type", "reboot"}, {"argv", {"kiln-reboot"}},
+                {"timeout_ms", 30000}, {"kill_grace_ms", 1000}, {"inventory_after", true}});
+  ASSERT_TRUE(kilnd_.waitUntil([&] { return kilnd_.reportCount() >= 1; }));
+  json r = kilnd_.reports().at(0);
+  EXPECT_EQ(r["exit_code"], 0);
+  EXPECT_EQ(r["timed_out"], false);
+  EXPECT_NE(r["boot_id"], boot_before);
+  EXPECT_FALSE(r["boot_id"].get<std::string>().empty());
+  EXPECT_TRUE(r["inventory"].contains("gpu_vbios"));
+  EXPECT_EQ(stopAgent(agent), 0);
+}
+
+long cpuTicks(pid_t pid) {
+  std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  std::vector<std::string> f;
+  for (std::string x; in >> x;) f.push_back(x);
+  return f.size() > 12 ? std::stol(f[11]) + std::stol(f[12]) : -1;  // utime + stime
+}
+
 TEST_F(AgentExecTest, SigtermWhileIdleExitsPromptlyWithZero) {
   pid_t agent = startAgent();
   ASSERT_TRUE(kilnd_.waitUntil([&] { return kilnd_.pollCountUnlocked() >= 1; }));
+  // Idle: long polls only (here 1 s each), no busy loop.
+  const long before = cpuTicks(agent);
+  std::this_thread::sleep_for(2s);
+  const long idle_ticks = cpuTicks(agent) - before;
+  RecordProperty("idle_cpu_ticks_2s", std::to_string(idle_ticks));
+  EXPECT_LT(idle_ticks, 20);  // < 10% of one core even with a 1 s poll wait
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(stopAgent(agent), 0);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
