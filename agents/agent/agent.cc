@@ -235,6 +235,7 @@ bool Agent::reEnrol(const std::string& refused_token) {
 
 void Agent::pollLoop() {
   Backoff backoff(*this);
+  int refused_in_a_row = 0;
   while (true) {
     std::string running, token, boot_id;
     {
@@ -256,13 +257,16 @@ void Agent::pollLoop() {
       waitBackoff(backoff.next());
       continue;
     }
+    if (reply->status != 401) refused_in_a_row = 0;
     if (reply->status == 200) {
       backoff.reset();
       handlePollAnswer(reply->body);
     } else if (reply->status == 204) {
       backoff.reset();
     } else if (reply->status == 401) {
-      if (!reEnrol(token)) waitBackoff(backoff.next());
+      // A fresh token refused again must not turn into a tight enrol/poll loop.
+      if (!reEnrol(token) || ++refused_in_a_row > 1) waitBackoff(backoff.next());
+      continue;
     } else {
       log_->warn("poll answered {}: {}", reply->status, snippet(reply->body));
       waitBackoff(backoff.next());
@@ -611,6 +615,7 @@ void Agent::finish(const std::string& id, std::int64_t lease, json body) {
 bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const json& body) {
   const std::string text = dumpJson(body);
   Backoff backoff(*this);
+  int refused_in_a_row = 0;
   auto settle = [&](const char* how) {
     log_->info("assignment {} lease {}: {}", id, lease, how);
     if (auto st = journal_->reported(id, lease); !st) {
@@ -638,7 +643,7 @@ bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const jso
       case 409:
         return settle("report refused: the lease is stale (step reassigned); dropped");
       case 401:
-        if (!reEnrol(token)) waitBackoff(backoff.next());
+        if (!reEnrol(token) || ++refused_in_a_row > 1) waitBackoff(backoff.next());
         continue;
       case 400:
       case 404:

@@ -162,6 +162,16 @@ TEST_F(AgentTest, ReEnrolsWhenKilndRefusesTheToken) {
   EXPECT_EQ(readAgentToken(settings_.state_dir).value(), "kiln_1_s");
 }
 
+TEST_F(AgentTest, ReEnrolsOnceThenBacksOffWhenTheNewTokenIsRefusedToo) {
+  storedToken("kiln_9_revoked");
+  transport_.pushPoll(HttpReply{401, ""});
+  transport_.pushPoll(HttpReply{401, ""});
+  start();
+  ASSERT_TRUE(transport_.waitForPolls(3));
+  EXPECT_EQ(transport_.registers().size(), 2u);
+  EXPECT_EQ(clock_.waits(), (std::vector<std::chrono::milliseconds>{750ms}));
+}
+
 TEST_F(AgentTest, ExitsWithAnErrorWithoutAnyToken) {
   settings_.enroll_token_file.clear();
   start();
