@@ -261,6 +261,52 @@ ToolRun HostSim::dcgmiNvlinkErrors(std::optional<int> gpu_index, bool json) {
   return run;
 }
 
+ToolRun HostSim::dcgmiMndiag(const std::vector<std::string>& hosts, const std::string& test) {
+  KILN_CHECK(!hosts.empty());
+  std::vector<int> degraded;
+  for (const GpuState& g : state_.gpus) {
+    if (linkDegrading(g.index)) degraded.push_back(g.index);
+    nvlinkCheck(g.index);
+  }
+  const bool own_failed = !degraded.empty();
+  const bool listed = std::find(hosts.begin(), hosts.end(), state_.host) != hosts.end();
+  const int gpus = static_cast<int>(state_.gpus.size());
+  const std::string driver = state_.versions.count("driver") ? state_.versions.at("driver") : "";
+  auto row = [](const std::string& left, const std::string& right) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "| %-25s | %-46s |\n", left.c_str(), right.c_str());
+    return std::string(buf);
+  };
+  const std::string rule = "+---------------------------+------------------------------------------------+\n";
+  std::string text = own_failed ? "Multi-node diagnostic completed with errors\n"
+                                : "Successfully ran multi-node diagnostic\n";
+  text += rule + row("Diagnostic", "Result");
+  text += "+===========================+================================================+\n";
+  text += "|-----  Metadata  ----------+------------------------------------------------|\n";
+  text += row("DCGM Version", "4.7.0");
+  text += row("Driver Version Detected", driver);
+  text += row("Hosts Found", std::to_string(hosts.size()));
+  text += row("Hosts With Errors", own_failed ? "1" : "0");
+  text += row("Total GPUs", std::to_string(static_cast<int>(hosts.size()) * gpus));
+  text += "+-----  Hosts  -------------+------------------------------------------------+\n";
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const bool fail = own_failed && hosts[i] == state_.host;
+    text += row("Host " + std::to_string(i), hosts[i] + (fail ? ": Fail" : ": Pass"));
+  }
+  if (own_failed && !listed) text += row("Host (local)", state_.host + ": Fail");
+  text += "+-----  Test: " + test + "  " + std::string(test.size() < 12 ? 12 - test.size() : 0, '-') +
+          "+------------------------------------------------+\n";
+  text += row(test, own_failed ? "Fail" : "Pass");
+  for (int g : degraded) {
+    text += row("  Error", "NVLink errors on " + state_.host + " GPU " + std::to_string(g));
+  }
+  text += rule;
+  ToolRun run;
+  run.out(text, kMndiagSeconds);
+  run.exit_code = own_failed ? 226 : 0;
+  return run;
+}
+
 ToolRun HostSim::dcgmiNvlinkStatus() const {
   ToolRun run;
   run.out(renderNvlinkStatus(state_), kNvlinkQuerySeconds);

@@ -30,6 +30,9 @@ inline constexpr double kMlxBurnSeconds = 90;
 inline constexpr double kRebootSeconds = 240;
 inline constexpr double kNvidiaSmiSeconds = 0.5;
 inline constexpr double kNvlinkQuerySeconds = 1;
+// `dcgmi mndiag` (nvloom / mnubergemm across a pod): no published duration; 10 min is
+// [our target].
+inline constexpr double kMndiagSeconds = 600;
 // A hung tool sleeps this long, unscaled: past any step timeout.
 inline constexpr double kHangSeconds = 7 * 24 * 3600;
 
@@ -75,6 +78,11 @@ class HostSim {
   // One NVLink check per queried GPU (weak links grow), then the counters. nullopt = all GPUs.
   ToolRun dcgmiNvlinkErrors(std::optional<int> gpu, bool json);
   ToolRun dcgmiNvlinkStatus() const;
+  // `dcgmi mndiag --hostList H1,H2,... --run nvloom|mnubergemm`: a rack-level stress started on
+  // one host. The simulator knows only this host's state: every GPU here gets one NVLink check
+  // (weak links grow); this host's row is Fail, and the exit code 226, when one of its links
+  // degraded; the other listed hosts are shown as Pass. Pre-condition: `hosts` not empty.
+  ToolRun dcgmiMndiag(const std::vector<std::string>& hosts, const std::string& test);
 
   // ---- firmware
   // `kiln-hwsim flash COMPONENT VERSION`: the version goes pending when the flash completes

@@ -89,6 +89,23 @@ ToolRun runDcgmi(HostSim& sim, const std::vector<std::string>& args) {
     }
     return usage("Usage: dcgmi nvlink -e [-g GPU] [-j] | -s\n");
   }
+  if (args[0] == "mndiag") {
+    auto list = option(rest, {"--hostList", "--hostlist"});
+    auto test = option(rest, {"--run", "-r"});
+    if (!list || list->empty() || !test || (*test != "nvloom" && *test != "mnubergemm")) {
+      return usage("Usage: dcgmi mndiag --hostList H1,H2,... --run nvloom|mnubergemm\n");
+    }
+    std::vector<std::string> hosts;
+    size_t start = 0;
+    while (start <= list->size()) {
+      size_t comma = list->find(',', start);
+      if (comma == std::string::npos) comma = list->size();
+      if (comma > start) hosts.push_back(list->substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (hosts.empty()) return usage("Error: --hostList names no host.\n");
+    return sim.dcgmiMndiag(hosts, *test);
+  }
   if (args[0] == "discovery" && has(rest, {"-l", "--list"})) {
     ToolRun run;
     run.out(std::to_string(4) + " GPUs found.\n");

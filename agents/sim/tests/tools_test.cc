@@ -126,6 +126,38 @@ TEST_F(ToolsTest, FaultSeedIsDeterministicPerHost) {
   EXPECT_LT(chosen, 35);
 }
 
+TEST_F(ToolsTest, DcgmiMndiagPassesAHealthyPodAndTakesMinutes) {
+  ToolRun r = run("dcgmi", {"mndiag", "--hostList", "cat-r01-t01,cat-r01-t02,cat-r01-t03",
+                            "--run", "nvloom"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_DOUBLE_EQ(r.nominalSeconds(), kMndiagSeconds);
+  const std::string out = r.stdoutText();
+  EXPECT_NE(out.find("Successfully ran multi-node diagnostic"), std::string::npos);
+  EXPECT_NE(out.find("| Hosts Found               | 3 "), std::string::npos);
+  EXPECT_NE(out.find("cat-r01-t03: Pass"), std::string::npos);
+  EXPECT_NE(out.find("| nvloom                    | Pass"), std::string::npos);
+}
+
+TEST_F(ToolsTest, DcgmiMndiagGrowsOwnWeakLinkCountersAndFailsThisHost) {
+  ASSERT_EQ(run("kiln-hwsim", {"fault", "set", "--kind", "weak_link_persistent", "--gpu", "2",
+                               "--link", "5"})
+                .exit_code,
+            0);
+  ToolRun r = run("dcgmi", {"mndiag", "--hostList", "cat-r01-t01,cat-r01-t02", "--run",
+                            "mnubergemm"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.stdoutText().find("cat-r01-t01: Fail"), std::string::npos);
+  EXPECT_NE(r.stdoutText().find("cat-r01-t02: Pass"), std::string::npos);
+  EXPECT_GT(state_.gpus[2].links[5].crc_flit, 0u);
+  EXPECT_EQ(state_.gpus[1].links[5].crc_flit, 0u);
+}
+
+TEST_F(ToolsTest, DcgmiMndiagNeedsHostsAndAKnownTest) {
+  EXPECT_EQ(run("dcgmi", {"mndiag", "--run", "nvloom"}).exit_code, 2);
+  EXPECT_EQ(run("dcgmi", {"mndiag", "--hostList", "a,b", "--run", "gemm"}).exit_code, 2);
+  EXPECT_EQ(run("dcgmi", {"mndiag", "--hostList", ",", "--run", "nvloom"}).exit_code, 2);
+}
+
 TEST_F(ToolsTest, UnknownToolAndUsageErrorsDoNotCrash) {
   EXPECT_EQ(run("frobnicate", {}).exit_code, 127);
   EXPECT_EQ(run("kiln-hwsim", {"fault", "set"}).exit_code, 2);
