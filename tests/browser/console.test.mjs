@@ -416,6 +416,96 @@ async function main() {
     await shot(page, '16-validation-run');
   });
 
+  // A finished run, driven by fake agents through the agent API: a two-step workflow of our
+  // own on a whole pod (18 hosts), 3 hosts reporting 3 GPUs so the GPU-count check fails.
+  const smokeYaml = [
+    'name: ui-smoke',
+    'version: "1"',
+    'description: Browser-test workflow, a parsed check then a plain step.',
+    'scope: host',
+    'params:',
+    '  expected_gpus: {type: int, default: 4, description: GPUs the host must show}',
+    'steps:',
+    '  - id: probe',
+    '    run: [kiln-probe, --json]',
+    '    timeout: 10s',
+    '    parse: json',
+    '    checks:',
+    '      - name: GPU count',
+    '        path: gpu_count',
+    '        eq: "{{expected_gpus}}"',
+    '  - id: settle',
+    '    run: ["true"]',
+    '    timeout: 5s',
+    '',
+  ].join('\n');
+
+  await test('a finished run shows step timelines, checks, output tails, parsed values and the spares verdict', async () => {
+    await admin.call('PUT', '/workflows/ui-smoke', smokeYaml, 'application/yaml');
+    const smokePod = await admin.get('/pods/prn-b01-p04');
+    assertEq(smokePod.hosts.length, 18, 'hosts of the pod');
+    const bad = new Set(smokePod.hosts.slice(0, 3).map((h) => h.id));
+    const run = await admin.post('/workflow-runs', { workflow: 'ui-smoke', pods: [smokePod.id] });
+    const enroll = (await admin.post('/tokens', { role: 'enroll', name: 'browser-enroll' })).token;
+    for (const h of smokePod.hosts) {
+      const agent = client(srv.url, (await client(srv.url, enroll).post('/agents/register', { host: h.id, boot_id: 'boot-1' })).token);
+      for (let guard = 0; guard < 10; guard++) {
+        const work = await agent.call('GET', `/agents/${h.id}/work?wait=0&boot_id=boot-1`);
+        if (!work) break; // 204: nothing more for this host
+        const a = work.assignment || work;
+        const gpus = bad.has(h.id) ? 3 : 4;
+        const probe = a.step_id === 'probe';
+        await agent.post(`/assignments/${a.id}/result`, {
+          lease: a.lease,
+          host: h.id,
+          started: true,
+          exit_code: 0,
+          duration_ms: probe ? 1234 : 5,
+          stdout_tail: probe ? `{"gpu_count": ${gpus}, "driver": "570.133.20"}\n` : '',
+          stderr_tail: probe && gpus < 4 ? 'warning: GPU 3 not found on the PCIe bus\n' : '',
+          parsed: probe ? { gpu_count: gpus, driver: '570.133.20' } : null,
+          boot_id: 'boot-1',
+        });
+      }
+    }
+    for (let i = 0; i < 100 && (await admin.get(`/workflow-runs/${run.id}`)).state === 'running'; i++) await new Promise((r) => setTimeout(r, 200));
+    const done = await admin.get(`/workflow-runs/${run.id}`);
+    assertEq(done.state, 'failed', 'run verdict');
+    assertEq(done.summary.healthy, 15, 'healthy hosts');
+
+    await page.goto(`${srv.url}/#/runs/${run.id}`);
+    await page.locator('h1 [data-testid=run-state][data-state=failed]').waitFor({ timeout: WAIT });
+    const spares = page.locator(`[data-testid=run-pods] tr[data-pod="${smokePod.id}"] [data-testid=spares]`);
+    await spares.waitFor({ timeout: WAIT });
+    assert((await spares.textContent()).includes('spares cover: no (healthy GPUs 60/64)'), `spares: ${await spares.textContent()}`);
+    assertEq(await page.locator('[data-testid=run-hosts] tbody tr[data-host]').count(), 18, 'host rows');
+    const failed = [...bad][0];
+    const row = page.locator(`[data-testid=run-hosts] tr[data-host="${failed}"]`);
+    assertEq(await row.locator('[data-testid=host-run-status]').getAttribute('data-state'), 'failed', 'failed host status');
+    assertEq((await row.locator('[data-testid=healthy]').textContent()).trim(), 'no', 'healthy column');
+    await row.locator('button.expand').click();
+    const steps = page.locator('[data-testid=host-steps]');
+    const probeStep = steps.locator('li[data-step=probe][data-outcome=failed]');
+    await probeStep.waitFor({ timeout: WAIT });
+    const probeText = await probeStep.textContent();
+    assert(probeText.includes('FAIL') && probeText.includes('GPU count'), `failed check shown: ${probeText}`);
+    assert(probeText.includes('1.23 s') && probeText.includes('exit code 0') && probeText.includes('attempt 1'), `step facts: ${probeText}`);
+    await probeStep.locator('details.output summary', { hasText: 'stderr' }).click();
+    await probeStep.locator('details.output pre', { hasText: 'GPU 3 not found' }).waitFor({ timeout: WAIT });
+    await probeStep.locator('details.output summary', { hasText: 'stdout' }).click();
+    await steps.locator('details.parsed summary').click();
+    await steps.locator('details.parsed pre', { hasText: '"gpu_count": 3' }).waitFor({ timeout: WAIT });
+    // A healthy host ran both steps.
+    const good = smokePod.hosts.find((h) => !bad.has(h.id)).id;
+    await page.locator(`[data-testid=run-hosts] tr[data-host="${good}"] button.expand`).click();
+    await page.locator(`#steps-${good} li[data-step=settle][data-outcome=passed]`).waitFor({ timeout: WAIT });
+    await page.locator(`#steps-${good} li[data-step=probe][data-outcome=passed]`).waitFor({ timeout: WAIT });
+    await shot(page, '19-run-finished');
+    // The status filter shows the failed hosts only.
+    await page.getByRole('button', { name: 'Failed (3)' }).click();
+    assertEq(await page.locator('[data-testid=run-hosts] tbody tr[data-host]').count(), 3, 'failed rows');
+  });
+
   await test('a viewer sees runs and the quarantine but no Start or Cancel control', async () => {
     const v = await newPage();
     await signIn(v, srv.url, viewerToken);

@@ -512,7 +512,7 @@ function RunHosts({ run }) {
                   <td>
                     <ToneChip info={hostRunStatus(h.status)} state={h.status} testid="host-run-status" />
                   </td>
-                  <td>{h.status === 'cancelled' ? '—' : h.healthy === true ? 'yes' : h.healthy === false ? 'no' : '—'}</td>
+                  <td data-testid="healthy">{h.status === 'cancelled' ? '—' : h.healthy === true ? 'yes' : h.healthy === false ? 'no' : '—'}</td>
                   <td data-testid="current-step">
                     {h.current_step ? <span class="mono">{h.current_step}</span> : '—'}
                     {h.waiting_until_ms && <span class="muted small"> waiting until {fmtTime(h.waiting_until_ms)}</span>}
@@ -574,6 +574,11 @@ function Checks({ checks }) {
   );
 }
 
+// A failed check's message is the step's message too: say it once, in the checks.
+function repeatsACheck(s) {
+  return (s.checks || []).some((c) => !c.passed && !c.skipped && `${c.name}: ${c.message}` === s.message);
+}
+
 // One host's step history (attempts, retests and passes in order) and its parsed values.
 function HostSteps({ h }) {
   const parsed = Object.entries(h.parsed || {});
@@ -596,7 +601,7 @@ function HostSteps({ h }) {
                   {s.exit_code} · {fmtTime(s.finished_at_ms)}
                 </span>
               </div>
-              {s.message && <p class="step-message">{s.message}</p>}
+              {s.message && !repeatsACheck(s) && <p class="step-message">{s.message}</p>}
               <Checks checks={s.checks} />
               <Output label="stdout" text={s.stdout_tail} />
               <Output label="stderr" text={s.stderr_tail} />

@@ -171,6 +171,7 @@ export function client(url, token) {
     return data;
   };
   return {
+    call,
     get: (p) => call('GET', p),
     post: (p, body, type) => call('POST', p, body, type),
     async all(p) {
