@@ -16,6 +16,7 @@ Router buildRouter(Services& services) {
   addTokenRoutes(router, services);
   addRunRoutes(router, services);
   addRolloutRoutes(router, services);
+  addReliabilityRoutes(router, services);
   addConsoleRoutes(router, services);
   return router;
 }

@@ -29,6 +29,9 @@ class AgentGateway;
 namespace kiln::rollouts {
 class RolloutService;
 }
+namespace kiln::reliability {
+class ReliabilityService;
+}
 
 namespace kiln::api {
 
@@ -49,6 +52,7 @@ struct Services {
   runs::RunStore* run_store = nullptr;
   runs::AgentGateway* agents = nullptr;
   rollouts::RolloutService* rollouts = nullptr;
+  reliability::ReliabilityService* reliability = nullptr;
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;
 };
@@ -60,6 +64,7 @@ void addTokenRoutes(Router& router, Services& services);
 void addConsoleRoutes(Router& router, Services& services);
 void addRunRoutes(Router& router, Services& services);
 void addRolloutRoutes(Router& router, Services& services);
+void addReliabilityRoutes(Router& router, Services& services);
 
 // Every route of the API, for the OpenAPI contract test.
 Router buildRouter(Services& services);

@@ -138,7 +138,7 @@ void addFleetRoutes(Router& router, Services& s) {
                 if (!action_name.empty() && (!action || core::actionKind(*action) == core::ActionKind::kSystem))
                   bad.fields.push_back({"action", "unknown action '" + action_name +
                                                       "' (expected allocate, release, drain, undrain, fail, repair, "
-                                                      "repair_complete, retire or override)"});
+                                                      "repair_complete, quarantine, retire or override)"});
                 std::optional<core::HostState> to;
                 if (action == core::HostAction::kOverride) {
                   if (reason.empty()) bad.fields.push_back({"reason", "an override needs a reason"});
@@ -160,7 +160,7 @@ void addFleetRoutes(Router& router, Services& s) {
                 if (!r.ok()) return r.error();
                 json out = toJson(*r);
                 // Every repair goes through quarantine validation before the pool (FACTS.md).
-                if (*action == core::HostAction::kRepairComplete && s.runs) {
+                if ((*action == core::HostAction::kRepairComplete || *action == core::HostAction::kQuarantine) && s.runs) {
                   runs::StartRequest q;
                   q.workflow = "quarantine-validation";
                   q.hosts = {ctx.param("id")};

@@ -42,6 +42,10 @@ const std::array kRules = {
     Rule{A::kRepair, "repair", ActionKind::kOperator, {S::kFailed}, S::kRepair},
     Rule{A::kRepairComplete, "repair_complete", ActionKind::kOperator, {S::kRepair},
          S::kQuarantine},
+    // Not in DESIGN.md's table: pulling a lemon host (reliability ledger) before it hurts the
+    // next job, without a fake repair. It leaves the pool only through quarantine validation.
+    Rule{A::kQuarantine, "quarantine", ActionKind::kOperator,
+         {S::kAvailable, S::kAllocated, S::kDraining, S::kMaintenance, S::kValidating, S::kFailed}, S::kQuarantine},
     Rule{A::kRetire, "retire", ActionKind::kOperator, {}, S::kRetired},
     Rule{A::kOverride, "override", ActionKind::kAdmin, {}, S::kRetired /* override_to */},
     Rule{A::kStartBurnIn, "start_burn_in", ActionKind::kSystem, {S::kIncoming}, S::kBurnIn},

@@ -39,6 +39,7 @@ enum class HostAction {
   kFail,            // any in service -> failed
   kRepair,          // failed -> repair (sent to repair)
   kRepairComplete,  // repair -> quarantine
+  kQuarantine,      // a lemon host (or any in service / failed) straight to quarantine validation
   kRetire,          // any -> retired (terminal)
   kOverride,        // admin: any non-retired -> any, reason required
   // system actions

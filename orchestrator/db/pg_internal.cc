@@ -75,6 +75,15 @@ Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition&
   writeAudit(txn, actor, "host." + action, t.host,
              nlohmann::json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
   refreshPodState(txn, pod);
+  if (from == "allocated" && to == "failed") {
+    // A job was running on the host: record an interruption candidate for triage.
+    const std::string id = "cand-" + txn.exec1("SELECT nextval('interruption_candidate_seq')")[0].as<std::string>();
+    txn.exec_params(
+        "INSERT INTO interruptions (id, at, pod, cause, description, candidate, created_by)"
+        " VALUES ($1, now(), $2, 'unknown', $3, true, $4)",
+        id, pod, "host " + t.host + " failed while allocated: " + t.reason, actor.token_id);
+    txn.exec_params("INSERT INTO interruption_hosts (interruption_id, host_id) VALUES ($1, $2)", id, t.host);
+  }
   return to;
 }
 

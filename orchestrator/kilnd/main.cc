@@ -20,6 +20,7 @@
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
 #include "orchestrator/db/pg_leader.h"
+#include "orchestrator/db/pg_reliability_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/http/client.h"
@@ -158,6 +159,8 @@ int main(int argc, char** argv) {
     };
   }
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
+  auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
+  reliability::ReliabilityService reliability_service(*reliability_store, clock);
 
   // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
   // and run verdicts.
@@ -188,6 +191,7 @@ int main(int argc, char** argv) {
   services.run_store = run_store.get();
   services.agents = &gateway;
   services.rollouts = &rollout_service;
+  services.reliability = &reliability_service;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
 

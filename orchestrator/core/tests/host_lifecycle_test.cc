@@ -30,6 +30,7 @@ TEST(HostLifecycleTest, FollowsTheDesignTable) {
       {S::kQuarantine, A::kQuarantinePass, S::kAvailable},
       {S::kQuarantine, A::kQuarantineFail, S::kRepair},
       {S::kQuarantine, A::kRetire, S::kRetired},
+      {S::kAllocated, A::kQuarantine, S::kQuarantine},
   };
   for (const auto& r : rows) {
     auto next = nextState(r.from, r.action);
@@ -50,7 +51,7 @@ TEST(HostLifecycleTest, RefusalNamesCurrentStateAndAllowedActions) {
   auto next = nextState(S::kFailed, A::kUndrain);
   ASSERT_FALSE(next.ok());
   EXPECT_EQ(next.error().details.at("state"), "failed");
-  EXPECT_EQ(next.error().allowed, (std::vector<std::string>{"repair", "retire", "override"}));
+  EXPECT_EQ(next.error().allowed, (std::vector<std::string>{"repair", "quarantine", "retire", "override"}));
 }
 
 TEST(HostLifecycleTest, RetiredIsTerminalEvenForOverride) {

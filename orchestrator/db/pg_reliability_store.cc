@@ -1,0 +1,148 @@
+#include "orchestrator/db/pg_reliability_store.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "orchestrator/db/pg_internal.h"
+#include "orchestrator/db/pg_pool.h"
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using reliability::LedgerData;
+
+double epoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+// Hosts (alias h) and pods (alias p) in scope; $1 site, $2 building, $3 platform ('' = any).
+constexpr const char* kScope = "($1 = '' OR p.site_id = $1) AND ($2 = '' OR p.building_id = $2) AND ($3 = '' OR p.platform = $3)";
+
+class PgReliabilityStore final : public reliability::ReliabilityStore {
+ public:
+  explicit PgReliabilityStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
+
+  Result<bool> record(const reliability::Interruption& i, const core::Actor& actor) override {
+    return pool_.transact<bool>([&](pqxx::work& txn) -> Result<bool> {
+      std::set<std::string> hosts(i.hosts.begin(), i.hosts.end());
+      auto existing = txn.exec_params(
+          "SELECT extract(epoch from at)::float8, job, coalesce(job_gpus, -1), coalesce(pod, ''), cause, owner, description,"
+          " (SELECT coalesce(json_agg(host_id ORDER BY host_id), '[]')::text FROM interruption_hosts WHERE interruption_id = i.id)"
+          " FROM interruptions i WHERE id = $1 FOR UPDATE",
+          i.id);
+      if (!existing.empty()) {
+        const auto& r = existing[0];
+        const bool same = std::llround(r[0].as<double>()) == std::llround(epoch(i.at)) && r[1].as<std::string>() == i.job &&
+                          r[2].as<int>() == i.job_gpus.value_or(-1) && r[3].as<std::string>() == i.pod &&
+                          r[4].as<std::string>() == i.cause && r[5].as<std::string>() == i.owner &&
+                          r[6].as<std::string>() == i.description &&
+                          json::parse(r[7].c_str()).get<std::vector<std::string>>() ==
+                              std::vector<std::string>(hosts.begin(), hosts.end());
+        if (same) return false;
+        return conflict("interruption '" + i.id + "' was recorded with other content: use a new id").with("id", i.id);
+      }
+      for (const auto& h : hosts)
+        if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", h).empty())
+          return Error(invalidContent("no host '" + h + "'")).with("field", "hosts");
+      if (!i.pod.empty() && txn.exec_params("SELECT 1 FROM pods WHERE id = $1", i.pod).empty())
+        return Error(invalidContent("no pod '" + i.pod + "'")).with("field", "pod");
+      std::optional<int> gpus = i.job_gpus;
+      txn.exec_params(
+          "INSERT INTO interruptions (id, at, job, job_gpus, pod, cause, owner, description, created_by)"
+          " VALUES ($1, to_timestamp($2), $3, $4, NULLIF($5, ''), $6, $7, $8, $9)",
+          i.id, epoch(i.at), i.job, gpus, i.pod, i.cause, i.owner, i.description, actor.token_id);
+      for (const auto& h : hosts)
+        txn.exec_params("INSERT INTO interruption_hosts (interruption_id, host_id) VALUES ($1, $2)", i.id, h);
+      writeAudit(txn, actor, "interruption.record", i.id, json{{"cause", i.cause}, {"hosts", hosts.size()}}.dump());
+      return true;
+    });
+  }
+
+  Result<json> list(core::TimePoint from, core::TimePoint to, const std::string& cause, std::optional<bool> candidate,
+                    int limit) override {
+    return pool_.transact<json>([&](pqxx::work& txn) -> Result<json> {
+      json items = json::array();
+      for (const auto& r : txn.exec_params(
+               "SELECT id, extract(epoch from at)::float8, job, job_gpus, coalesce(pod, ''), cause, owner, description, candidate,"
+               " (SELECT coalesce(json_agg(host_id ORDER BY host_id), '[]')::text FROM interruption_hosts WHERE interruption_id = i.id)"
+               " FROM interruptions i WHERE at >= to_timestamp($1) AND at < to_timestamp($2) AND ($3 = '' OR cause = $3)"
+               " AND ($4 = '' OR candidate = ($4 = 'true')) ORDER BY at DESC, id LIMIT $5",
+               epoch(from), epoch(to), cause, candidate ? (*candidate ? "true" : "false") : "", std::clamp(limit, 1, 1000))) {
+        json j = {{"id", r[0].as<std::string>()},
+                  {"at", reliability::formatTime(fromEpoch(r[1].as<double>()))},
+                  {"job", r[2].as<std::string>()},
+                  {"cause", r[5].as<std::string>()},
+                  {"owner", r[6].as<std::string>()},
+                  {"description", r[7].as<std::string>()},
+                  {"candidate", r[8].as<bool>()},
+                  {"hosts", json::parse(r[9].c_str())}};
+        j["job_gpus"] = r[3].is_null() ? json() : json(r[3].as<int>());
+        j["pod"] = r[4].as<std::string>().empty() ? json() : json(r[4].as<std::string>());
+        items.push_back(std::move(j));
+      }
+      return json{{"items", items}, {"next_cursor", nullptr}};
+    });
+  }
+
+  Result<LedgerData> data(core::TimePoint from, core::TimePoint to, const reliability::Scope& s, int threshold) override {
+    return pool_.transact<LedgerData>([&](pqxx::work& txn) -> Result<LedgerData> {
+      LedgerData d;
+      // Hosts entering (+1) or leaving (-1) serving states, summed per instant.
+      for (const auto& r : txn.exec_params(
+               std::string("WITH ev AS (SELECT e.at, e.to_state,"
+                           " lag(e.to_state) OVER (PARTITION BY e.host_id ORDER BY e.id) AS prev"
+                           " FROM host_events e JOIN hosts h ON h.id = e.host_id JOIN pods p ON p.id = h.pod_id"
+                           " WHERE e.action NOT IN ('unreachable', 'reachable') AND e.at < to_timestamp($4) AND ") +
+                   kScope +
+                   ") SELECT extract(epoch from at)::float8, sum((to_state IN ('available', 'allocated'))::int"
+                   " - coalesce((prev IN ('available', 'allocated'))::int, 0)) AS delta"
+                   " FROM ev GROUP BY at HAVING sum((to_state IN ('available', 'allocated'))::int"
+                   " - coalesce((prev IN ('available', 'allocated'))::int, 0)) <> 0 ORDER BY at",
+               s.site, s.building, s.platform, epoch(to)))
+        d.service_deltas.emplace_back(fromEpoch(r[0].as<double>()), r[1].as<int>());
+      for (const auto& r : txn.exec_params(
+               std::string("SELECT extract(epoch from i.at)::float8, i.cause, i.candidate FROM interruptions i"
+                           " WHERE i.at >= to_timestamp($4) AND i.at < to_timestamp($5) AND ("
+                           " ($1 = '' AND $2 = '' AND $3 = '')"
+                           " OR EXISTS (SELECT 1 FROM interruption_hosts ih JOIN hosts h ON h.id = ih.host_id"
+                           "   JOIN pods p ON p.id = h.pod_id WHERE ih.interruption_id = i.id AND ") +
+                   kScope + ") OR EXISTS (SELECT 1 FROM pods p WHERE p.id = i.pod AND " + kScope + "))",
+               s.site, s.building, s.platform, epoch(from), epoch(to)))
+        d.interruptions.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::string>(), r[2].as<bool>()});
+      for (const auto& r : txn.exec_params(
+               std::string("WITH i AS (SELECT ih.host_id, count(*) n FROM interruption_hosts ih JOIN interruptions x"
+                           "   ON x.id = ih.interruption_id WHERE x.at >= to_timestamp($4) AND x.at < to_timestamp($5)"
+                           "   GROUP BY ih.host_id),"
+                           " r AS (SELECT host_id, count(*) n FROM host_events WHERE action = 'repair'"
+                           "   AND at >= to_timestamp($4) AND at < to_timestamp($5) GROUP BY host_id)"
+                           " SELECT h.id, h.pod_id, h.state, coalesce(i.n, 0), coalesce(r.n, 0)"
+                           " FROM hosts h JOIN pods p ON p.id = h.pod_id LEFT JOIN i ON i.host_id = h.id"
+                           " LEFT JOIN r ON r.host_id = h.id"
+                           " WHERE (i.n IS NOT NULL OR r.n IS NOT NULL) AND coalesce(i.n, 0) + coalesce(r.n, 0) > $6 AND ") +
+                   kScope + " ORDER BY coalesce(i.n, 0) + coalesce(r.n, 0) DESC, h.id LIMIT 500",
+               s.site, s.building, s.platform, epoch(from), epoch(to), threshold))
+        d.lemons.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<int>(),
+                            r[4].as<int>()});
+      return d;
+    });
+  }
+
+  Result<std::map<std::string, std::int64_t>> countsByCause() override {
+    return pool_.transact<std::map<std::string, std::int64_t>>([&](pqxx::work& txn) -> Result<std::map<std::string, std::int64_t>> {
+      std::map<std::string, std::int64_t> out;
+      for (const auto& r : txn.exec("SELECT cause, count(*) FROM interruptions WHERE NOT candidate GROUP BY cause"))
+        out[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+      return out;
+    });
+  }
+
+ private:
+  PgPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<reliability::ReliabilityStore> makePgReliabilityStore(const PgStoreOptions& options) {
+  return std::make_unique<PgReliabilityStore>(options);
+}
+
+}  // namespace kiln::db

@@ -1,0 +1,66 @@
+#pragma once
+// Reliability maths (FACTS.md "Maintenance and reliability figures"): GPU-hours in service from
+// host state history, interruptions per 8K GPUs per day, MTBI in GPU-hours, causes, a weekly
+// series, lemon hosts. Pure and thread-safe.
+//
+//   rate per 8K GPUs per day = interruptions / (GPU-hours / 24 / 8,000)
+//   MTBI (GPU-hours)         = GPU-hours / interruptions
+// North star: 2 per 8K GPUs per day  <=>  MTBI = 8,000 x 24 / 2 = 96,000 GPU-hours.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/core/clock.h"
+
+namespace kiln::reliability {
+
+using core::TimePoint;
+
+// Interruption causes (FACTS.md interruption classes).
+const std::vector<std::string>& causes();
+bool isCause(const std::string& c);
+
+// One host's state history: the state it entered at each time, in order. The host is "in
+// service" while in a state that serves jobs (available, allocated).
+struct StateChange {
+  TimePoint at;
+  std::string state;
+};
+
+// GPU-hours a host contributed to [from, to): time in serving states x GPUs per host.
+double hostGpuHours(const std::vector<StateChange>& history, TimePoint from, TimePoint to, int gpus_per_host);
+
+struct Window {
+  TimePoint from, to;
+  double days() const;
+};
+
+struct Rates {
+  double gpu_hours = 0;
+  std::int64_t interruptions = 0;
+  std::optional<double> per_8k_gpus_per_day;  // none without GPU-hours
+  std::optional<double> mtbi_gpu_hours;       // none without interruptions
+};
+Rates rates(double gpu_hours, std::int64_t interruptions);
+
+inline constexpr double kNorthStarPer8kPerDay = 2.0;
+inline constexpr double kGpusPerRateUnit = 8000.0;
+
+// Monday 00:00 UTC of the week holding t.
+TimePoint weekStart(TimePoint t);
+
+// The fleet's serving level as a step function: at each time, how many hosts entered (+) or
+// left (-) serving states. Integrates it over [from, to) into GPU-hours, in total and per week
+// (keyed by weekStart). Changes before `from` set the level the window starts with. Equal to
+// summing hostGpuHours over every host (tested).
+struct ServiceSeries {
+  double gpu_hours = 0;
+  std::map<TimePoint, double> weekly_gpu_hours;
+};
+ServiceSeries serviceSeries(const std::vector<std::pair<TimePoint, int>>& deltas, TimePoint from, TimePoint to,
+                            int gpus_per_host);
+
+}  // namespace kiln::reliability

@@ -1,0 +1,80 @@
+#pragma once
+// The reliability ledger as a service: interruptions in, reports out. Storage is behind
+// ReliabilityStore (orchestrator/db/pg_reliability_store.cc); the maths is reliability.h.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "orchestrator/core/store.h"
+#include "orchestrator/reliability/reliability.h"
+
+namespace kiln::reliability {
+
+struct Interruption {
+  std::string id;
+  TimePoint at;
+  std::string job;
+  std::optional<int> job_gpus;
+  std::vector<std::string> hosts;
+  std::string pod;
+  std::string cause;
+  std::string owner, description;
+  bool candidate = false;
+};
+
+struct Scope {
+  std::string site, building, platform;
+};
+
+struct LedgerData {
+  std::vector<std::pair<TimePoint, int>> service_deltas;  // hosts entering (+) / leaving (-) service
+  struct Row {
+    TimePoint at;
+    std::string cause;
+    bool candidate;
+  };
+  std::vector<Row> interruptions;
+  struct Lemon {
+    std::string host, pod, state;
+    int interruptions = 0, repairs = 0;
+  };
+  std::vector<Lemon> lemons;
+};
+
+class ReliabilityStore {
+ public:
+  virtual ~ReliabilityStore() = default;
+  // kAccepted: created (true) or the same interruption already recorded (false); kConflict when
+  // the id exists with other content; kInvalidContent for unknown hosts or pod.
+  virtual Result<bool> record(const Interruption& i, const core::Actor& actor) = 0;
+  virtual Result<nlohmann::json> list(TimePoint from, TimePoint to, const std::string& cause, std::optional<bool> candidate,
+                                      int limit) = 0;
+  virtual Result<LedgerData> data(TimePoint from, TimePoint to, const Scope& scope, int lemon_threshold) = 0;
+  virtual Result<std::map<std::string, std::int64_t>> countsByCause() = 0;
+};
+
+class ReliabilityService {
+ public:
+  explicit ReliabilityService(ReliabilityStore& store, core::Clock& clock) : store_(store), clock_(clock) {}
+  // Validates a POST /interruptions body. Result: {interruption, created}.
+  Result<std::pair<nlohmann::json, bool>> record(const nlohmann::json& body, const core::Actor& actor);
+  Result<nlohmann::json> report(const std::string& from, const std::string& to, const Scope& scope, int lemon_threshold);
+  Result<nlohmann::json> list(const std::string& from, const std::string& to, const std::string& cause,
+                              const std::string& candidate, int limit);
+  std::string metrics();
+
+ private:
+  Result<std::pair<TimePoint, TimePoint>> window(const std::string& from, const std::string& to);
+  ReliabilityStore& store_;
+  core::Clock& clock_;
+};
+
+// ISO 8601 UTC ("2026-12-02T10:00:00Z", "2026-12-02") to a time point.
+std::optional<TimePoint> parseTime(const std::string& text);
+std::string formatTime(TimePoint t);
+
+}  // namespace kiln::reliability
