@@ -48,6 +48,7 @@ case "${1:-start}" in
 esac
 
 ensure_packages "${KILN_PACKAGES[@]}"
+"$KILN_ROOT/deploy/lib/browser-deps.sh" --console-only   # Node.js + web/dist (the console)
 log "building (first build takes several minutes on 2 cores)"
 kiln_build "$BUILD"
 
@@ -59,6 +60,7 @@ stop_pidfile "$STATE/kilnd.pid"
 log "starting kilnd on $URL"
 nohup "$BUILD/orchestrator/kilnd/kilnd" --listen "$LISTEN" --database-url "$DBURL" \
   --admin-token-file "$STATE/admin-token" --web-root "$KILN_ROOT/web/dist" \
+  --workflows-dir "$KILN_ROOT/workflows" \
   >>"$STATE/kilnd.log" 2>&1 &
 echo $! >"$STATE/kilnd.pid"
 wait_http "$URL/healthz" 30 || die "kilnd did not come up, see $STATE/kilnd.log"
@@ -68,6 +70,11 @@ log "importing the demo fleet (deploy/demo/fleet.yaml)"
 curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/yaml' \
   --data-binary @"$KILN_ROOT/deploy/demo/fleet.yaml" "$URL/api/v1/fleet/import" >/dev/null \
   || die "fleet import failed"
+
+log "loading the example bundle (deploy/demo/bundle.yaml)"
+curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/yaml' \
+  --data-binary @"$KILN_ROOT/deploy/demo/bundle.yaml" "$URL/api/v1/bundles" >/dev/null \
+  || die "loading the example bundle failed"
 
 if [ -x "$KILN_ROOT/deploy/lib/demo-extras.sh" ]; then
   KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD "$KILN_ROOT/deploy/lib/demo-extras.sh"
@@ -79,7 +86,13 @@ cat <<MSG
     console:      $URL/
     API:          $URL/api/v1   (curl -H "Authorization: Bearer \$(cat .kiln/admin-token)" $URL/api/v1/pods)
     admin token:  $TOKEN   (also in .kiln/admin-token)
-    logs:         .kiln/kilnd.log
+    logs:         .kiln/kilnd.log (kilnd), .kiln/fleet.log (simulated agents)
     stop:         deploy/quickstart.sh stop
+
+  Try a rollout of the example bundle (see README.md):
+    export KILN_TOKEN=\$(cat .kiln/admin-token)
+    build/cli/kilnctl rollout plan --bundle gb200-fw-2026.12@1.0.0
+    build/cli/kilnctl rollout create --bundle gb200-fw-2026.12@1.0.0 --start
+    build/cli/kilnctl rollout watch ro-1
 
 MSG
