@@ -50,6 +50,8 @@ async function test(name, fn) {
 }
 
 async function shot(page, name) {
+  // The header is sticky: scrolled, it would be drawn over the middle of a full-page shot.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
