@@ -205,7 +205,8 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   else given = paramsFrom(req.params);
   auto params = workflow::resolveParams(sp, given);
   if (!params.ok())
-    for (const auto& f : params.error().fields) bad.fields.push_back({"params." + f.path, f.message});
+    for (const auto& f : params.error().fields)
+      bad.fields.push_back({f.path.rfind("params.", 0) == 0 ? f.path : "params." + f.path, f.message});
   if (!params.ok() && params.error().fields.empty()) bad.fields.push_back({"params", params.error().message});
   if (!bad.fields.empty()) {
     bad.message = "invalid workflow run: " + bad.fields[0].path + ": " + bad.fields[0].message;
