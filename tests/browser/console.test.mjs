@@ -2,7 +2,8 @@
 // sign-in, the fleet heatmap (every pod a cell), filters, the pod panel, an operator's drain
 // seen live, live updates made elsewhere, a viewer that is offered no mutating control;
 // workflow runs (start from the host view, detail, list, cancel; kilnd's 422 and 409 in the
-// form) and the quarantine view.
+// form) and the quarantine view; then rollouts, fleet colour-by and reliability
+// (rollouts-reliability.mjs).
 // Screenshots of each view go to $KILN_BUILD_DIR/browser-artifacts/. Exits non-zero on failure.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,6 +21,7 @@ import {
   startKilnd,
   testPg,
 } from './lib/harness.mjs';
+import { rolloutAndReliabilityTests } from './rollouts-reliability.mjs';
 
 const WAIT = 15000;
 const results = [];
@@ -194,7 +196,8 @@ async function main() {
     assertEq(await panel.locator('tbody tr .tag', { hasText: 'spare' }).count(), detail.spares.length, 'spares tagged');
     const text = await panel.textContent();
     for (const r of detail.rack_ids) assert(text.includes(r), `panel names rack ${r}`);
-    assert(text.includes('driver') && text.includes('570.133.20'), 'panel shows component versions');
+    const driver = Object.keys(detail.component_versions.driver)[0];
+    assert(text.includes('driver') && text.includes(driver), `panel shows component versions (driver ${driver})`);
     assert(page.url().includes(`pod=${podId}`), 'the pod is in the URL');
     await shot(page, '04-pod-panel');
   });
@@ -550,6 +553,22 @@ async function main() {
     assertEq(await page.locator('[data-testid=runs] tbody tr').count(), 1, 'rows on page 2');
     await page.getByRole('button', { name: '‹ Newer' }).click();
     await page.locator(`[data-testid=runs] tbody tr[data-run="${newest}"]`).waitFor({ timeout: WAIT });
+  });
+
+  // Rollouts, the fleet's colour-by switch and reliability (rollouts-reliability.mjs).
+  await rolloutAndReliabilityTests({
+    test,
+    assert,
+    assertEq,
+    shot,
+    newPage,
+    setCurrentPage: (p) => (currentPage = p),
+    WAIT,
+    srv,
+    admin,
+    operatorToken,
+    viewerToken,
+    page,
   });
 }
 

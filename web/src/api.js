@@ -43,12 +43,16 @@ export function qs(params) {
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
-// api('/pods?limit=10') -> parsed JSON; throws ApiError. opts: {method, body, token}.
+// api('/pods?limit=10') -> parsed JSON; throws ApiError. opts: {method, body, token}, or
+// {raw, contentType} to send a text body as it is (a bundle's YAML).
 export async function api(path, opts = {}) {
   const token = opts.token || getToken();
   const headers = { Accept: 'application/json', Authorization: `Bearer ${token}` };
   const init = { method: opts.method || 'GET', headers, cache: 'no-store' };
-  if (opts.body !== undefined) {
+  if (opts.raw !== undefined) {
+    headers['Content-Type'] = opts.contentType || 'text/plain';
+    init.body = opts.raw;
+  } else if (opts.body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(opts.body);
   }

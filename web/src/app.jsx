@@ -6,10 +6,11 @@ import { useRoute } from './route.js';
 import { FleetView } from './fleet.jsx';
 import { HostView } from './host.jsx';
 import { QuarantineView } from './quarantine.jsx';
+import { ReliabilityView } from './reliability.jsx';
+import { NewRolloutView, RolloutsView, RolloutView } from './rollouts.jsx';
 import { RunsView, RunView, StartRunView } from './runs.jsx';
 
-// The views in the navigation ({id, label, href, match, render}). Rollouts and Reliability
-// join here once their APIs exist.
+// The views in the navigation ({id, label, href, match, render}).
 const VIEWS = [
   {
     id: 'fleet',
@@ -18,6 +19,18 @@ const VIEWS = [
     match: (r) => r.segments[0] === 'fleet' || r.segments[0] === 'hosts',
     render: (r, role) =>
       r.segments[0] === 'hosts' && r.segments[1] ? <HostView hostId={r.segments[1]} role={role} /> : <FleetView route={r} role={role} />,
+  },
+  {
+    id: 'rollouts',
+    label: 'Rollouts',
+    href: '#/rollouts',
+    match: (r) => r.segments[0] === 'rollouts',
+    render: (r, role) => {
+      const id = r.segments[1];
+      if (id === 'new') return <NewRolloutView route={r} role={role} />;
+      if (id) return <RolloutView rolloutId={id} role={role} />;
+      return <RolloutsView route={r} role={role} />;
+    },
   },
   {
     id: 'runs',
@@ -37,6 +50,13 @@ const VIEWS = [
     href: '#/quarantine',
     match: (r) => r.segments[0] === 'quarantine',
     render: () => <QuarantineView />,
+  },
+  {
+    id: 'reliability',
+    label: 'Reliability',
+    href: '#/reliability',
+    match: (r) => r.segments[0] === 'reliability',
+    render: (r, role) => <ReliabilityView route={r} role={role} />,
   },
 ];
 

@@ -19,8 +19,11 @@ import {
 import { navigate } from './route.js';
 import { RunShortcuts } from './runs.jsx';
 import { ErrorBox, EventTable, HostStateChip, KeyValues, PodStateChip } from './ui.jsx';
+import { classesOf, classSummary, COLOUR_MODES, complianceMap, countClasses, complianceClass, healthClass, styleFor } from './colour-model.js';
+import { bundleLabel } from './rollouts-model.js';
 
 const FILTER_KEYS = ['site', 'building', 'platform', 'state', 'label'];
+const COMPLIANCE_INTERVAL_MS = 10000;
 const PLATFORMS = ['catalina', 'clemente', 'san_miguel'];
 
 // Timings for tests and bench-fleet-render.mjs (ms since navigation start).
@@ -40,6 +43,11 @@ export function FleetView({ route, role }) {
     return f;
   }, [params.site, params.building, params.platform, params.state, params.label]);
   const podId = params.pod || '';
+  const mode = COLOUR_MODES.some((c) => c.id === params.colour) ? params.colour : 'state';
+  const bundleId = mode === 'compliance' ? params.bundle || '' : '';
+  const [bundles, setBundles] = useState(null);
+  const [compliance, setCompliance] = useState(null); // {bundle, map: Map pod -> entry}
+  const [complianceError, setComplianceError] = useState(null);
 
   const [pods, setPods] = useState(null);
   const [progress, setProgress] = useState({ loaded: 0, total: 0 });
@@ -88,11 +96,45 @@ export function FleetView({ route, role }) {
     [],
   );
 
+  // Bundles for the compliance picker; the chosen bundle's compliance, polled (a rollout
+  // changes it as pods finish).
+  usePoll(
+    async (isCurrent) => {
+      if (mode !== 'compliance') return;
+      const r = await api('/bundles');
+      if (isCurrent()) setBundles(r.items);
+    },
+    30000,
+    [mode],
+  );
+  usePoll(
+    async (isCurrent) => {
+      if (!bundleId) return;
+      try {
+        const r = await api(`/bundles/${encodeURIComponent(bundleId)}/compliance`);
+        if (!isCurrent()) return;
+        setCompliance({ bundle: bundleId, map: complianceMap(r), counts: r.counts });
+        setComplianceError(null);
+      } catch (e) {
+        if (isCurrent()) setComplianceError(e);
+        throw e;
+      }
+    },
+    COMPLIANCE_INTERVAL_MS,
+    [bundleId],
+  );
+  const complianceShown = compliance && compliance.bundle === bundleId ? compliance : null;
+  const styleOf = useMemo(
+    () => styleFor(mode, complianceShown ? complianceShown.map : null),
+    [mode, complianceShown],
+  );
+
   const all = pods || [];
   const filtered = useMemo(() => filterPods(all, filters), [pods, filters]);
   const groups = useMemo(() => groupPods(filtered), [filtered]);
   const m = useMemo(() => cellMetrics(all.length), [all.length > LARGE_FLEET]);
   const counts = useMemo(() => countStates(filtered), [filtered]);
+  const classCounts = useMemo(() => (mode === 'state' ? counts : countClasses(filtered, styleOf)), [filtered, styleOf, mode]);
   const choices = useMemo(() => filterChoices(all, filters.site), [pods, filters.site]);
   // An NVL72 pod is 72 GPUs; healthy_gpus counts those on hosts that can serve jobs.
   const healthy = useMemo(() => filtered.reduce((n, p) => n + (p.healthy_gpus || 0), 0), [filtered]);
@@ -148,7 +190,19 @@ export function FleetView({ route, role }) {
           <FindBox pods={all} onPod={openPod} />
         </div>
         <Filters filters={filters} choices={choices} onChange={setFilter} onClear={clearFilters} />
-        <Legend counts={counts} active={filters.state} onToggle={(s) => setFilter('state', filters.state === s ? '' : s)} />
+        <ColourBy
+          mode={mode}
+          bundleId={bundleId}
+          bundles={bundles}
+          onChange={(next) => navigate('/fleet', { ...params, colour: next.colour === 'state' ? '' : next.colour, bundle: next.bundle ?? params.bundle }, true)}
+        />
+        {mode === 'state' ? (
+          <Legend counts={counts} active={filters.state} onToggle={(s) => setFilter('state', filters.state === s ? '' : s)} />
+        ) : (
+          <ClassLegend mode={mode} counts={classCounts} />
+        )}
+        {mode === 'compliance' && !bundleId && <p class="notice small">Choose a bundle to colour the pods by their compliance with it.</p>}
+        <ErrorBox error={complianceError} what="Could not load the compliance" />
         <ErrorBox error={error} what="Could not load the pods" />
         <div ref={announceRef} class="sr-only" aria-live="polite" />
         <div
@@ -171,7 +225,10 @@ export function FleetView({ route, role }) {
                   <Building
                     key={b.id}
                     b={b}
-                    sig={signature(b.pods)}
+                    sig={signature(b.pods, styleOf)}
+                    styleOf={styleOf}
+                    classes={classesOf(mode)}
+                    compliance={complianceShown ? complianceShown.map : null}
                     m={m}
                     selectedId={podId}
                     onOpen={openPod}
@@ -183,7 +240,14 @@ export function FleetView({ route, role }) {
           ))}
         </div>
       </section>
-      {podId && <PodPanel podId={podId} role={role} onClose={closePod} />}
+      {podId && (
+        <PodPanel
+          podId={podId}
+          role={role}
+          onClose={closePod}
+          compliance={complianceShown ? { bundle: bundleId, entry: complianceShown.map.get(podId) } : null}
+        />
+      )}
     </div>
   );
 }
@@ -202,10 +266,61 @@ async function mapLimit(items, limit, fn) {
   return out;
 }
 
-function signature(pods) {
+function signature(pods, styleOf) {
   let s = '';
-  for (const p of pods) s += `${p.id}:${p.state};`;
+  for (const p of pods) s += `${p.id}:${p.state}:${styleOf(p).id};`;
   return s;
+}
+
+// The "colour by" switch: state | compliance with a bundle | health. In the URL (colour,
+// bundle), so a link shares the view.
+function ColourBy({ mode, bundleId, bundles, onChange }) {
+  return (
+    <div class="filters colour-by" role="group" aria-label="Colour the pods by">
+      <span class="filter">
+        <span>Colour by</span>
+        <span class="buttons seg-buttons">
+          {COLOUR_MODES.map((c) => (
+            <button type="button" class={mode === c.id ? 'on' : ''} aria-pressed={mode === c.id} data-colour={c.id} onClick={() => onChange({ colour: c.id })}>
+              {c.label}
+            </button>
+          ))}
+        </span>
+      </span>
+      {mode === 'compliance' && (
+        <label class="filter" for="f-bundle">
+          <span>Bundle</span>
+          <select id="f-bundle" value={bundleId} onChange={(e) => onChange({ colour: 'compliance', bundle: e.currentTarget.value })}>
+            <option value="">Choose…</option>
+            {(bundles || []).map((b) => (
+              <option value={b.id}>
+                {bundleLabel(b)} ({b.platforms.join(', ')})
+              </option>
+            ))}
+            {bundleId && bundles && !bundles.some((b) => b.id === bundleId) && <option value={bundleId}>{bundleId}</option>}
+          </select>
+        </label>
+      )}
+      {mode === 'health' && <span class="muted small">Healthy GPUs of each pod against the 64 a slice needs (72 with every spare).</span>}
+    </div>
+  );
+}
+
+function ClassLegend({ mode, counts }) {
+  return (
+    <ul class="legend" aria-label={`Pods by ${mode}`} data-testid="class-legend" data-mode={mode}>
+      {classesOf(mode).map((c) => (
+        <li data-class={c.id}>
+          <span class="legend-item">
+            <Swatch style={c} />
+            <span class="legend-code">{c.short}</span>
+            <span>{c.label}</span>
+            <span class="count">{fmtInt(counts[c.id] || 0)}</span>
+          </span>
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function FindBox({ pods, onPod }) {
@@ -303,7 +418,8 @@ function Filters({ filters, choices, onChange, onClear }) {
   );
 }
 
-function Swatch({ state, size = 18 }) {
+function Swatch({ state, style, size = 18 }) {
+  const st = style || podState(state);
   const ref = useRef(null);
   useLayoutEffect(() => {
     const c = ref.current;
@@ -312,8 +428,8 @@ function Swatch({ state, size = 18 }) {
     c.height = size * dpr;
     const ctx = c.getContext('2d');
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    drawCell(ctx, 0, 0, size, podState(state), false);
-  }, [state, size]);
+    drawCell(ctx, 0, 0, size, st, false);
+  }, [st.id, size]);
   return <canvas ref={ref} class="swatch" style={{ width: `${size}px`, height: `${size}px` }} aria-hidden="true" />;
 }
 
@@ -335,22 +451,26 @@ function Legend({ counts, active, onToggle }) {
 }
 
 const Building = memo(
-  function Building({ b, m, selectedId, onOpen, announce }) {
+  function Building({ b, m, selectedId, onOpen, announce, styleOf, classes, compliance }) {
     const ref = useRef(null);
     const [focus, setFocus] = useState(-1);
     const n = b.pods.length;
     const cols = columnsFor(n, m);
     const sel = selectedId ? b.pods.findIndex((p) => p.id === selectedId) : -1;
-    const counts = countStates(b.pods);
+    const summary = styleOf ? classSummary(countClasses(b.pods, styleOf), classes) : stateSummary(countStates(b.pods));
     useLayoutEffect(() => {
-      drawBuilding(ref.current, b.pods, cols, m, sel, focus);
+      drawBuilding(ref.current, b.pods, cols, m, sel, focus, styleOf);
     });
     const podAt = (ev) => {
       const r = ref.current.getBoundingClientRect();
       const i = cellAt(ev.clientX - r.left, ev.clientY - r.top, n, cols, m);
       return i < 0 ? null : b.pods[i];
     };
-    const describe = (p) => `${p.id}: ${podState(p.state).label}, ${p.platform}`;
+    const describe = (p) => {
+      const st = styleOf ? styleOf(p) : podState(p.state);
+      const extra = st.id === 'c:needs_upgrade' || st.id === 'c:incompatible' ? ` (${((compliance && compliance.get(p.id)) || {}).reasons?.join('; ') || ''})` : '';
+      return `${p.id}: ${st.label}${extra}, ${p.platform}`;
+    };
     const move = (i) => {
       const j = Math.max(0, Math.min(n - 1, i));
       setFocus(j);
@@ -371,13 +491,13 @@ const Building = memo(
       <figure class="building">
         <figcaption>
           <strong>{b.id}</strong> <span class="muted small">{fmtInt(n)} pods</span>
-          <span class="small bsum">{stateSummary(counts)}</span>
+          <span class="small bsum">{summary}</span>
         </figcaption>
         <canvas
           ref={ref}
           tabIndex={0}
           role="img"
-          aria-label={`Building ${b.id}, ${n} pods: ${stateSummary(counts)}. Arrow keys move between pods, Enter opens one.`}
+          aria-label={`Building ${b.id}, ${n} pods: ${summary}. Arrow keys move between pods, Enter opens one.`}
           data-building={b.id}
           data-cells={String(n)}
           data-cols={String(cols)}
@@ -400,10 +520,10 @@ const Building = memo(
       </figure>
     );
   },
-  (a, b) => a.sig === b.sig && a.m === b.m && a.selectedId === b.selectedId,
+  (a, b) => a.sig === b.sig && a.m === b.m && a.selectedId === b.selectedId && a.compliance === b.compliance,
 );
 
-function PodPanel({ podId, role, onClose }) {
+function PodPanel({ podId, role, onClose, compliance }) {
   const [pod, setPod] = useState(null);
   const [events, setEvents] = useState([]);
   const [error, setError] = useState(null);
@@ -438,12 +558,12 @@ function PodPanel({ podId, role, onClose }) {
       </div>
       <ErrorBox error={error} what="Could not load the pod" />
       {!shown && !error && <p class="muted">Loading…</p>}
-      {shown && <PodDetail pod={shown} events={events} role={role} />}
+      {shown && <PodDetail pod={shown} events={events} role={role} compliance={compliance} />}
     </aside>
   );
 }
 
-function PodDetail({ pod, events, role }) {
+function PodDetail({ pod, events, role, compliance }) {
   const labels = Object.entries(pod.labels || {})
     .map(([k, v]) => `${k}=${v}`)
     .join(', ');
@@ -457,7 +577,14 @@ function PodDetail({ pod, events, role }) {
           ['State', <PodStateChip state={pod.state} />],
           ['Platform', pod.platform],
           ['Site / building', `${pod.site} / ${pod.building}`],
-          ['Healthy GPUs', `${fmtInt(pod.healthy_gpus)} (64 needed for a slice)`],
+          ['Healthy GPUs', `${fmtInt(pod.healthy_gpus)} (64 needed for a slice) · ${healthClass(pod.healthy_gpus).label}`],
+          compliance && [
+            `Compliance with ${compliance.bundle}`,
+            <span data-testid="pod-compliance">
+              {complianceClass(compliance.entry).label}
+              {compliance.entry && compliance.entry.reasons.length > 0 && `: ${compliance.entry.reasons.join('; ')}`}
+            </span>,
+          ],
           ['Labels', labels],
           ['Racks', (pod.rack_ids || []).map((r) => `${r} (${trays[r] || 0} switch trays)`).join(', ')],
           ['Spares', (pod.spares || []).join(', ') || 'none'],

@@ -1,0 +1,84 @@
+// What a fleet heatmap cell shows ("colour by"): the pod's state, its compliance with a chosen
+// bundle (GET /bundles/{id}/compliance), or its health (healthy GPUs against the 64 a slice
+// needs). Every class has a label, a two-letter code and a pattern as well as a colour, like
+// the pod states of model.js, so nothing depends on colour alone. Pure: `npm test` covers it.
+
+import { POD_STATES, podState } from './model.js';
+
+export const COLOUR_MODES = [
+  { id: 'state', label: 'State' },
+  { id: 'compliance', label: 'Compliance' },
+  { id: 'health', label: 'Health' },
+];
+
+// Compliance classes (rollout_service.cc compliance(): compliant | needs_upgrade | incompatible).
+export const COMPLIANCE_CLASSES = [
+  { id: 'c:compliant', label: 'Compliant', short: 'OK', color: '#2e7d32', ink: '#ffffff', pattern: 'solid' },
+  { id: 'c:needs_upgrade', label: 'Needs upgrade', short: 'UP', color: '#f2b705', ink: '#1a1a1a', pattern: 'stripes' },
+  { id: 'c:incompatible', label: 'Incompatible', short: 'IX', color: '#6b6b6b', ink: '#ffffff', pattern: 'cross' },
+  { id: 'c:unknown', label: 'Not reported', short: '??', color: '#bdbdbd', ink: '#1a1a1a', pattern: 'dots' },
+];
+
+// An NVL72 pod has 72 GPUs, of which a slice (the NVLink domain a job gets) needs 64: the 8
+// others are spares (FACTS.md; runs-model.js sparesText).
+export const POD_GPUS = 72;
+export const SLICE_GPUS = 64;
+export const HEALTH_CLASSES = [
+  { id: 'h:full', label: `All ${POD_GPUS} GPUs healthy`, short: '72', color: '#2e7d32', ink: '#ffffff', pattern: 'solid' },
+  { id: 'h:spares', label: `Spares in use (${SLICE_GPUS}–${POD_GPUS - 1})`, short: 'SP', color: '#7cb342', ink: '#1a1a1a', pattern: 'bars' },
+  { id: 'h:short', label: `Below ${SLICE_GPUS}: no slice`, short: '<64', color: '#c62828', ink: '#ffffff', pattern: 'cross' },
+  { id: 'h:none', label: 'No healthy GPU', short: '0', color: '#1b1f24', ink: '#ffffff', pattern: 'slash' },
+];
+const BY_ID = new Map([...COMPLIANCE_CLASSES, ...HEALTH_CLASSES].map((c) => [c.id, c]));
+
+export function healthClass(healthyGpus) {
+  const n = Number(healthyGpus || 0);
+  if (n >= POD_GPUS) return BY_ID.get('h:full');
+  if (n >= SLICE_GPUS) return BY_ID.get('h:spares');
+  if (n > 0) return BY_ID.get('h:short');
+  return BY_ID.get('h:none');
+}
+
+export function complianceClass(entry) {
+  return BY_ID.get(`c:${entry ? entry.state : 'unknown'}`) || BY_ID.get('c:unknown');
+}
+
+// The legend classes of a mode.
+export function classesOf(mode) {
+  if (mode === 'compliance') return COMPLIANCE_CLASSES;
+  if (mode === 'health') return HEALTH_CLASSES;
+  return POD_STATES;
+}
+
+// (pod) -> cell style {id, label, short, color, ink, pattern} for the mode. compliance: Map
+// pod id -> {state, reasons} (null while loading: every pod "not reported").
+export function styleFor(mode, compliance) {
+  if (mode === 'compliance') return (p) => complianceClass(compliance ? compliance.get(p.id) : null);
+  if (mode === 'health') return (p) => healthClass(p.healthy_gpus);
+  return (p) => podState(p.state);
+}
+
+// {class id -> count} of pods under a style function.
+export function countClasses(pods, style) {
+  const out = {};
+  for (const p of pods) {
+    const id = style(p).id;
+    out[id] = (out[id] || 0) + 1;
+  }
+  return out;
+}
+
+// "3 compliant, 2 needs upgrade" in legend order.
+export function classSummary(counts, classes) {
+  return classes
+    .filter((c) => counts[c.id])
+    .map((c) => `${counts[c.id]} ${c.label.toLowerCase()}`)
+    .join(', ');
+}
+
+// The compliance answer as Map pod id -> {state, reasons}.
+export function complianceMap(answer) {
+  const m = new Map();
+  for (const p of (answer && answer.pods) || []) m.set(p.pod, p);
+  return m;
+}

@@ -1,0 +1,354 @@
+// Pure helpers of the rollout views (no DOM: `npm test` covers them).
+// Shapes: orchestrator/rollouts/rollout_service.cc (view, pods, list, create) and policy.cc.
+
+import { parseIdList } from './runs-model.js';
+
+// Rollout states (rollout store), with chip tones of ui.jsx.
+export const ROLLOUT_STATES = {
+  created: { label: 'Created', tone: 'new' },
+  running: { label: 'Running', tone: 'work' },
+  paused: { label: 'Paused', tone: 'warn' },
+  halted: { label: 'Halted', tone: 'bad' },
+  completed: { label: 'Completed', tone: 'good' },
+  aborting: { label: 'Aborting', tone: 'warn' },
+  aborted: { label: 'Aborted', tone: 'off' },
+};
+export const FINISHED_ROLLOUT_STATES = ['completed', 'aborted'];
+
+// Pod phases of a rollout (policy.h PodPhase). `seg` is the progress/timeline style: each has
+// a pattern in styles.css, and every bar carries its phase in text too.
+export const POD_PHASES = {
+  pending: { label: 'Pending', tone: 'new', seg: 'seg-pending' },
+  draining: { label: 'Draining', tone: 'work', seg: 'seg-drain' },
+  upgrading: { label: 'Upgrading', tone: 'work', seg: 'seg-work' },
+  validating: { label: 'Validating', tone: 'work', seg: 'seg-validate' },
+  succeeded: { label: 'Succeeded', tone: 'good', seg: 'seg-good' },
+  failed: { label: 'Failed', tone: 'bad', seg: 'seg-bad' },
+  skipped: { label: 'Skipped', tone: 'off', seg: 'seg-off' },
+  aborted: { label: 'Aborted', tone: 'off', seg: 'seg-off' },
+};
+export const PHASE_ORDER = ['succeeded', 'failed', 'skipped', 'aborted', 'validating', 'upgrading', 'draining', 'pending'];
+const IN_FLIGHT = new Set(['draining', 'upgrading', 'validating']);
+const POD_DONE = new Set(['succeeded', 'failed', 'skipped', 'aborted']);
+
+function lookup(table, id) {
+  return table[id] || { label: id || 'unknown', tone: 'off', seg: 'seg-off' };
+}
+export const rolloutState = (id) => lookup(ROLLOUT_STATES, id);
+export const podPhase = (id) => lookup(POD_PHASES, id);
+
+// Why a pending pod waits: the class before the colon of its waiting_reason (policy.cc
+// admit(): wave, budget, paused, soak, allocated, concurrency, capacity, power).
+export const WAIT_CLASSES = {
+  wave: 'its wave has not started',
+  budget: 'the failure budget halted the rollout',
+  paused: 'the rollout is paused',
+  soak: 'soaking after the previous wave',
+  allocated: 'a job holds the pod',
+  concurrency: 'max_concurrent_pods in flight',
+  capacity: 'building capacity floor',
+  power: 'building power (reboots at once)',
+};
+export function waitClass(reason) {
+  // "concurrency: 2 of ..." -> concurrency; "wave 2 starts after wave 0" -> wave; "paused".
+  return String(reason || '').split(':')[0].trim().split(' ')[0];
+}
+
+// The view's waiting map ({reason text before a colon -> pods}) by class: [{cls, n, texts}].
+export function waitingByClass(waiting) {
+  const out = new Map();
+  for (const [text, n] of Object.entries(waiting || {})) {
+    const cls = waitClass(text);
+    const e = out.get(cls) || { cls, n: 0, texts: [] };
+    e.n += n;
+    if (text !== cls) e.texts.push(text);
+    out.set(cls, e);
+  }
+  return [...out.values()];
+}
+
+// The verbs the console offers, by rollout state (rollout_service.cc verb(), rollback()).
+// `confirm` names the consequence in the confirmation dialog.
+export const ROLLOUT_VERBS = [
+  {
+    id: 'start',
+    label: 'Start',
+    from: ['created'],
+    confirm: 'Start rollout',
+    consequence: 'Pods start draining for the upgrade, canary first, within the policy limits.',
+  },
+  {
+    id: 'pause',
+    label: 'Pause',
+    from: ['running'],
+    confirm: 'Pause rollout',
+    consequence: 'No new pod starts. Pods in flight finish their upgrade and validation.',
+  },
+  {
+    id: 'resume',
+    label: 'Resume',
+    from: ['paused', 'halted'],
+    confirm: 'Resume rollout',
+    consequence: 'Pending pods start again within the policy limits.',
+    haltedConsequence: 'Resuming a halted rollout retries its failed pods: clear their fault first, or skip them.',
+  },
+  {
+    id: 'abort',
+    label: 'Abort',
+    from: ['created', 'running', 'paused', 'halted'],
+    confirm: 'Abort rollout',
+    danger: true,
+    consequence:
+      'No new step starts. Pods in flight stop at a safe point and are LEFT DRAINED (hosts in maintenance) until someone undrains or retries them. This cannot be undone: a new rollout is needed to continue.',
+  },
+  {
+    id: 'rollback',
+    label: 'Roll back',
+    from: ['paused', 'halted', 'completed', 'aborted'],
+    confirm: 'Start the rollback',
+    danger: true,
+    consequence:
+      'A new rollout of the previous bundle starts at once on every pod this rollout upgraded, with the same policy (drain, install, validate).',
+  },
+];
+export function offeredVerbs(state, counts) {
+  return ROLLOUT_VERBS.filter((v) => v.from.includes(state) && (v.id !== 'rollback' || (counts && counts.succeeded > 0)));
+}
+// Per-pod verbs: retry a failed or aborted pod, skip a pending or failed one.
+export function podVerbs(phase) {
+  const out = [];
+  if (phase === 'failed' || phase === 'aborted') out.push('retry');
+  if (phase === 'pending' || phase === 'failed') out.push('skip');
+  return out;
+}
+
+// Policy fields with kilnd's defaults (api/openapi.yaml POST /rollouts; policy.h Policy).
+// Every field is text in the form; policyBody() sends only what differs from the default.
+export const POLICY_FIELDS = [
+  { name: 'canary_pods', label: 'Canary pods', type: 'int', default: '1', help: 'Pods in the first wave.' },
+  { name: 'waves', label: 'Waves (cumulative)', type: 'waves', default: '10%, 50%, 100%', help: 'Share or count done by the end of each wave; the last takes the rest.' },
+  { name: 'soak', label: 'Soak between waves', type: 'duration', default: '10m', help: 'e.g. 30s, 10m, 2h' },
+  { name: 'max_concurrent_pods', label: 'Max concurrent pods', type: 'int', default: '2', help: 'Pods in flight at once.' },
+  { name: 'max_percent_down', label: 'Capacity floor: max % of a building down', type: 'number', default: '25', help: 'Counting pods already down.' },
+  { name: 'max_pods_down', label: 'Capacity floor: max pods of a building down', type: 'int', default: '', help: 'Empty: no count limit.' },
+  { name: 'failure_budget_pods', label: 'Failure budget (pods)', type: 'int', default: '1', help: 'Halt when more pods fail.' },
+  { name: 'failure_budget_percent', label: 'Failure budget (% of pods)', type: 'number', default: '', help: 'Empty: no percentage budget.' },
+  { name: 'max_rebooting_pods_per_building', label: 'Max rebooting pods per building', type: 'int', default: '2', help: 'Power: pods flashing and rebooting at once.' },
+  { name: 'allocated', label: 'Pods allocated to jobs', type: 'choice', choices: ['wait', 'skip'], default: 'wait', help: 'wait for the scheduler, or skip them' },
+  { name: 'order', label: 'Order', type: 'choice', choices: ['spread', 'name'], default: 'spread', help: 'spread: round-robin over buildings' },
+];
+export function policyDefaults() {
+  const v = {};
+  for (const f of POLICY_FIELDS) v[f.name] = f.default;
+  return v;
+}
+
+// "10%, 50%, 100%" -> ["10%", "50%", "100%"]; "5, 20" -> [5, 20]; other tokens as text
+// (kilnd names the bad one in its 422).
+export function parseWaves(text) {
+  return String(text || '')
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map((t) => (/^\d+$/.test(t) ? Number(t) : t));
+}
+
+function num(text) {
+  const t = String(text).trim();
+  return t !== '' && Number.isFinite(Number(t)) ? Number(t) : t;
+}
+
+// The policy object of POST /rollouts: only the fields that differ from the defaults (kilnd
+// fills in the rest), grouped as kilnd expects (capacity_floor, failure_budget).
+export function policyBody(values) {
+  const v = { ...policyDefaults(), ...values };
+  const changed = (k) => String(v[k] ?? '').trim() !== POLICY_FIELDS.find((f) => f.name === k).default;
+  const out = {};
+  for (const k of ['canary_pods', 'max_concurrent_pods', 'max_rebooting_pods_per_building'])
+    if (changed(k)) out[k] = num(v[k]);
+  if (changed('waves')) out.waves = parseWaves(v.waves);
+  if (changed('soak')) out.soak = String(v.soak).trim();
+  for (const k of ['allocated', 'order']) if (changed(k)) out[k] = v[k];
+  // capacity_floor and failure_budget replace the default as a whole: send every part set.
+  if (changed('max_percent_down') || changed('max_pods_down')) {
+    const c = {};
+    if (String(v.max_percent_down).trim() !== '') c.max_percent_down = num(v.max_percent_down);
+    if (String(v.max_pods_down).trim() !== '') c.max_pods_down = num(v.max_pods_down);
+    out.capacity_floor = c;
+  }
+  if (changed('failure_budget_pods') || changed('failure_budget_percent')) {
+    const b = {};
+    if (String(v.failure_budget_pods).trim() !== '') b.pods = num(v.failure_budget_pods);
+    if (String(v.failure_budget_percent).trim() !== '') b.percent = num(v.failure_budget_percent);
+    out.failure_budget = b;
+  }
+  return out;
+}
+
+// "row=a, rack=3" -> {row: 'a', rack: '3'}
+export function parseLabels(text) {
+  const out = {};
+  for (const part of String(text || '').split(/[,\n]+/)) {
+    const p = part.trim();
+    if (!p) continue;
+    const eq = p.indexOf('=');
+    if (eq < 0) out[p] = '';
+    else out[p.slice(0, eq).trim()] = p.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+// The selector of POST /rollouts from the form's texts; empty lists are left out (any).
+export function selectorBody({ sites, buildings, platforms, pods, labels }) {
+  const out = {};
+  const s = parseIdList(sites);
+  const b = parseIdList(buildings);
+  const p = parseIdList(pods);
+  const l = parseLabels(labels);
+  if (s.length) out.sites = s;
+  if (b.length) out.buildings = b;
+  if (platforms && platforms.length) out.platforms = [...platforms];
+  if (p.length) out.pods = p;
+  if (Object.keys(l).length) out.labels = l;
+  return out;
+}
+
+// A 422 of POST /rollouts as {field name of the form -> message}: policy.capacity_floor.x ->
+// max_percent_down etc., selector.x -> selector:x, bundle -> bundle.
+export function rolloutFieldErrors(details, message) {
+  const out = {};
+  const key = (path) => {
+    const p = String(path || '').replace(/\[\d+\]$/, '');
+    if (p === 'policy.capacity_floor.max_percent_down' || p === 'policy.capacity_floor') return 'max_percent_down';
+    if (p === 'policy.capacity_floor.max_pods_down') return 'max_pods_down';
+    if (p === 'policy.failure_budget.percent') return 'failure_budget_percent';
+    if (p.startsWith('policy.failure_budget')) return 'failure_budget_pods';
+    if (p.startsWith('policy.')) return p.slice(7);
+    if (p.startsWith('selector.')) return `selector:${p.slice(9)}`;
+    return p;
+  };
+  for (const f of (details && details.fields) || []) if (!(key(f.path) in out)) out[key(f.path)] = f.message;
+  if (details && details.field && !(key(details.field) in out)) out[key(details.field)] = message || 'invalid';
+  return out;
+}
+
+// A plan (dry run) in one line: "4 eligible pods in 3 waves (1, 1, 2); 2 excluded".
+export function planSummary(plan) {
+  if (!plan) return '';
+  const sizes = plan.waves.map((w) => w.pods.length);
+  const waves = `${plan.waves.length} wave${plan.waves.length === 1 ? '' : 's'}${sizes.length ? ` (${sizes.join(', ')})` : ''}`;
+  return `${plan.eligible} eligible pod${plan.eligible === 1 ? '' : 's'} in ${waves}; ${plan.excluded.length} excluded`;
+}
+
+// Excluded pods grouped by reason class ("compliant", "incompatible", "not in service", ...).
+export function exclusionCounts(excluded) {
+  const out = {};
+  for (const e of excluded || []) {
+    const r = String(e.reason || '');
+    const cls = r.startsWith('in rollout') ? 'in another rollout' : r.startsWith('not in service') ? 'not in service' : r.split(':')[0].split(' (')[0];
+    out[cls] = (out[cls] || 0) + 1;
+  }
+  return out;
+}
+
+// Progress of a rollout view: {done, total, text}.
+export function rolloutProgress(view) {
+  const c = (view && view.counts) || {};
+  const total = view ? view.total || 0 : 0;
+  let done = 0;
+  for (const k of POD_DONE) done += c[k] || 0;
+  let inFlight = 0;
+  for (const k of IN_FLIGHT) inFlight += c[k] || 0;
+  const parts = [`${c.succeeded || 0} succeeded`];
+  if (c.failed) parts.push(`${c.failed} failed`);
+  if (c.skipped) parts.push(`${c.skipped} skipped`);
+  if (c.aborted) parts.push(`${c.aborted} aborted`);
+  if (inFlight) parts.push(`${inFlight} in flight`);
+  if (c.pending) parts.push(`${c.pending} pending`);
+  return { done, total, inFlight, text: `${done} of ${total} pods done · ${parts.join(', ')}` };
+}
+
+// Phase spans of one pod over time for the timeline, from the rollout's events (oldest first
+// or not; kinds admitted/upgrading/validating/succeeded/failed/aborted/skip/retry) and the
+// pod's started/finished timestamps when events are missing. Returns [{phase, from, to}] in
+// ms; an open span ends at `now`.
+export function podSpans(pod, events, now) {
+  const evs = (events || []).filter((e) => e.pod === pod.pod).sort((a, b) => a.at_ms - b.at_ms || a.id - b.id);
+  const starts = { admitted: 'draining', draining: 'draining', upgrading: 'upgrading', validating: 'validating' };
+  const ends = new Set(['succeeded', 'failed', 'aborted', 'skipped', 'skip', 'retry', 'pending']);
+  const spans = [];
+  let open = null;
+  const close = (at) => {
+    if (open) {
+      spans.push({ phase: open.phase, from: open.from, to: Math.max(open.from, at) });
+      open = null;
+    }
+  };
+  for (const e of evs) {
+    if (starts[e.kind]) {
+      close(e.at_ms);
+      open = { phase: starts[e.kind], from: e.at_ms };
+    } else if (ends.has(e.kind)) {
+      const phase = e.kind === 'skip' ? 'skipped' : e.kind;
+      const wasOpen = !!open;
+      close(e.at_ms);
+      if (wasOpen && POD_DONE.has(phase)) spans.push({ phase, from: e.at_ms, to: e.at_ms, mark: true });
+    }
+  }
+  if (open) {
+    if (POD_DONE.has(pod.phase) && pod.finished_at_ms) close(pod.finished_at_ms);
+    else if (pod.phase === 'pending') close(now);
+    else {
+      // Still in flight: the span runs on until now.
+      spans.push({ phase: open.phase, from: open.from, to: now, open: true });
+      open = null;
+    }
+  }
+  if (!spans.length && pod.started_at_ms) {
+    const to = pod.finished_at_ms || now;
+    spans.push({ phase: POD_DONE.has(pod.phase) ? 'draining' : pod.phase, from: pod.started_at_ms, to, open: !pod.finished_at_ms });
+  }
+  return spans;
+}
+
+// The timeline's time range: from the earliest pod start (or the rollout's start) to the
+// latest end (or now while it runs).
+export function timelineRange(view, pods, now) {
+  let from = Infinity;
+  let to = -Infinity;
+  for (const p of pods || []) {
+    if (p.started_at_ms) from = Math.min(from, p.started_at_ms);
+    if (p.finished_at_ms) to = Math.max(to, p.finished_at_ms);
+    if (p.started_at_ms && !p.finished_at_ms) to = Math.max(to, now);
+  }
+  if (view && view.started_at_ms) from = Math.min(from, view.started_at_ms);
+  if (!Number.isFinite(from)) return null;
+  if (!Number.isFinite(to) || (view && !view.finished_at_ms)) to = Math.max(to, now);
+  if (to <= from) to = from + 1000;
+  return { from, to };
+}
+
+// Seconds as a short duration for P50/P90/ETA: "2 h 5 min", "45 s"; null -> "—".
+export function fmtEta(seconds) {
+  if (seconds === null || seconds === undefined || !Number.isFinite(Number(seconds))) return '—';
+  const s = Math.max(0, Math.round(Number(seconds)));
+  if (s < 60) return `${s} s`;
+  const units = [
+    [86400, 'd'],
+    [3600, 'h'],
+    [60, 'min'],
+  ];
+  const i = units.findIndex(([u]) => s >= u);
+  const [u1, n1] = units[i];
+  const a = Math.floor(s / u1);
+  if (i === units.length - 1) return `${a} min`;
+  const [u2, n2] = units[i + 1];
+  const b = Math.floor((s % u1) / u2);
+  return b ? `${a} ${n1} ${b} ${n2}` : `${a} ${n1}`;
+}
+
+// A bundle's label: "gb200-fw-2026.12@1.0.0".
+export function bundleLabel(b) {
+  if (!b) return '';
+  if (typeof b === 'string') return b;
+  return b.name ? `${b.name}@${b.version}` : b.id;
+}
