@@ -8,6 +8,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './lib/harness.mjs';
 
+const PASTED_BUNDLE = [
+  'name: gb300-driver-test',
+  'version: "1.0.0"',
+  'platforms: [clemente]',
+  'workflow: firmware-upgrade',
+  'components:',
+  '  - kind: driver',
+  '    version: 580.65.06',
+  '    artifact: https://firmware.example/driver/NVIDIA-Linux-aarch64-580.65.06.run',
+  '    sha256: 9f2c4b1e7a3d5c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60',
+  '',
+].join('\n');
+
 // ctx: {test, assert, assertEq, shot, newPage, setCurrentPage, WAIT, srv, admin,
 // operatorToken, viewerToken, page}
 export async function rolloutAndReliabilityTests(ctx) {
@@ -74,6 +87,24 @@ export async function rolloutAndReliabilityTests(ctx) {
     await op.locator('[data-testid=new-rollout]').click();
     await op.locator('#ro-bundle').waitFor({ timeout: WAIT });
     await op.waitForFunction((id) => [...document.querySelectorAll('#ro-bundle option')].some((o) => o.value === id), bundle.id, { timeout: WAIT });
+    // A bundle pasted into the form: kilnd's 422 names the bad field; a good one is selected.
+    await op.locator('[data-testid=add-bundle]').click();
+    await op.locator('#bundle-text').fill(PASTED_BUNDLE.replace('platforms: [clemente]', 'platforms: [hopper]'));
+    await op.locator('[data-testid=add-bundle-submit]').click();
+    await op.locator('.add-bundle [role=alert]', { hasText: 'platforms' }).waitFor({ timeout: WAIT });
+    await op.locator('#bundle-text').fill(PASTED_BUNDLE);
+    await op.locator('[data-testid=add-bundle-submit]').click();
+    await op.waitForFunction(
+      () => {
+        const sel = document.querySelector('#ro-bundle');
+        return sel && sel.selectedOptions[0] && sel.selectedOptions[0].textContent.includes('gb300-driver-test@1.0.0');
+      },
+      null,
+      { timeout: WAIT },
+    );
+    const pasted = (await admin.get('/bundles')).items.find((b) => b.name === 'gb300-driver-test');
+    assert(pasted && pasted.platforms.join() === 'clemente', 'the pasted bundle is stored');
+    assertEq(await op.locator('#ro-bundle').inputValue(), pasted.id, 'the pasted bundle is selected');
     await op.locator('#ro-bundle').selectOption(bundle.id);
     await op.locator('[data-testid=bundle-summary]', { hasText: 'driver 580.65.06' }).waitFor({ timeout: WAIT });
     await op.locator('#ro-buildings').fill('prn-b02');

@@ -461,7 +461,7 @@ function AddBundle({ onAdded }) {
       {error && (
         <div class="error-box" role="alert">
           {error.message}
-          {errs.length > 1 && (
+          {errs.length > 0 && (
             <ul class="reasons">
               {errs.map((f) => (
                 <li>
