@@ -24,10 +24,10 @@ export const COMPLIANCE_CLASSES = [
 export const POD_GPUS = 72;
 export const SLICE_GPUS = 64;
 export const HEALTH_CLASSES = [
-  { id: 'h:full', label: `All ${POD_GPUS} GPUs healthy`, short: '72', color: '#2e7d32', ink: '#ffffff', pattern: 'solid' },
-  { id: 'h:spares', label: `Spares in use (${SLICE_GPUS}–${POD_GPUS - 1})`, short: 'SP', color: '#7cb342', ink: '#1a1a1a', pattern: 'bars' },
-  { id: 'h:short', label: `Below ${SLICE_GPUS}: no slice`, short: '<64', color: '#c62828', ink: '#ffffff', pattern: 'cross' },
-  { id: 'h:none', label: 'No healthy GPU', short: '0', color: '#1b1f24', ink: '#ffffff', pattern: 'slash' },
+  { id: 'h:full', label: `All ${POD_GPUS} GPUs healthy`, noun: 'fully healthy', short: '72', color: '#2e7d32', ink: '#ffffff', pattern: 'solid' },
+  { id: 'h:spares', label: `Spares in use (${SLICE_GPUS}–${POD_GPUS - 1})`, noun: 'on spares', short: 'SP', color: '#7cb342', ink: '#1a1a1a', pattern: 'bars' },
+  { id: 'h:short', label: `Below ${SLICE_GPUS}: no slice`, noun: `below ${SLICE_GPUS} GPUs`, short: '<64', color: '#c62828', ink: '#ffffff', pattern: 'cross' },
+  { id: 'h:none', label: 'No healthy GPU', noun: 'without a healthy GPU', short: '0', color: '#1b1f24', ink: '#ffffff', pattern: 'slash' },
 ];
 const BY_ID = new Map([...COMPLIANCE_CLASSES, ...HEALTH_CLASSES].map((c) => [c.id, c]));
 
@@ -68,11 +68,11 @@ export function countClasses(pods, style) {
   return out;
 }
 
-// "3 compliant, 2 needs upgrade" in legend order.
+// "3 compliant, 2 needs upgrade", "280 fully healthy, 8 on spares" in legend order.
 export function classSummary(counts, classes) {
   return classes
     .filter((c) => counts[c.id])
-    .map((c) => `${counts[c.id]} ${c.label.toLowerCase()}`)
+    .map((c) => `${counts[c.id]} ${c.noun || c.label.toLowerCase()}`)
     .join(', ');
 }
 

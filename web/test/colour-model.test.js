@@ -33,6 +33,7 @@ test('styleFor(compliance) reads the bundle answer; a pod it does not name is no
   const counts = countClasses([{ id: 'a' }, { id: 'b' }, { id: 'b' }], style);
   assert.deepEqual(counts, { 'c:compliant': 1, 'c:needs_upgrade': 2 });
   assert.equal(classSummary(counts, classesOf('compliance')), '1 compliant, 2 needs upgrade');
+  assert.equal(classSummary({ 'h:full': 5, 'h:spares': 1 }, classesOf('health')), '5 fully healthy, 1 on spares');
   assert.equal(styleFor('state', null)({ state: 'down' }).id, 'down');
   assert.equal(styleFor('health', null)({ healthy_gpus: 72 }).id, 'h:full');
 });
