@@ -1,0 +1,481 @@
+#include "agents/sim/fleet/fleet.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "agents/sim/host_sim.h"
+
+namespace kiln::vfleet {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+struct Fleet::Host {
+  enum class Phase { kNew, kEnrolling, kActive, kRejected };
+  struct Running {
+    Assignment a;
+    SimProcess process;
+    SteadyClock::time_point started;
+    Loop::TimerId timer = 0;
+  };
+  struct Report {
+    std::string id;
+    json body;
+    bool in_flight = false;
+    Loop::TimerId timer = 0;
+    int failures = 0;
+  };
+
+  sim::HostState state;
+  std::string token;
+  Phase phase = Phase::kNew;
+  bool counted_enrolled = false;
+  Loop::TimerId timer = 0;      // the next poll or enrolment attempt
+  std::uint64_t poll_gen = 0;   // the latest poll sent; older answers are superseded
+  int failures = 0;             // consecutive poll or enrolment errors
+  SteadyClock::time_point hot_until{};
+  std::optional<Running> running;
+  std::optional<Report> report;
+};
+
+namespace {
+
+bool retryable(const Result<HttpResponse>& r) {
+  return !r.ok() || r->status >= 500 || r->status == 429 || r->status == 408;
+}
+
+std::string describe(const Result<HttpResponse>& r) {
+  if (!r.ok()) return r.error().message;
+  std::string body = r->body.size() > 200 ? r->body.substr(0, 200) + "..." : r->body;
+  return "HTTP " + std::to_string(r->status) + " " + body;
+}
+
+}  // namespace
+
+std::string percentEncode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+Fleet::Fleet(Loop& loop, Transport& transport, HostStore& store, FleetSettings settings, LogSink log)
+    : loop_(loop),
+      transport_(transport),
+      store_(store),
+      settings_(std::move(settings)),
+      policy_(settings_.poll),
+      log_(std::move(log)),
+      rng_(settings_.seed) {}
+
+Fleet::~Fleet() {
+  for (auto& h : hosts_) {
+    loop_.cancel(h->timer);
+    if (h->running) loop_.cancel(h->running->timer);
+    if (h->report) loop_.cancel(h->report->timer);
+  }
+  loop_.cancel(stop_timer_);
+}
+
+void Fleet::log(LogLevel level, const std::string& msg) const {
+  if (log_) log_(level, msg);
+}
+
+void Fleet::addHost(sim::HostState state) {
+  KILN_CHECK(!started_);
+  KILN_CHECK(by_id_.count(state.host) == 0);
+  auto h = std::make_unique<Host>();
+  h->state = std::move(state);
+  by_id_[h->state.host] = h.get();
+  hosts_.push_back(std::move(h));
+  counters_.hosts = hosts_.size();
+}
+
+const sim::HostState* Fleet::hostState(const std::string& host) const {
+  auto it = by_id_.find(host);
+  return it == by_id_.end() ? nullptr : &it->second->state;
+}
+
+Status Fleet::injectFault(const std::string& host, const sim::Fault& fault) {
+  auto it = by_id_.find(host);
+  if (it == by_id_.end()) return notFound("no simulated host '" + host + "'");
+  sim::HostSim sim(it->second->state);
+  return sim.setFault(fault);
+}
+
+Result<int> Fleet::clearFaults(const std::string& host, std::optional<sim::FaultKind> kind) {
+  auto it = by_id_.find(host);
+  if (it == by_id_.end()) return notFound("no simulated host '" + host + "'");
+  sim::HostSim sim(it->second->state);
+  return sim.clearFaults(kind);
+}
+
+void Fleet::start() {
+  KILN_CHECK(!started_);
+  started_ = true;
+  const auto ramp = std::max<std::int64_t>(settings_.ramp.count(), 0);
+  std::uniform_int_distribution<std::int64_t> when(0, ramp);
+  std::weak_ptr<int> life = life_;
+  for (auto& hp : hosts_) {
+    Host* h = hp.get();
+    if (auto token = store_.loadToken(h->state.host)) {
+      h->token = *token;
+      h->phase = Host::Phase::kActive;
+      h->counted_enrolled = true;
+      counters_.enrolled++;
+      schedulePoll(*h, milliseconds(when(rng_)));
+    } else {
+      h->timer = loop_.after(milliseconds(when(rng_)), [this, life, h] {
+        if (life.expired()) return;
+        h->timer = 0;
+        enrol(*h);
+      });
+    }
+  }
+}
+
+// ---- enrolment -----------------------------------------------------------------------------
+
+void Fleet::enrol(Host& h) {
+  if (stopping_ || h.phase == Host::Phase::kEnrolling || h.phase == Host::Phase::kRejected) return;
+  h.phase = Host::Phase::kEnrolling;
+  json body = {{"host", h.state.host},
+               {"boot_id", h.state.boot_id},
+               {"agent_version", kAgentVersion},
+               {"inventory", inventoryOf(h.state)}};
+  HttpRequest req{"POST", "/api/v1/agents/register", settings_.enroll_token, body.dump(),
+                  Priority::kHigh};
+  const auto sent = loop_.now();
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  transport_.send(std::move(req), [this, life, hp, sent](Result<HttpResponse> r) {
+    if (life.expired()) return;
+    onEnrolled(*hp, sent, std::move(r));
+  });
+}
+
+void Fleet::onEnrolled(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r) {
+  request_latency_.record(loop_.now() - sent);
+  if (r.ok() && r->status == 200) {
+    auto j = json::parse(r->body, nullptr, false);
+    if (j.is_object() && j.contains("token") && j["token"].is_string()) {
+      h.token = j["token"].get<std::string>();
+      h.phase = Host::Phase::kActive;
+      h.failures = 0;
+      counters_.enrolments++;
+      if (!h.counted_enrolled) {
+        h.counted_enrolled = true;
+        counters_.enrolled++;
+      }
+      if (auto st = store_.saveToken(h.state.host, h.token); !st.ok())
+        log(LogLevel::kWarn, h.state.host + ": cannot keep its agent token: " + st.error().message);
+      if (stopping_) return maybeFinishStop();
+      if (h.report && !h.report->in_flight) return sendReport(h);
+      schedulePoll(h, milliseconds(0));
+      return;
+    }
+  }
+  if (!retryable(r) && r->status != 200) {
+    // 404: not in the fleet; 401/403: the enrolment token is refused; 4xx: a bad request.
+    // None of them gets better by asking again.
+    h.phase = Host::Phase::kRejected;
+    counters_.rejected++;
+    log(LogLevel::kError, h.state.host + ": enrolment refused: " + describe(r));
+    if (stopping_) maybeFinishStop();
+    return;
+  }
+  counters_.enrol_errors++;
+  h.phase = Host::Phase::kNew;
+  h.failures++;
+  log(LogLevel::kDebug, h.state.host + ": enrolment failed: " + describe(r));
+  if (stopping_) return maybeFinishStop();
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  h.timer = loop_.after(policy_.backoff(h.failures, rng_), [this, life, hp] {
+    if (life.expired()) return;
+    hp->timer = 0;
+    enrol(*hp);
+  });
+}
+
+void Fleet::tokenRefused(Host& h) {
+  log(LogLevel::kInfo, h.state.host + ": agent token refused (401): enrolling again");
+  h.token.clear();
+  loop_.cancel(h.timer);
+  h.timer = 0;
+  h.phase = Host::Phase::kNew;
+  enrol(h);
+}
+
+// ---- polling -------------------------------------------------------------------------------
+
+void Fleet::schedulePoll(Host& h, SteadyClock::duration delay) {
+  loop_.cancel(h.timer);
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  h.timer = loop_.after(delay, [this, life, hp] {
+    if (life.expired()) return;
+    hp->timer = 0;
+    poll(*hp);
+  });
+}
+
+void Fleet::poll(Host& h) {
+  if (stopping_ || h.phase != Host::Phase::kActive) return;
+  // A finished step is reported before new work is asked for; the report's answer polls.
+  if (h.report && !h.running) return;
+  const bool hot = h.running || loop_.now() < h.hot_until;
+  const PollDecision d = policy_.decide(hot, static_cast<int>(counters_.long_polls_in_flight), rng_);
+  std::string target = "/api/v1/agents/" + percentEncode(h.state.host) +
+                       "/work?wait=" + std::to_string(d.wait_s) +
+                       "&boot_id=" + percentEncode(h.state.boot_id);
+  if (h.running) target += "&running=" + percentEncode(h.running->a.id);
+  HttpRequest req{"GET", target, h.token, "", Priority::kNormal,
+                  milliseconds(d.wait_s * 1000) + settings_.poll_request_slack};
+  const std::uint64_t gen = ++h.poll_gen;
+  counters_.polls++;
+  counters_.polls_in_flight++;
+  if (d.long_poll) counters_.long_polls_in_flight++;
+  const auto sent = loop_.now();
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  const bool long_poll = d.long_poll;
+  const milliseconds then = d.then;
+  transport_.send(std::move(req), [=, this](Result<HttpResponse> r) {
+    if (life.expired()) return;
+    onPoll(*hp, gen, long_poll, then, sent, std::move(r));
+  });
+}
+
+void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then,
+                   SteadyClock::time_point sent, Result<HttpResponse> r) {
+  counters_.polls_in_flight--;
+  if (long_poll) counters_.long_polls_in_flight--;
+  const auto latency = loop_.now() - sent;
+  poll_latency_.record(latency);
+  if (r.ok() && (r->status == 200 || !long_poll)) quick_poll_latency_.record(latency);
+  if (stopping_ || gen != h.poll_gen || h.phase != Host::Phase::kActive) return;
+
+  if (retryable(r) || (r->status != 200 && r->status != 204 && r->status != 401)) {
+    counters_.poll_errors++;
+    h.failures++;
+    log(h.failures == 1 ? LogLevel::kWarn : LogLevel::kDebug,
+        h.state.host + ": poll failed: " + describe(r));
+    schedulePoll(h, policy_.backoff(h.failures, rng_));
+    return;
+  }
+  if (r->status == 401) return tokenRefused(h);
+  h.failures = 0;
+  if (r->status == 204) {
+    // After a long poll, again at once (a few ms of jitter keeps hosts from moving in step).
+    if (long_poll) then = milliseconds(std::uniform_int_distribution<int>(0, 20)(rng_));
+    schedulePoll(h, then);
+    return;
+  }
+  auto j = json::parse(r->body, nullptr, false);
+  if (!j.is_object()) {
+    counters_.poll_errors++;
+    log(LogLevel::kWarn, h.state.host + ": poll answer is not a JSON object: " + describe(r));
+    schedulePoll(h, policy_.backoff(++h.failures, rng_));
+    return;
+  }
+  if (j.contains("cancel") && j["cancel"].is_array() && h.running) {
+    for (const auto& id : j["cancel"]) {
+      if (id.is_string() && h.running && id.get<std::string>() == h.running->a.id) cancelStep(h);
+    }
+  }
+  if (j.contains("assignment") && j["assignment"].is_object()) {
+    if (h.running || h.report) {
+      log(LogLevel::kWarn, h.state.host + ": got an assignment while busy; ignored");
+    } else {
+      startStep(h, j["assignment"]);
+    }
+  }
+  schedulePoll(h, milliseconds(0));
+}
+
+// ---- steps ---------------------------------------------------------------------------------
+
+void Fleet::startStep(Host& h, const json& assignment) {
+  counters_.assignments++;
+  h.hot_until = loop_.now() + settings_.hot_window;
+  auto a = assignmentFromJson(assignment);
+  if (!a.ok()) {
+    log(LogLevel::kWarn, h.state.host + ": " + a.error().message);
+    if (assignment.contains("id") && assignment["id"].is_string()) {
+      std::int64_t lease = assignment.value("lease", std::int64_t{0});
+      queueReport(h, assignment["id"].get<std::string>(),
+                  invalidAssignmentBody(h.state.host, lease, h.state.boot_id, a.error().message));
+    }
+    return;
+  }
+  sim::ToolContext ctx{settings_.timestamp(), settings_.read_file};
+  SimProcess p = startProcess(h.state, *a, settings_.time_scale, ctx);
+  if (!p.started) {
+    counters_.steps_done++;
+    queueReport(h, a->id, finishProcess(h.state, *a, p, Ending::kFinished, SteadyClock::duration(0)));
+    return;
+  }
+  counters_.running++;
+  const auto end = p.end();
+  h.running = Host::Running{std::move(*a), std::move(p), loop_.now(), 0};
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  h.running->timer = loop_.after(end, [this, life, hp] {
+    if (life.expired()) return;
+    hp->running->timer = 0;
+    onStepEnd(*hp);
+  });
+}
+
+void Fleet::onStepEnd(Host& h) {
+  KILN_CHECK(h.running.has_value());
+  Host::Running run = std::move(*h.running);
+  h.running.reset();
+  counters_.running--;
+  counters_.steps_done++;
+  const Ending ending = run.process.timesOut() ? Ending::kTimedOut : Ending::kFinished;
+  queueReport(h, run.a.id,
+              finishProcess(h.state, run.a, run.process, ending, run.process.end()));
+}
+
+void Fleet::cancelStep(Host& h) {
+  KILN_CHECK(h.running.has_value());
+  Host::Running run = std::move(*h.running);
+  h.running.reset();
+  loop_.cancel(run.timer);
+  counters_.running--;
+  counters_.steps_done++;
+  counters_.cancels++;
+  queueReport(h, run.a.id, finishProcess(h.state, run.a, run.process, Ending::kCancelled,
+                                         loop_.now() - run.started));
+}
+
+// ---- reports -------------------------------------------------------------------------------
+
+void Fleet::queueReport(Host& h, const std::string& id, json body) {
+  KILN_CHECK(!h.report.has_value());
+  h.report = Host::Report{id, std::move(body)};
+  sendReport(h);
+}
+
+void Fleet::sendReport(Host& h) {
+  KILN_CHECK(h.report.has_value());
+  if (h.phase != Host::Phase::kActive) return;  // enrolling: onEnrolled sends it
+  h.report->in_flight = true;
+  HttpRequest req{"POST", "/api/v1/assignments/" + percentEncode(h.report->id) + "/result", h.token,
+                  h.report->body.dump(-1, ' ', false, json::error_handler_t::replace),
+                  Priority::kHigh};
+  const auto sent = loop_.now();
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  transport_.send(std::move(req), [this, life, hp, sent](Result<HttpResponse> r) {
+    if (life.expired()) return;
+    onReport(*hp, sent, std::move(r));
+  });
+}
+
+void Fleet::onReport(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r) {
+  KILN_CHECK(h.report.has_value());
+  h.report->in_flight = false;
+  request_latency_.record(loop_.now() - sent);
+  if (r.ok() && r->status == 200) {
+    counters_.reports_ok++;
+    return afterReport(h);
+  }
+  if (r.ok() && r->status == 409) {
+    counters_.reports_conflict++;
+    log(LogLevel::kInfo, h.state.host + ": report of " + h.report->id + " is stale (409): dropped");
+    return afterReport(h);
+  }
+  if (r.ok() && r->status == 401 && !stopping_) return tokenRefused(h);
+  if (!retryable(r)) {
+    counters_.reports_dropped++;
+    log(LogLevel::kError, h.state.host + ": report of " + h.report->id + " refused: " + describe(r));
+    return afterReport(h);
+  }
+  counters_.report_errors++;
+  h.report->failures++;
+  log(h.report->failures == 1 ? LogLevel::kWarn : LogLevel::kDebug,
+      h.state.host + ": report of " + h.report->id + " failed, will retry: " + describe(r));
+  if (stopping_) return maybeFinishStop();
+  std::weak_ptr<int> life = life_;
+  Host* hp = &h;
+  h.report->timer = loop_.after(policy_.backoff(h.report->failures, rng_), [this, life, hp] {
+    if (life.expired()) return;
+    hp->report->timer = 0;
+    sendReport(*hp);
+  });
+}
+
+void Fleet::afterReport(Host& h) {
+  h.report.reset();
+  h.hot_until = loop_.now() + settings_.hot_window;
+  if (stopping_) return maybeFinishStop();
+  // Ask for the next step now; a poll still parked with running=<id> is replaced by kilnd.
+  schedulePoll(h, milliseconds(0));
+}
+
+// ---- stop ----------------------------------------------------------------------------------
+
+void Fleet::stop(SteadyClock::duration grace, std::function<void()> done) {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_done_ = std::move(done);
+  for (auto& hp : hosts_) {
+    Host& h = *hp;
+    loop_.cancel(h.timer);
+    h.timer = 0;
+    if (h.running) {
+      loop_.cancel(h.running->timer);
+      h.running.reset();
+      counters_.running--;
+    }
+    // A report waiting for its retry goes now, once.
+    if (h.report && !h.report->in_flight && h.phase == Host::Phase::kActive) {
+      loop_.cancel(h.report->timer);
+      h.report->timer = 0;
+      sendReport(h);
+    }
+  }
+  std::weak_ptr<int> life = life_;
+  stop_timer_ = loop_.after(grace, [this, life] {
+    if (life.expired()) return;
+    stop_timer_ = 0;
+    for (auto& hp : hosts_) {
+      if (hp->report && hp->report->in_flight) hp->report->in_flight = false;  // give up
+    }
+    maybeFinishStop();
+  });
+  maybeFinishStop();
+}
+
+void Fleet::maybeFinishStop() {
+  if (!stopping_ || !stop_done_) return;
+  for (auto& hp : hosts_) {
+    if ((hp->report && hp->report->in_flight) || hp->phase == Host::Phase::kEnrolling) {
+      if (stop_timer_ != 0) return;  // still within the grace period
+    }
+  }
+  loop_.cancel(stop_timer_);
+  stop_timer_ = 0;
+  int unsaved = 0;
+  for (auto& hp : hosts_) {
+    if (!store_.saveState(hp->state).ok()) unsaved++;
+  }
+  if (unsaved > 0) log(LogLevel::kWarn, std::to_string(unsaved) + " host states not saved");
+  auto done = std::move(stop_done_);
+  stop_done_ = nullptr;
+  done();
+}
+
+}  // namespace kiln::vfleet

@@ -1,0 +1,146 @@
+#pragma once
+// The virtual fleet: thousands of simulated hosts in one process, each speaking the real
+// kiln-agent protocol (docs/agent-protocol.md) with its own agent token. Every host enrols,
+// long-polls for work (or short-polls when the shared connections are taken, see
+// poll_policy.h), runs each assignment in process on its simulated HostState (step.h) with the
+// tool's scaled duration as a timer, and reports the result like kiln-agent: lease, exit code,
+// capped output tails, the parsers' document, the inventory when asked; retried with backoff on
+// network errors, dropped on 409, re-enrolled on 401. No thread per host: everything runs on
+// the Loop's one thread, so a Fleet is not thread-safe and is used only from that thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/sim/faults.h"
+#include "agents/sim/fleet/host_store.h"
+#include "agents/sim/fleet/latency.h"
+#include "agents/sim/fleet/loop.h"
+#include "agents/sim/fleet/poll_policy.h"
+#include "agents/sim/fleet/step.h"
+#include "agents/sim/fleet/transport.h"
+#include "agents/sim/host_state.h"
+
+namespace kiln::vfleet {
+
+struct FleetSettings {
+  PollPolicySettings poll;
+  double time_scale = 1.0;                           // tool durations x this
+  std::chrono::milliseconds ramp{1000};              // first enrolments/polls spread over this
+  std::chrono::milliseconds hot_window{120000};      // a host with work this recently is hot
+  std::chrono::milliseconds poll_request_slack{20000};  // request timeout = wait + this
+  std::string enroll_token;
+  std::uint64_t seed = 1;                            // jitter; a run is reproducible on fakes
+  // nvidia-smi's timestamp for a step that starts now.
+  std::function<std::string()> timestamp = [] { return std::string("Mon Jun  2 10:00:00 2025"); };
+  // Reads nvfwupd package manifests named in argv; nullopt when unreadable.
+  std::function<std::optional<std::string>(const std::string&)> read_file;
+};
+
+struct FleetCounters {
+  std::uint64_t hosts = 0;
+  std::uint64_t enrolled = 0;        // hosts holding an agent token
+  std::uint64_t rejected = 0;        // hosts kilnd refused to enrol (unknown host, bad token)
+  std::uint64_t enrolments = 0;      // successful POST /agents/register
+  std::uint64_t enrol_errors = 0;    // failed attempts (retried)
+  std::uint64_t polls_in_flight = 0;
+  std::uint64_t long_polls_in_flight = 0;
+  std::uint64_t polls = 0;
+  std::uint64_t poll_errors = 0;
+  std::uint64_t assignments = 0;
+  std::uint64_t cancels = 0;
+  std::uint64_t running = 0;         // steps running now
+  std::uint64_t steps_done = 0;      // steps ended (finished, timed out or cancelled)
+  std::uint64_t reports_ok = 0;
+  std::uint64_t reports_conflict = 0;  // 409: stale lease, dropped
+  std::uint64_t report_errors = 0;     // failed attempts (retried)
+  std::uint64_t reports_dropped = 0;   // refused with another 4xx
+};
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+using LogSink = std::function<void(LogLevel, const std::string&)>;
+
+class Fleet {
+ public:
+  // `loop`, `transport` and `store` must outlive the Fleet.
+  Fleet(Loop& loop, Transport& transport, HostStore& store, FleetSettings settings,
+        LogSink log = {});
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  // Adds a simulated host. Pre-condition: before start(), its id not added yet.
+  void addHost(sim::HostState state);
+  // Schedules every host's enrolment (or first poll, when the store holds its token) at a
+  // random moment within settings.ramp.
+  void start();
+  // Stops polling; running steps are abandoned (kilnd re-leases them, as when an agent dies).
+  // Reports not yet acknowledged get until `grace` to be answered. Then every host's state goes
+  // to the store and `done` runs once.
+  void stop(SteadyClock::duration grace, std::function<void()> done);
+  bool stopping() const { return stopping_; }
+
+  const FleetCounters& counters() const { return counters_; }
+  // Every poll: from queueing to its answer, the long poll's wait included.
+  LatencyHistogram& pollLatency() { return poll_latency_; }
+  // Polls answered before their wait (work, cancel, or wait=0): kilnd's response time.
+  LatencyHistogram& quickPollLatency() { return quick_poll_latency_; }
+  // Reports and enrolments.
+  LatencyHistogram& requestLatency() { return request_latency_; }
+
+  // nullptr when `host` is not in the fleet.
+  const sim::HostState* hostState(const std::string& host) const;
+  // Adds a fault to a host now (run-time injection). kNotFound, or the simulator's error.
+  Status injectFault(const std::string& host, const sim::Fault& fault);
+  // Removes a host's faults of `kind` (all when nullopt); how many. kNotFound.
+  Result<int> clearFaults(const std::string& host, std::optional<sim::FaultKind> kind);
+
+ private:
+  struct Host;
+  void enrol(Host& h);
+  void onEnrolled(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r);
+  void schedulePoll(Host& h, SteadyClock::duration delay);
+  void poll(Host& h);
+  void onPoll(Host& h, std::uint64_t gen, bool long_poll, std::chrono::milliseconds then,
+              SteadyClock::time_point sent, Result<HttpResponse> r);
+  void startStep(Host& h, const nlohmann::json& assignment);
+  void onStepEnd(Host& h);
+  void cancelStep(Host& h);
+  void queueReport(Host& h, const std::string& id, nlohmann::json body);
+  void sendReport(Host& h);
+  void onReport(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r);
+  void afterReport(Host& h);
+  void tokenRefused(Host& h);
+  void maybeFinishStop();
+  void log(LogLevel level, const std::string& msg) const;
+
+  Loop& loop_;
+  Transport& transport_;
+  HostStore& store_;
+  FleetSettings settings_;
+  PollPolicy policy_;
+  LogSink log_;
+  std::mt19937_64 rng_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  std::unordered_map<std::string, Host*> by_id_;
+  FleetCounters counters_;
+  LatencyHistogram poll_latency_, quick_poll_latency_, request_latency_;
+  bool started_ = false;
+  bool stopping_ = false;
+  std::function<void()> stop_done_;
+  Loop::TimerId stop_timer_ = 0;
+  // Callbacks from the loop and the transport hold a weak reference: none runs after ~Fleet.
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);
+};
+
+// Percent-encodes a path segment or query value.
+std::string percentEncode(const std::string& s);
+
+}  // namespace kiln::vfleet

@@ -1,0 +1,180 @@
+#include "agents/sim/fleet/step.h"
+
+#include <csignal>
+#include <filesystem>
+
+#include "agents/parsers/parsers.h"
+#include "agents/sim/render.h"
+
+namespace kiln::vfleet {
+
+using nlohmann::json;
+
+namespace {
+
+std::chrono::nanoseconds seconds(double s) {
+  // Clamp far beyond any step timeout (a hang is 7 days) without overflowing.
+  if (s > 1e9) s = 1e9;
+  if (s < 0) s = 0;
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+}
+
+double chunkSeconds(const sim::OutputChunk& c, double scale) {
+  return c.scaled ? c.delay_s * scale : c.delay_s;
+}
+
+}  // namespace
+
+Result<Assignment> assignmentFromJson(const json& j) {
+  if (!j.is_object()) return invalidContent("assignment: not a JSON object");
+  Assignment a;
+  try {
+    if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty())
+      return invalidContent("assignment: id is missing");
+    a.id = j["id"].get<std::string>();
+    a.lease = j.value("lease", std::int64_t{0});
+    a.run_id = j.value("run_id", "");
+    a.step_id = j.value("step_id", "");
+    a.attempt = j.value("attempt", 1);
+    a.type = j.value("type", "run");
+    if (a.type != "run" && a.type != "reboot")
+      return invalidContent("assignment " + a.id + ": unknown type '" + a.type + "'");
+    if (!j.contains("argv") || !j["argv"].is_array() || j["argv"].empty())
+      return invalidContent("assignment " + a.id + ": argv is empty");
+    for (const auto& arg : j["argv"]) {
+      if (!arg.is_string()) return invalidContent("assignment " + a.id + ": argv holds a non-string");
+      a.argv.push_back(arg.get<std::string>());
+    }
+    a.timeout_ms = j.value("timeout_ms", std::int64_t{60000});
+    a.kill_grace_ms = j.value("kill_grace_ms", std::int64_t{5000});
+    a.parse = j.value("parse", "");
+    const std::int64_t cap = j.value("output_cap", std::int64_t{64 * 1024});
+    if (a.timeout_ms < 0 || a.kill_grace_ms < 0 || cap < 0)
+      return invalidContent("assignment " + a.id + ": negative number");
+    a.output_cap = static_cast<std::size_t>(std::min<std::int64_t>(cap, 16 << 20));
+    a.inventory_after = j.value("inventory_after", false);
+  } catch (const json::exception& e) {
+    return invalidContent(std::string("assignment: ") + e.what());
+  }
+  return a;
+}
+
+SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_scale,
+                        const sim::ToolContext& ctx) {
+  SimProcess p;
+  p.time_scale = time_scale;
+  p.timeout = std::chrono::milliseconds(a.timeout_ms);
+  const std::string tool = std::filesystem::path(a.argv.front()).filename().string();
+  if (!sim::isToolName(tool) && tool != "kiln-hwsim") {
+    p.spawn_error = "execvp " + a.argv.front() + ": No such file or directory (kiln-vfleet "
+                    "simulates only " + "nvidia-smi, dcgmi, nvfwupd, mlxfwmanager, kiln-reboot, "
+                    "kiln-inventory, kiln-hwsim)";
+    return p;
+  }
+  p.started = true;
+  const std::vector<std::string> args(a.argv.begin() + 1, a.argv.end());
+  const std::string boot_before = state.boot_id;
+  p.run = sim::runTool(state, tool, args, ctx);
+  double total = 0;
+  for (const auto& c : p.run.chunks) total += chunkSeconds(c, time_scale);
+  p.natural_end = seconds(total);
+  if (a.type == "reboot" && p.run.exit_code == 0) {
+    // A reboot step ends when the boot id changes; a command that does not reboot waits for
+    // the timeout (docs/agent-protocol.md, "Reboot steps").
+    sim::HostState after = state;
+    if (p.run.on_complete) p.run.on_complete(after);
+    if (after.boot_id == boot_before) p.natural_end = seconds(1e9);
+  }
+  return p;
+}
+
+std::string tail(const std::string& s, std::size_t cap) {
+  return s.size() <= cap ? s : s.substr(s.size() - cap);
+}
+
+json inventoryOf(const sim::HostState& state) {
+  json out = json::object();
+  auto j = json::parse(sim::renderInventory(state), nullptr, false);
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "boot_id" || !v.is_string()) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+json invalidAssignmentBody(const std::string& host, std::int64_t lease, const std::string& boot_id,
+                           const std::string& why) {
+  return json{{"lease", lease},     {"host", host},          {"started", false},
+              {"spawn_error", "invalid assignment: " + why}, {"exit_code", -1},
+              {"signal", 0},        {"timed_out", false},    {"cancelled", false},
+              {"duration_ms", 0},   {"stdout_tail", ""},     {"stderr_tail", ""},
+              {"stdout_bytes", 0},  {"stderr_bytes", 0},     {"parsed", nullptr},
+              {"parse_error", ""},  {"boot_id", boot_id},    {"inventory", nullptr},
+              {"agent_note", ""}};
+}
+
+json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p, Ending ending,
+                   std::chrono::nanoseconds elapsed, const std::string& note) {
+  std::string out, err;
+  if (p.started) {
+    if (ending == Ending::kFinished) {
+      out = p.run.stdoutText();
+      err = p.run.stderrText();
+      if (p.run.on_complete) p.run.on_complete(state);
+    } else {
+      // Output printed before the process was stopped.
+      double t = 0;
+      const double limit = std::chrono::duration<double>(elapsed).count();
+      for (const auto& c : p.run.chunks) {
+        t += chunkSeconds(c, p.time_scale);
+        if (t > limit) break;
+        (c.to_stderr ? err : out) += c.text;
+      }
+    }
+  }
+  const bool is_reboot = a.type == "reboot";
+  json body = invalidAssignmentBody(state.host, a.lease, state.boot_id, "");
+  body["spawn_error"] = p.spawn_error;
+  body["started"] = p.started;
+  body["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  body["stdout_tail"] = tail(out, a.output_cap);
+  body["stderr_tail"] = tail(err, a.output_cap);
+  body["stdout_bytes"] = out.size();
+  body["stderr_bytes"] = err.size();
+  body["agent_note"] = note;
+  if (!p.started) return body;
+  switch (ending) {
+    case Ending::kFinished:
+      body["exit_code"] = p.run.exit_code;
+      break;
+    case Ending::kTimedOut:
+      body["timed_out"] = true;
+      // A run step is killed (SIGTERM ends a simulated tool); a reboot that never came back
+      // has nothing left to kill.
+      if (!is_reboot) body["signal"] = SIGTERM;
+      break;
+    case Ending::kCancelled:
+      body["cancelled"] = true;
+      body["signal"] = SIGTERM;
+      break;
+  }
+  if (ending == Ending::kFinished && !a.parse.empty()) {
+    auto format = parsers::formatFromName(a.parse);
+    if (!format.ok()) {
+      body["parse_error"] = format.error().message;
+    } else if (out.size() > kParseCap) {
+      body["parse_error"] = "stdout is " + std::to_string(out.size()) +
+                            " bytes, over the agent's parse limit of " +
+                            std::to_string(kParseCap) + " bytes";
+    } else if (auto doc = parsers::parse(*format, out); doc.ok()) {
+      body["parsed"] = std::move(*doc);
+    } else {
+      body["parse_error"] = doc.error().message;
+    }
+  }
+  if (a.inventory_after) body["inventory"] = inventoryOf(state);
+  return body;
+}
+
+}  // namespace kiln::vfleet

@@ -1,0 +1,83 @@
+#pragma once
+// One assignment of docs/agent-protocol.md run in process on a simulated host: the tool's
+// argv goes to kiln::sim::runTool on the host's HostState, its (scaled) duration becomes a
+// timer of the fleet, and the result body is the one the real kiln-agent reports. Pure and
+// thread-compatible (no I/O, no clock).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/sim/host_state.h"
+#include "agents/sim/tools.h"
+#include "common/result.h"
+
+namespace kiln::vfleet {
+
+inline constexpr const char* kAgentVersion = "0.1.0-vfleet";
+// The agent reads at most this much stdout for its parsers (agents/exec parse_capture_cap).
+inline constexpr std::size_t kParseCap = 16u << 20;
+
+struct Assignment {
+  std::string id;
+  std::int64_t lease = 0;
+  std::string run_id, step_id;
+  int attempt = 1;
+  std::string type = "run";  // "run" | "reboot"
+  std::vector<std::string> argv;
+  std::int64_t timeout_ms = 60000;
+  std::int64_t kill_grace_ms = 5000;
+  std::string parse;
+  std::size_t output_cap = 64 * 1024;
+  bool inventory_after = false;
+};
+
+// kInvalidContent when id is missing, type unknown, argv empty or not strings.
+Result<Assignment> assignmentFromJson(const nlohmann::json& j);
+
+// A simulated process: the tool run as data, and where it ends in real time.
+struct SimProcess {
+  bool started = false;
+  std::string spawn_error;      // set when argv[0] is not a simulated tool
+  sim::ToolRun run;             // what the tool prints and when (nominal seconds)
+  double time_scale = 1.0;
+  std::chrono::nanoseconds natural_end{0};  // when the tool ends by itself (scaled)
+  std::chrono::nanoseconds timeout{0};      // 0 = none
+
+  bool timesOut() const { return timeout.count() > 0 && natural_end > timeout; }
+  // When the fleet must look at it again: the natural end or the timeout.
+  std::chrono::nanoseconds end() const { return timesOut() ? timeout : natural_end; }
+};
+
+// Starts `a.argv` on `state` (state changes that happen at the start, e.g. counters that grow,
+// happen now; run.on_complete is applied by finishProcess). Pre-condition: time_scale >= 0.
+SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_scale,
+                        const sim::ToolContext& ctx);
+
+// How a process ended.
+enum class Ending { kFinished, kTimedOut, kCancelled };
+
+// The result fields of docs/agent-protocol.md for `p` ended as `ending` after `elapsed` of real
+// time, with output printed up to then. Applies run.on_complete to `state` when it finished.
+// Runs the assignment's parser over the full stdout, and adds the inventory when
+// `a.inventory_after`. `note` goes to agent_note.
+nlohmann::json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p,
+                             Ending ending, std::chrono::nanoseconds elapsed,
+                             const std::string& note = "");
+
+// The body of a report for an assignment that could not even be read (bad JSON shape).
+nlohmann::json invalidAssignmentBody(const std::string& host, std::int64_t lease,
+                                     const std::string& boot_id, const std::string& why);
+
+// The host's inventory as kilnd takes it (component -> version, no boot_id).
+nlohmann::json inventoryOf(const sim::HostState& state);
+
+// The last `cap` bytes of `s`.
+std::string tail(const std::string& s, std::size_t cap);
+
+}  // namespace kiln::vfleet
