@@ -1,0 +1,63 @@
+#pragma once
+// Shared by the api tier: a fresh database and a real kilnd per test, clients with tokens of
+// each role, a raw-socket HTTP call for what the client cannot send (chunked bodies, bodies
+// that lie about their length), and assertions on the error body of DESIGN.md.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "orchestrator/http/client.h"
+#include "tests/support/kilnd_process.h"
+#include "tests/support/test_db.h"
+
+namespace kiln::apitest {
+
+using nlohmann::json;
+
+// A response; status 0 when the transport failed (the failure is already reported).
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+  std::map<std::string, std::string> headers;  // lower-case names
+  json doc() const;                            // body as JSON, null when it is not JSON
+};
+
+Reply call(http::Client& client, const std::string& method, const std::string& path,
+           const std::string& body = "", const std::string& content_type = "application/json");
+
+// Sends `bytes` as they are on a fresh connection to 127.0.0.1:port and reads the response
+// until the server closes or its Content-Length is complete. Status 0 when nothing came back.
+Reply rawCall(int port, const std::string& bytes,
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+// The DESIGN.md error body: {"error": {"code", "message", "details"}} with the given status
+// and code; message a non-empty string, details an object.
+::testing::AssertionResult isError(const Reply& r, int status, const std::string& code);
+
+// A small fleet: `pods` pods alternating catalina/clemente in building "t01-b01" of site
+// "t01", pod ids "t01-b01-p0001"...; labels row=a for odd pods, row=b for even ones.
+json smallFleet(int pods);
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  std::unique_ptr<http::Client> client(const std::string& token) const;
+  // Creates a token of `role` through the admin client and returns its secret; `id` receives
+  // its id when given.
+  std::string createToken(const std::string& role, const std::string& name, std::string* id = nullptr);
+  // Imports `fleet` as JSON through the admin client; asserts 200 or 201.
+  json importFleet(const json& fleet);
+
+  std::unique_ptr<testing::TestDatabase> db_;
+  std::unique_ptr<testing::KilndProcess> kilnd_;
+  std::unique_ptr<http::Client> admin_;
+};
+
+}  // namespace kiln::apitest

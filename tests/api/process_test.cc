@@ -1,0 +1,201 @@
+// kilnd as a process: start/stop/restart through KilndProcess, SIGTERM with a request in
+// flight, two replicas on one database.
+
+#include <signal.h>
+
+#include <future>
+#include <thread>
+
+#include "orchestrator/core/fleet_generator.h"
+#include "tests/api/api_fixture.h"
+
+namespace kiln::apitest {
+namespace {
+
+using testing::KilndOptions;
+using testing::KilndProcess;
+using testing::TestDatabase;
+
+std::unique_ptr<http::Client> clientOf(const KilndProcess& k, const std::string& token) {
+  return std::make_unique<http::Client>(http::ClientOptions{.base_url = k.url(), .token = token});
+}
+
+TEST(KilndProcessTest, StartsStopsAndRestartsOnTheSamePortWithTheSameData) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url()});
+  auto started = kilnd.start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_GT(kilnd.pid(), 0);
+  EXPECT_GT(kilnd.port(), 0);
+  EXPECT_TRUE(kilnd.running());
+  ASSERT_EQ(kilnd.adminToken().rfind("kiln_", 0), 0u) << kilnd.adminToken();
+  const int port = kilnd.port();
+  const pid_t first_pid = kilnd.pid();
+
+  auto admin = clientOf(kilnd, kilnd.adminToken());
+  ASSERT_EQ(call(*admin, "POST", "/api/v1/fleet/import", smallFleet(1).dump()).status, 201);
+  EXPECT_NE(kilnd.logTail(50).find("POST /api/v1/fleet/import 201"), std::string::npos) << kilnd.logTail(50);
+
+  auto restarted = kilnd.restart();
+  ASSERT_TRUE(restarted.ok()) << restarted.error().message;
+  EXPECT_EQ(kilnd.port(), port);
+  EXPECT_NE(kilnd.pid(), first_pid);
+  EXPECT_EQ(call(*admin, "GET", "/api/v1/pods/t01-b01-p0001").status, 200);  // same token, same data
+
+  EXPECT_EQ(kilnd.stop(), 0);
+  EXPECT_FALSE(kilnd.running());
+  auto gone = admin->request("GET", "/healthz");
+  EXPECT_FALSE(gone.ok());
+}
+
+TEST(KilndProcessTest, KillReportsTheSignal) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url()});
+  ASSERT_TRUE(kilnd.start().ok());
+  EXPECT_EQ(kilnd.kill(), 128 + SIGKILL);
+  EXPECT_FALSE(kilnd.running());
+  ASSERT_TRUE(kilnd.start().ok());  // and it starts again after a crash
+  EXPECT_EQ(kilnd.stop(), 0);
+}
+
+TEST(KilndProcessTest, PassesExtraArgumentsAndEnvironment) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url(),
+                      .extra_args = {"--threads", "2"},
+                      .extra_env = {{"KILN_DB_POOL", "3"}},
+                      .log_level = "debug"});
+  auto started = kilnd.start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  auto c = clientOf(kilnd, "");
+  EXPECT_EQ(call(*c, "GET", "/healthz").status, 200);
+
+  // kilnd refuses a bad flag and a bad environment variable (exit code 2): both reached it.
+  KilndProcess bad_flag({.database_url = db.url(), .extra_args = {"--no-such-flag"}});
+  auto refused = bad_flag.start();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("exited with status 2"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("no-such-flag"), std::string::npos) << refused.error().message;
+
+  KilndProcess bad_env({.database_url = db.url(), .extra_env = {{"KILN_DB_POOL", "lots"}}});
+  refused = bad_env.start();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("KILN_DB_POOL"), std::string::npos) << refused.error().message;
+}
+
+TEST(KilndProcessTest, ReportsABinaryThatCannotRun) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url(), .binary = "/nonexistent/kilnd"});
+  auto r = kilnd.start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cannot execute /nonexistent/kilnd"), std::string::npos) << r.error().message;
+}
+
+TEST(KilndProcessTest, ReportsADatabaseItCannotReach) {
+  KilndProcess kilnd({.database_url = testing::testServer() + " dbname=kiln_no_such_database_here",
+                      .start_timeout = std::chrono::milliseconds(20000)});
+  auto r = kilnd.start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("exited with status 1"), std::string::npos) << r.error().message;
+}
+
+TEST(KilndShutdownTest, SigtermWithARequestInFlightExitsZeroPromptly) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url()});
+  ASSERT_TRUE(kilnd.start().ok());
+  core::FleetGenRequest gen;
+  gen.gpus = 200 * 72;
+  const std::string fleet = core::generateFleet(gen).dump();
+
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto c = clientOf(kilnd, kilnd.adminToken());
+    return c->request("POST", "/api/v1/fleet/import", fleet);
+  });
+  // The import holds a table lock on pods for its whole transaction: once it is there the
+  // request is being served.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool seen = false;
+  while (!seen && std::chrono::steady_clock::now() < give_up) {
+    seen = db.query("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                    " WHERE c.relname = 'pods' AND l.mode = 'ShareRowExclusiveLock'") != "0";
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(seen) << "the import never started";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  kilnd.signal(SIGTERM);
+  const auto status = kilnd.waitExit(std::chrono::seconds(20));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(status.has_value()) << "kilnd still running 20 s after SIGTERM";
+  EXPECT_EQ(*status, 0) << kilnd.logTail(30);
+  EXPECT_LT(secs, 10.0) << "kilnd drains for at most 5 s";
+
+  // The request in flight was finished, not dropped: its answer arrived and its rows committed.
+  auto r = in_flight.get();
+  ASSERT_TRUE(r.ok()) << r.error().message << "\n" << kilnd.logTail(30);
+  EXPECT_EQ(r->status, 201) << r->body;
+  EXPECT_EQ(db.query("SELECT count(*) FROM pods"), "200");
+  std::printf("kilnd exited %.2f s after SIGTERM with an import in flight\n", secs);
+}
+
+TEST(KilndShutdownTest, SigtermWhenIdleExitsZero) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url()});
+  ASSERT_TRUE(kilnd.start().ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(kilnd.stop(), 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
+}
+
+TEST(KilndReplicasTest, TwoKilndsServeOneDatabaseAtOnce) {
+  TestDatabase db;
+  KilndProcess a({.database_url = db.url()});
+  ASSERT_TRUE(a.start().ok());
+  KilndProcess b({.database_url = db.url(), .admin_token_file = a.adminTokenFile()});
+  auto started = b.start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_NE(a.port(), b.port());
+  EXPECT_EQ(a.adminToken(), b.adminToken());
+  EXPECT_EQ(db.query("SELECT count(*) FROM tokens WHERE role = 'admin'"), "1");
+
+  auto ca = clientOf(a, a.adminToken());
+  auto cb = clientOf(b, b.adminToken());
+  // Written through one, read through the other.
+  ASSERT_EQ(call(*ca, "POST", "/api/v1/fleet/import", smallFleet(2).dump()).status, 201);
+  EXPECT_EQ(call(*cb, "POST", "/api/v1/fleet/import", smallFleet(2).dump()).status, 200);
+  EXPECT_EQ(call(*cb, "GET", "/api/v1/pods").doc()["items"].size(), 2u);
+  ASSERT_EQ(call(*cb, "POST", "/api/v1/hosts/t01-b01-p0002-h01/actions", R"({"action":"drain","reason":"b"})").status,
+            200);
+  EXPECT_EQ(call(*ca, "GET", "/api/v1/hosts/t01-b01-p0002-h01").doc()["state"], "draining");
+  // The same transition through the other replica is now a conflict, not a second event.
+  EXPECT_TRUE(isError(call(*ca, "POST", "/api/v1/hosts/t01-b01-p0002-h01/actions", R"({"action":"drain","reason":"a"})"),
+                      409, "conflict"));
+  EXPECT_EQ(db.query("SELECT count(*) FROM host_events WHERE action = 'drain'"), "1");
+
+  // A token made through b works through a.
+  Reply made = call(*cb, "POST", "/api/v1/tokens", R"({"role":"viewer","name":"via b"})");
+  ASSERT_EQ(made.status, 201);
+  auto viewer = clientOf(a, made.doc()["token"].get<std::string>());
+  EXPECT_EQ(call(*viewer, "GET", "/api/v1/pods").status, 200);
+
+  // Concurrent writes through both replicas: every one lands exactly once.
+  auto drainAll = [&](http::Client& c, int first) {
+    for (int h = first; h <= 18; h += 2) {
+      char path[96];
+      std::snprintf(path, sizeof path, "/api/v1/hosts/t01-b01-p0001-h%02d/actions", h);
+      EXPECT_EQ(call(c, "POST", path, R"({"action":"allocate","reason":"job"})").status, 200) << path;
+    }
+  };
+  std::thread ta([&] { drainAll(*ca, 1); });
+  std::thread tb([&] { drainAll(*cb, 2); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(db.query("SELECT count(*) FROM hosts WHERE pod_id = 't01-b01-p0001' AND state = 'allocated'"), "18");
+
+  // One replica goes away; the other keeps serving.
+  EXPECT_EQ(a.stop(), 0);
+  EXPECT_EQ(call(*cb, "GET", "/api/v1/pods/t01-b01-p0001").status, 200);
+  EXPECT_EQ(b.stop(), 0);
+}
+
+}  // namespace
+}  // namespace kiln::apitest
