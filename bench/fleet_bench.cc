@@ -162,11 +162,20 @@ void printRow(const char* what, const Stats& s, const char* target) {
   std::printf("  %-40s %6zu %8.2f %8.2f %8.2f %8.2f   %s\n", what, s.n, s.p50, s.p90, s.p99, s.max, target);
 }
 
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up when piped to a file
   Options o;
   if (!parseArgs(argc, argv, o)) return 2;
+  const std::string load_at_start = loadAverage();
 
   std::unique_ptr<kiln::testing::TestDatabase> db;
   std::unique_ptr<kiln::testing::KilndProcess> kilnd;
@@ -247,7 +256,8 @@ int main(int argc, char** argv) {
   pages.insert(pages.end(), random_ms.begin(), random_ms.end());
   const Stats all_pages = stats(pages);
 
-  std::printf("\nkiln-bench-fleet: %zu pods, %s\n\n", pod_ids.size(), o.url.c_str());
+  std::printf("\nkiln-bench-fleet: %zu pods, %s; load average %s at the start, %s at the end\n\n",
+              pod_ids.size(), o.url.c_str(), load_at_start.c_str(), loadAverage().c_str());
   std::printf("  %-40s %12s   %s\n", "figure", "value", "target");
   std::printf("  %-40s %10.1f s   < 60 s %s\n", "POST /fleet/import", import_s, import_s < 60 ? "(met)" : "(MISSED)");
   if (o.pid > 0) {
