@@ -62,7 +62,8 @@ Result<json> yamlToJson(std::string_view text) {
 Result<json> parseJson(std::string_view text) {
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for numbers that overflow ("1e999999"): both bad input.
     std::string msg = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> drop the prefix.
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
