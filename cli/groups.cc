@@ -12,6 +12,10 @@ void addBuiltinGroups(Registry& registry) {
   registry.add(runGroup());
   registry.add(quarantineGroup());
   registry.add(gateGroup());
+  registry.add(bundleGroup());
+  registry.add(rolloutGroup());
+  registry.add(reliabilityGroup());
+  registry.add(interruptionGroup());
 }
 
 std::vector<FlagSpec> pagingFlags() {

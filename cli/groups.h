@@ -16,6 +16,10 @@ CommandGroup workflowGroup();    // workflow list | show | put
 CommandGroup runGroup();         // run start | show | list | cancel | watch
 CommandGroup quarantineGroup();  // quarantine list
 CommandGroup gateGroup();        // gate (a single command: kilnctl gate --workflow ...)
+CommandGroup bundleGroup();        // bundle create | list | show | compliance
+CommandGroup rolloutGroup();       // rollout plan | create | start | ... | show | watch
+CommandGroup reliabilityGroup();   // reliability report
+CommandGroup interruptionGroup();  // interruption record | list
 
 void addBuiltinGroups(Registry& registry);
 

@@ -54,7 +54,9 @@ TEST(RunFlagsParseTest, GateIsASingleCommandGroup) {
   EXPECT_EQ(extra.code, kExitUsage);
   EXPECT_EQ(extra.err, "kilnctl: unexpected argument 'now'\nRun 'kilnctl gate --help' for usage.\n");
   auto help = h.run({"help"});
-  EXPECT_NE(help.out.find("\n  gate             CI gate: run a workflow"), std::string::npos) << help.out;
+  const auto gate_line = help.out.find("\n  gate ");  // the column width follows the longest command name
+  ASSERT_NE(gate_line, std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find_first_not_of(' ', gate_line + 7), help.out.find("CI gate: run a workflow", gate_line)) << help.out;
   EXPECT_NE(r.out.find("Global flags this command's flags shadow (give them before the command):\n"
                        "  --timeout SECONDS"),
             std::string::npos) << r.out;
