@@ -31,6 +31,8 @@ struct Fleet::Host {
   std::string token;
   Phase phase = Phase::kNew;
   bool counted_enrolled = false;
+  bool enrol_queued = false;    // waiting for a free enrolment slot
+  bool dirty = false;           // state changed since start: saved at stop
   Loop::TimerId timer = 0;      // the next poll or enrolment attempt
   std::uint64_t poll_gen = 0;   // the latest poll sent; older answers are superseded
   int failures = 0;             // consecutive poll or enrolment errors
@@ -108,6 +110,7 @@ const sim::HostState* Fleet::hostState(const std::string& host) const {
 Status Fleet::injectFault(const std::string& host, const sim::Fault& fault) {
   auto it = by_id_.find(host);
   if (it == by_id_.end()) return notFound("no simulated host '" + host + "'");
+  it->second->dirty = true;
   sim::HostSim sim(it->second->state);
   return sim.setFault(fault);
 }
@@ -115,6 +118,7 @@ Status Fleet::injectFault(const std::string& host, const sim::Fault& fault) {
 Result<int> Fleet::clearFaults(const std::string& host, std::optional<sim::FaultKind> kind) {
   auto it = by_id_.find(host);
   if (it == by_id_.end()) return notFound("no simulated host '" + host + "'");
+  it->second->dirty = true;
   sim::HostSim sim(it->second->state);
   return sim.clearFaults(kind);
 }
@@ -147,7 +151,16 @@ void Fleet::start() {
 
 void Fleet::enrol(Host& h) {
   if (stopping_ || h.phase == Host::Phase::kEnrolling || h.phase == Host::Phase::kRejected) return;
+  if (enrolling_ >= std::max(1, settings_.max_enrolling)) {
+    if (!h.enrol_queued) {
+      h.enrol_queued = true;
+      enrol_queue_.push_back(&h);
+    }
+    return;
+  }
+  h.enrol_queued = false;
   h.phase = Host::Phase::kEnrolling;
+  enrolling_++;
   json body = {{"host", h.state.host},
                {"boot_id", h.state.boot_id},
                {"agent_version", kAgentVersion},
@@ -163,8 +176,20 @@ void Fleet::enrol(Host& h) {
   });
 }
 
+void Fleet::enrolNext() {
+  while (!stopping_ && enrolling_ < std::max(1, settings_.max_enrolling) && !enrol_queue_.empty()) {
+    Host* next = enrol_queue_.front();
+    enrol_queue_.pop_front();
+    if (!next->enrol_queued) continue;
+    next->enrol_queued = false;
+    enrol(*next);
+  }
+}
+
 void Fleet::onEnrolled(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r) {
   request_latency_.record(loop_.now() - sent);
+  enrolling_--;
+  enrolNext();
   if (r.ok() && r->status == 200) {
     auto j = json::parse(r->body, nullptr, false);
     if (j.is_object() && j.contains("token") && j["token"].is_string()) {
@@ -318,6 +343,7 @@ void Fleet::startStep(Host& h, const json& assignment) {
     }
     return;
   }
+  h.dirty = true;
   sim::ToolContext ctx{settings_.timestamp(), settings_.read_file};
   SimProcess p = startProcess(h.state, *a, settings_.time_scale, ctx);
   if (!p.started) {
@@ -469,8 +495,9 @@ void Fleet::maybeFinishStop() {
   loop_.cancel(stop_timer_);
   stop_timer_ = 0;
   int unsaved = 0;
+  // Only hosts that ran something: the others start again from the same defaults.
   for (auto& hp : hosts_) {
-    if (!store_.saveState(hp->state).ok()) unsaved++;
+    if (hp->dirty && !store_.saveState(hp->state).ok()) unsaved++;
   }
   if (unsaved > 0) log(LogLevel::kWarn, std::to_string(unsaved) + " host states not saved");
   auto done = std::move(stop_done_);

@@ -9,6 +9,7 @@
 // the Loop's one thread, so a Fleet is not thread-safe and is used only from that thread.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,6 +37,9 @@ struct FleetSettings {
   std::chrono::milliseconds ramp{1000};              // first enrolments/polls spread over this
   std::chrono::milliseconds hot_window{120000};      // a host with work this recently is hot
   std::chrono::milliseconds poll_request_slack{20000};  // request timeout = wait + this
+  // Registrations in flight at most: kilnd writes each one (token, inventory) to PostgreSQL, so
+  // thousands at once would only queue there and hold connections polls need.
+  int max_enrolling = 32;
   std::string enroll_token;
   std::uint64_t seed = 1;                            // jitter; a run is reproducible on fakes
   // nvidia-smi's timestamp for a step that starts now.
@@ -82,8 +86,8 @@ class Fleet {
   // random moment within settings.ramp.
   void start();
   // Stops polling; running steps are abandoned (kilnd re-leases them, as when an agent dies).
-  // Reports not yet acknowledged get until `grace` to be answered. Then every host's state goes
-  // to the store and `done` runs once.
+  // Reports not yet acknowledged get until `grace` to be answered. Then the state of every host
+  // that ran a step or got a run-time fault goes to the store, and `done` runs once.
   void stop(SteadyClock::duration grace, std::function<void()> done);
   bool stopping() const { return stopping_; }
 
@@ -105,6 +109,7 @@ class Fleet {
  private:
   struct Host;
   void enrol(Host& h);
+  void enrolNext();
   void onEnrolled(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r);
   void schedulePoll(Host& h, SteadyClock::duration delay);
   void poll(Host& h);
@@ -130,6 +135,8 @@ class Fleet {
   std::mt19937_64 rng_;
   std::vector<std::unique_ptr<Host>> hosts_;
   std::unordered_map<std::string, Host*> by_id_;
+  std::deque<Host*> enrol_queue_;
+  int enrolling_ = 0;
   FleetCounters counters_;
   LatencyHistogram poll_latency_, quick_poll_latency_, request_latency_;
   bool started_ = false;

@@ -66,9 +66,10 @@ SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_
   p.timeout = std::chrono::milliseconds(a.timeout_ms);
   const std::string tool = std::filesystem::path(a.argv.front()).filename().string();
   if (!sim::isToolName(tool) && tool != "kiln-hwsim") {
-    p.spawn_error = "execvp " + a.argv.front() + ": No such file or directory (kiln-vfleet "
-                    "simulates only " + "nvidia-smi, dcgmi, nvfwupd, mlxfwmanager, kiln-reboot, "
-                    "kiln-inventory, kiln-hwsim)";
+    std::string known = "kiln-hwsim";
+    for (const char* t : sim::kToolNames) known += std::string(", ") + t;
+    p.spawn_error = "execvp " + a.argv.front() +
+                    ": No such file or directory (kiln-vfleet simulates only " + known + ")";
     return p;
   }
   p.started = true;

@@ -202,6 +202,26 @@ TEST_F(FleetTest, EnrolmentRetriesWithBackoffWhileKilndIsDown) {
   EXPECT_EQ(fleet_->counters().enrol_errors, 1u);
 }
 
+TEST_F(FleetTest, EnrolmentsInFlightAreBounded) {
+  settings_.max_enrolling = 2;
+  make({"h1", "h2", "h3", "h4", "h5"}).start();
+  loop_.advance(milliseconds(0));
+  EXPECT_EQ(transport_.sent().size(), 2u);
+  auto reg = transport_.take("/api/v1/agents/register");
+  reg.done(reply(200, {{"token", "t"}}));
+  // The freed slot goes to the next host at once; the enrolled host polls.
+  EXPECT_EQ(transport_.sent().size(), 2u);
+  loop_.advance(milliseconds(0));
+  EXPECT_TRUE(transport_.has(pollPrefix(json::parse(reg.req.body)["host"].get<std::string>())));
+  int registered = 1;
+  while (transport_.has("/api/v1/agents/register")) {
+    transport_.take("/api/v1/agents/register").done(reply(200, {{"token", "t"}}));
+    registered++;
+  }
+  EXPECT_EQ(registered, 5);
+  EXPECT_EQ(fleet_->counters().enrolled, 5u);
+}
+
 TEST_F(FleetTest, ShortPollsIdleHostsWhenLongPollSlotsAreTaken) {
   settings_.poll.long_poll_slots = 2;  // idle hosts may take 75%: 1 slot
   startEnrolled({"h1", "h2", "h3"});
@@ -225,8 +245,8 @@ TEST_F(FleetTest, ShortPollsIdleHostsWhenLongPollSlotsAreTaken) {
   EXPECT_EQ(transport_.sent().size(), 2u);
 }
 
-TEST_F(FleetTest, StopWaitsForReportsInFlightAndSavesStates) {
-  startEnrolled({"h1"});
+TEST_F(FleetTest, StopWaitsForReportsInFlightAndSavesChangedStates) {
+  startEnrolled({"h1", "h2"});
   transport_.take(pollPrefix("h1")).done(reply(200, {{"assignment", diagAssignment("a1")}}));
   loop_.advance(seconds(1));
   auto report = transport_.take("/api/v1/assignments/a1/result");
@@ -236,9 +256,14 @@ TEST_F(FleetTest, StopWaitsForReportsInFlightAndSavesStates) {
   report.done(reply(200));
   EXPECT_TRUE(done);
   EXPECT_TRUE(store_.loadState("h1").has_value());
+  EXPECT_FALSE(store_.loadState("h2").has_value());  // idle: nothing to keep
   loop_.advance(seconds(60));
   // No new polls after stop (the poll still in flight may be answered; none follow).
-  while (transport_.has(pollPrefix("h1"))) transport_.take(pollPrefix("h1")).done(reply(204));
+  while (!transport_.empty()) {
+    auto sent = std::move(transport_.sent().front());
+    transport_.sent().pop_front();
+    sent.done(reply(204));
+  }
   loop_.advance(seconds(60));
   EXPECT_TRUE(transport_.empty());
 }
@@ -272,6 +297,7 @@ TEST_F(FleetTest, ThousandsOfHostsShareTimersNotThreads) {
   for (int i = 0; i < 2000; ++i) hosts.push_back("h" + std::to_string(i));
   settings_.ramp = milliseconds(10000);
   settings_.poll.long_poll_slots = 500;
+  settings_.max_enrolling = 5000;
   make(hosts).start();
   EXPECT_EQ(loop_.pending(), 2000u);
   loop_.advance(seconds(5));
