@@ -81,7 +81,7 @@ std::string renderReliability(const json& r) {
     rate = "- (no GPU-hours in service)";
   } else {
     const double v = rv.get<double>();
-    rate = fixed(v, 2) + (v <= star_rate ? "  meets the north star of " + star_rate_text
+    rate = (v >= 1000 ? groupedNumber(v) : fixed(v, 2)) + (v <= star_rate ? "  meets the north star of " + star_rate_text
                                           : "  " + fixed(v / star_rate, 1) + "x the north star of " + star_rate_text);
   }
   std::string mtbi;
@@ -93,7 +93,8 @@ std::string renderReliability(const json& r) {
     const double v = mv.get<double>();
     mtbi = groupedNumber(v) + " GPU-hours" +
            (v >= star_mtbi ? "  meets the north star of " + star_mtbi_text
-                           : "  " + fixed(100 * v / star_mtbi, 0) + "% of the north star of " + star_mtbi_text);
+                           : "  " + (100 * v / star_mtbi < 1 ? std::string("under 1") : fixed(100 * v / star_mtbi, 0)) +
+                                 "% of the north star of " + star_mtbi_text);
   }
   out += renderKeyValues({{"GPU-hours in service", numberOr(member(r, "gpu_hours"), 0)},
                           {"Interruptions", interruptions},

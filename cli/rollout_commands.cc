@@ -121,14 +121,16 @@ std::string clockText(std::chrono::milliseconds elapsed) {
   return buf;
 }
 
+// Aborting counts as an end: the rollout can no longer complete, and pods in flight may take
+// long to reach a safe point (agents that do not answer), which a script should not wait for.
 bool ended(const json& r) {
   const std::string state = field(r, "state");
-  return state == "completed" || state == "halted" || state == "aborted";
+  return state == "completed" || state == "halted" || state == "aborting" || state == "aborted";
 }
 
 enum class WatchEnd { kEnded, kTimedOut, kLost };
 
-// Follows the rollout until it completes, halts or is aborted. Progress (to ctx.out, or ctx.err
+// Follows the rollout until it completes, halts or is aborted (or aborting). Progress (to ctx.out, or ctx.err
 // with --json): on a terminal a block of wave bars redrawn in place, otherwise a timestamped
 // line whenever rolloutProgressLine changes; pods that failed are printed once each (from the
 // rollout's recent events). Poll failures are retried for up to 5 minutes.

@@ -31,6 +31,14 @@ std::string timeField(const json& object, const char* key) {
   return v.is_number() ? formatTimestamp(v.get<std::int64_t>()) : "";
 }
 
+// 25.0 -> "25", 12.5 -> "12.5"
+std::string numberText(const json& v) {
+  if (!v.is_number()) return cellText(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v.get<double>());
+  return buf;
+}
+
 std::string seconds(double s) {
   return formatDuration(std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s * 1000))));
 }
@@ -193,13 +201,13 @@ std::string policyText(const json& p) {
   if (floor.is_object()) {
     if (floor.contains("max_pods_down")) parts.push_back("at most " + field(floor, "max_pods_down") + " pods down per building");
     if (floor.contains("max_percent_down"))
-      parts.push_back("at most " + field(floor, "max_percent_down") + "% of a building down");
+      parts.push_back("at most " + numberText(floor["max_percent_down"]) + "% of a building down");
   }
   if (p.contains("allocated")) parts.push_back("allocated pods: " + field(p, "allocated"));
   const json& budget = member(p, "failure_budget");
   if (budget.is_object()) {
     if (budget.contains("pods")) parts.push_back("halt when more than " + field(budget, "pods") + " pods fail");
-    if (budget.contains("percent")) parts.push_back("halt when more than " + field(budget, "percent") + "% fail");
+    if (budget.contains("percent")) parts.push_back("halt when more than " + numberText(budget["percent"]) + "% fail");
   }
   if (p.contains("max_rebooting_pods_per_building"))
     parts.push_back(field(p, "max_rebooting_pods_per_building") + " rebooting per building");
@@ -354,6 +362,8 @@ std::string rolloutVerdict(const json& r) {
   } else if (state == "halted") {
     out += ": " + (field(r, "halt_reason").empty() ? std::string("the failure budget is spent") : field(r, "halt_reason")) +
            " (kilnctl rollout resume " + id + " retries the failed pods)";
+  } else if (state == "aborting") {
+    out += ": pods in flight are stopping at a safe point and stay drained (kilnctl rollout show " + id + " --pods)";
   } else {
     out += ": " + progressBody(r);
   }

@@ -87,6 +87,12 @@ TEST(ReliabilityReportTest, ShowsHowFarFromTheNorthStarAWorseFleetIs) {
   EXPECT_NE(out.find("Reliability of the whole fleet from"), std::string::npos) << out;
   EXPECT_NE(out.find("Lemons (interruptions plus repairs above 2): none\n"), std::string::npos) << out;
 
+  report["per_8k_gpus_per_day"] = 14605.5;  // a tiny fleet with one interruption
+  report["mtbi_gpu_hours"] = 13.1;
+  const std::string tiny = renderReliability(report);
+  EXPECT_NE(tiny.find("Per 8K GPUs per day:   14,606  7302.8x the north star of 2\n"), std::string::npos) << tiny;
+  EXPECT_NE(tiny.find("MTBI:                  13 GPU-hours  under 1% of the north star of 96,000\n"), std::string::npos) << tiny;
+
   report["per_8k_gpus_per_day"] = nullptr;
   report["mtbi_gpu_hours"] = nullptr;
   const std::string empty = renderReliability(report);

@@ -21,7 +21,7 @@ json planDoc() {
     "bundle": {"id": "b-3", "name": "gb200-fw", "version": "2026.03"},
     "selector": {"sites": ["prn"], "buildings": [], "platforms": [], "pods": [], "labels": {"rack": "a"}},
     "policy": {"canary_pods": 1, "waves": ["50%", "100%"], "soak": "10m", "max_concurrent_pods": 2,
-               "capacity_floor": {"max_percent_down": 25}, "allocated": "wait", "failure_budget": {"pods": 1},
+               "capacity_floor": {"max_percent_down": 25.0}, "allocated": "wait", "failure_budget": {"pods": 1},
                "max_rebooting_pods_per_building": 2, "order": "spread"},
     "plan": {"waves": [{"index": 0, "name": "canary", "pods": ["prn-b01-p0001"]},
                        {"index": 1, "name": "wave 1", "pods": ["prn-b02-p0001", "prn-b01-p0002"]},

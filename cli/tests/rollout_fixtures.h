@@ -46,7 +46,7 @@ inline json rolloutDoc(const std::string& state, std::map<std::string, int> phas
           {"selector", {{"sites", {"prn"}}, {"buildings", json::array()}, {"platforms", json::array()}, {"pods", json::array()},
                         {"labels", json::object()}}},
           {"policy", {{"canary_pods", 1}, {"waves", {"10%", "50%", "100%"}}, {"soak", "10m"}, {"max_concurrent_pods", 2},
-                      {"capacity_floor", {{"max_percent_down", 25}}}, {"allocated", "wait"}, {"failure_budget", {{"pods", 1}}},
+                      {"capacity_floor", {{"max_percent_down", 25.0}}}, {"allocated", "wait"}, {"failure_budget", {{"pods", 1}}},
                       {"max_rebooting_pods_per_building", 2}, {"order", "spread"}}},
           {"created_by", "tok-ops"},
           {"created_at_ms", 1767225600000},  // 2026-01-01T00:00:00Z

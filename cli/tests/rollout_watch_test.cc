@@ -75,18 +75,26 @@ TEST(RolloutWatchTest, HaltedExitsOneWithTheReason) {
   EXPECT_EQ(r.err, "kilnctl: ro-5 halted: 2 pods failed; the failure budget allows 1\n");
 }
 
-TEST(RolloutWatchTest, FollowsAbortingUntilAbortedThenExitsOne) {
+TEST(RolloutWatchTest, AbortingOrAbortedExitsOneWithoutWaitingForPodsInFlight) {
   CliHarness h;
   h.transport.reply(200, running2().dump());
   h.transport.reply(200, rolloutDoc("aborting", {{"succeeded", 1}, {"upgrading", 1}, {"aborted", 1}, {"pending", 1}},
                                     {{1, 1}, {3, 1}})
                              .dump());
-  h.transport.reply(200, rolloutDoc("aborted", {{"succeeded", 1}, {"aborted", 2}, {"pending", 1}}, {{1, 1}, {3, 2}}).dump());
   auto r = h.run({"rollout", "watch", "ro-5"});
   EXPECT_EQ(r.code, kExitFailed);
-  EXPECT_EQ(h.transport.requests.size(), 3u);
+  EXPECT_EQ(h.transport.requests.size(), 2u);
   EXPECT_NE(r.out.find("] ro-5 aborting: "), std::string::npos) << r.out;
-  EXPECT_EQ(r.err, "kilnctl: ro-5 aborted\n");
+  EXPECT_NE(r.out.find("\nro-5 aborting: pods in flight are stopping at a safe point and stay drained"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err, "kilnctl: ro-5 aborting\n");
+
+  CliHarness done;
+  done.transport.reply(200, rolloutDoc("aborted", {{"succeeded", 1}, {"aborted", 2}, {"pending", 1}}, {{1, 1}, {3, 2}}).dump());
+  auto d = done.run({"rollout", "watch", "ro-5"});
+  EXPECT_EQ(d.code, kExitFailed);
+  EXPECT_TRUE(done.fs.sleeps.empty());
+  EXPECT_EQ(d.err, "kilnctl: ro-5 aborted\n");
 }
 
 TEST(RolloutWatchTest, TimeoutExitsOneAndLeavesTheRolloutRunning) {
