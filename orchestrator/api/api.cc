@@ -54,6 +54,11 @@ void Api::handle(http::Request request, http::Reply reply) {
   executor_.post([this, req = std::move(request), once, start]() mutable {
     try {
       serve(std::move(req), once, start);
+    } catch (const nlohmann::json::type_error& e) {
+      // A body field of the wrong type that a handler read without checking: bad input (422),
+      // not a server error. Handlers should check types; this is the safety net.
+      log_->warn("wrong JSON type in a request body: {}", e.what());
+      once(errorResponse(invalidContent(std::string("a field of the body has the wrong type: ") + e.what())));
     } catch (const std::exception& e) {
       // One top-level catch per request (STYLE.md): a bug answers 500, it does not kill kilnd.
       log_->error("unhandled exception: {}", e.what());
