@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln-hwsim TOOL ARGS...        (TOOL: nvidia-smi dcgmi nvfwupd mlxfwmanager\n"
-    "                                        kiln-reboot kiln-inventory)\n"
+    "                                        kiln-reboot kiln-inventory kiln-driver-install)\n"
     "       kiln-hwsim install-shims DIR   symlink every TOOL in DIR to this binary\n"
     "       kiln-hwsim init [--host H] [--platform catalina|clemente]\n"
     "       kiln-hwsim flash COMPONENT VERSION\n"

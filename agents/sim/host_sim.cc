@@ -431,6 +431,37 @@ ToolRun HostSim::mlxUpdate(const std::string& image_version) {
 
 // ---- host --------------------------------------------------------------------------------
 
+ToolRun HostSim::installDriver(const std::string& version) {
+  ToolRun run;
+  const auto active = state_.versions.find("driver");
+  const auto pending = state_.pending.find("driver");
+  if (pending == state_.pending.end() && active != state_.versions.end() &&
+      active->second == version) {
+    run.out("kiln-driver-install: driver " + version + " is already installed\n");
+    return run;
+  }
+  if (pending != state_.pending.end() && pending->second == version) {
+    run.out("kiln-driver-install: driver " + version +
+            " is already installed; it becomes active at the next reboot\n");
+    return run;
+  }
+  run.out("kiln-driver-install: installing nvidia-driver " + version +
+          " (kernel modules, fabric manager, DCGM)\n");
+  if (takeFlashFailure()) {
+    run.out("dpkg: error processing package nvidia-driver-" + version +
+                " (--configure): installed post-installation script returned error exit status 1\n",
+            kDriverInstallSeconds / 2);
+    run.err("kiln-driver-install: installing driver " + version + " failed\n");
+    run.exit_code = 1;
+    return run;
+  }
+  run.out("kiln-driver-install: driver " + version +
+              " installed; it becomes active at the next reboot\n",
+          kDriverInstallSeconds);
+  run.on_complete = [version](HostState& s) { s.pending["driver"] = version; };
+  return run;
+}
+
 ToolRun HostSim::reboot() {
   ToolRun run;
   const uint64_t next = state_.boot_count + 1;

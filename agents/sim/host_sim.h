@@ -28,6 +28,8 @@ inline constexpr double kFlashMinSeconds = 120;
 inline constexpr double kFlashMaxSeconds = 180;
 inline constexpr double kMlxBurnSeconds = 90;
 inline constexpr double kRebootSeconds = 240;
+// Installing a GPU driver package (driver, fabric manager, DCGM): [our target].
+inline constexpr double kDriverInstallSeconds = 60;
 inline constexpr double kNvidiaSmiSeconds = 0.5;
 inline constexpr double kNvlinkQuerySeconds = 1;
 // `dcgmi mndiag` (nvloom / mnubergemm across a pod): no published duration; 10 min is
@@ -94,6 +96,11 @@ class HostSim {
   ToolRun nvfwupdShowVersion() const;
   ToolRun mlxQuery(const std::optional<std::string>& image_version) const;
   ToolRun mlxUpdate(const std::string& image_version);
+  // `kiln-driver-install VERSION`: installs the GPU driver package of that version; like a
+  // real driver install it goes pending and activates at the next reboot. Installing the
+  // version already active (and nothing else pending) is a no-op with exit 0. A flash_failure
+  // fault makes it fail (exit 1), as a broken package install would.
+  ToolRun installDriver(const std::string& version);
 
   // ---- host
   // New boot id; pending firmware activates; NVLink counters, volatile ECC counts and the

@@ -296,6 +296,11 @@ ToolRun runTool(HostState& state, const std::string& tool, const std::vector<std
     run = sim.reboot();
   } else if (tool == "kiln-inventory") {
     run = sim.inventory();
+  } else if (tool == "kiln-driver-install") {
+    if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+      return usage("usage: kiln-driver-install VERSION\n");
+    }
+    run = sim.installDriver(args[0]);
   } else if (tool == "kiln-hwsim") {
     run = runHwsim(state, sim, args);
   } else {

@@ -12,8 +12,9 @@
 namespace kiln::sim {
 
 // Names the multi-call binary answers to (argv[0] basename or `kiln-hwsim TOOL`).
-inline constexpr std::array<const char*, 6> kToolNames = {
-    "nvidia-smi", "dcgmi", "nvfwupd", "mlxfwmanager", "kiln-reboot", "kiln-inventory"};
+inline constexpr std::array<const char*, 7> kToolNames = {
+    "nvidia-smi",  "dcgmi",          "nvfwupd",            "mlxfwmanager",
+    "kiln-reboot", "kiln-inventory", "kiln-driver-install"};
 bool isToolName(const std::string& name);
 
 struct ToolContext {

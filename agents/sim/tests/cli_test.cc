@@ -94,7 +94,7 @@ TEST_F(CliTest, InitPicksPlatformAndHost) {
 TEST_F(CliTest, InstallShimsLinksEveryTool) {
   ASSERT_EQ(cli({"kiln-hwsim", "install-shims", (dir_ / "bin").string()}), 0) << err_.str();
   for (const char* tool : {"nvidia-smi", "dcgmi", "nvfwupd", "mlxfwmanager", "kiln-reboot",
-                           "kiln-inventory"}) {
+                           "kiln-inventory", "kiln-driver-install"}) {
     auto link = dir_ / "bin" / tool;
     ASSERT_TRUE(std::filesystem::is_symlink(link)) << tool;
     EXPECT_EQ(std::filesystem::read_symlink(link), "/usr/bin/kiln-hwsim");

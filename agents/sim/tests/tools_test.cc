@@ -87,6 +87,44 @@ TEST_F(ToolsTest, MlxfwmanagerUpdateTakesVersionFromImageName) {
   EXPECT_EQ(run("mlxfwmanager", {"-u", "-y"}).exit_code, 1);
 }
 
+TEST_F(ToolsTest, DriverInstallGoesPendingAndActivatesAtTheNextReboot) {
+  const std::string before = state_.versions["driver"];
+  ToolRun install = run("kiln-driver-install", {"575.57.08"});
+  ASSERT_EQ(install.exit_code, 0) << install.stderrText();
+  EXPECT_GT(install.nominalSeconds(), 10.0);
+  install.on_complete(state_);
+  EXPECT_EQ(state_.pending["driver"], "575.57.08");
+  EXPECT_EQ(state_.versions["driver"], before);  // not active before the reboot
+  EXPECT_NE(run("nvidia-smi", {"-q", "-x"}).stdoutText().find(before), std::string::npos);
+
+  // Idempotent while pending: no second install.
+  ToolRun again = run("kiln-driver-install", {"575.57.08"});
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_FALSE(again.on_complete);
+
+  ToolRun reboot = run("kiln-reboot", {});
+  reboot.on_complete(state_);
+  EXPECT_EQ(state_.versions["driver"], "575.57.08");
+  EXPECT_NE(run("nvidia-smi", {"-q", "-x"}).stdoutText().find("<driver_version>575.57.08<"),
+            std::string::npos);
+  ToolRun installed = run("kiln-driver-install", {"575.57.08"});
+  EXPECT_EQ(installed.exit_code, 0);
+  EXPECT_NE(installed.stdoutText().find("already installed"), std::string::npos);
+  EXPECT_DOUBLE_EQ(installed.nominalSeconds(), 0.0);
+}
+
+TEST_F(ToolsTest, DriverInstallFailsOnAFlashFailureFaultAndNeedsAVersion) {
+  ASSERT_EQ(run("kiln-hwsim", {"fault", "set", "--kind", "flash_failure", "--count", "1"}).exit_code, 0);
+  ToolRun failed = run("kiln-driver-install", {"580.65.06"});
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_FALSE(failed.on_complete);
+  EXPECT_EQ(state_.pending.count("driver"), 0u);
+  ToolRun ok = run("kiln-driver-install", {"580.65.06"});  // the fault was used up
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_EQ(run("kiln-driver-install", {}).exit_code, 2);
+  EXPECT_EQ(run("kiln-driver-install", {"--bogus"}).exit_code, 2);
+}
+
 TEST_F(ToolsTest, VersionFromImageName) {
   EXPECT_EQ(versionFromImageName("/x/fw-ConnectX8-rel-40_45_1200-900-9X81Q.bin"), "40.45.1200");
   EXPECT_EQ(versionFromImageName("cx7-28.43.2026.bin"), "28.43.2026");
