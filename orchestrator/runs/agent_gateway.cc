@@ -66,6 +66,17 @@ void AgentGateway::check(const std::string& host, Parked p) {
       p.reply(std::optional<json>(json{{"cancel", {p.running}}}));
       return;
     }
+    // The agent polled while the step ran and has reported it since (the report woke this
+    // poll): answer now, so that it polls again at once without the step and that poll takes
+    // the next step. Left parked, the agent would get its next step only when this poll's wait
+    // ran out (up to 60 s per step). No work goes to this poll itself: it may be a dead agent's
+    // (killed mid-step, its journal reported by its successor), and work sent into a dead
+    // connection waits for its lease to expire.
+    auto a = store_.assignment(p.running);
+    if (a.ok() && *a && (*a)->host == host && (*a)->state == "done") {
+      p.reply(std::optional<json>());
+      return;
+    }
   } else {
     bool pending;
     {

@@ -340,6 +340,9 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   }
   std::string why;
   for (const auto& s : reasons) why += (why.empty() ? "" : "; ") + s;
+  // The agent's note explains a failure it reports ("agent restarted while the step ran"):
+  // keep it in the record and the host's failure reason, not only on passed steps.
+  if (!why.empty() && !r.note.empty() && !r.lost) why = r.note + ": " + why;
   // Retests apply only when the checks alone failed (the step itself ran fine).
   std::size_t failed_checks = 0;
   for (const auto& c : rec.checks) failed_checks += !c["passed"].get<bool>();

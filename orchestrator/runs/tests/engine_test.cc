@@ -119,6 +119,26 @@ TEST_F(EngineTest, FailedCheckIsRetriedAfterBackoffThenFailsTheHostNamingTheChec
   EXPECT_EQ(fx3->hosts_finished, (std::vector<std::string>{"h1"}));
 }
 
+TEST_F(EngineTest, AgentNoteOfAFailedStepIsKeptInTheRecordAndTheFailure) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  StepResult r = exited(-1);
+  r.note = "agent restarted while the step ran";
+  auto first = e.onResult(g, fx.dispatches[0].assignment_id, r, now_);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(g.hosts[0].history.size(), 1u);
+  EXPECT_NE(g.hosts[0].history[0].message.find("agent restarted while the step ran: exit code -1"), std::string::npos)
+      << g.hosts[0].history[0].message;
+  auto retry = e.tick(g, now_ + seconds(10));
+  ASSERT_EQ(retry.dispatches.size(), 1u);
+  ASSERT_TRUE(e.onResult(g, retry.dispatches[0].assignment_id, r, now_ + seconds(11)).ok());
+  ASSERT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[0].failures[0].find("agent restarted"), std::string::npos) << g.hosts[0].failures[0];
+}
+
 TEST_F(EngineTest, StaleOrDuplicateReportIsRefusedAndChangesNothing) {
   auto spec = load(kTwoSteps);
   params_ = *workflow::resolveParams(spec, {});
