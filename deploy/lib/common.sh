@@ -33,7 +33,10 @@ ensure_packages() {
 # build BUILD_DIR [extra cmake args...]
 kiln_build() {
   local dir=$1; shift
-  cmake -S "$KILN_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null \
+  # The KILN_SKIP_* options (building the orchestrator alone) are cached: reset them, so a
+  # build dir once configured with them still builds and tests everything here.
+  cmake -S "$KILN_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKILN_SKIP_AGENTS=OFF -DKILN_SKIP_CLI=OFF -DKILN_SKIP_TESTS=OFF "$@" >/dev/null \
     || die "cmake configure failed"
   cmake --build "$dir" -j2 || die "build failed"
 }

@@ -138,6 +138,11 @@ http::Response jsonResponse(int status, const nlohmann::json& body) {
   return r;
 }
 
+Result<http::Response> jsonResult(Result<nlohmann::json> r, int status) {
+  if (!r.ok()) return r.error();
+  return jsonResponse(status, *r);
+}
+
 http::Response errorResponse(const Error& e) { return jsonResponse(httpStatus(e.code), toJson(e)); }
 
 }  // namespace kiln::api

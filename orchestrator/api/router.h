@@ -68,5 +68,7 @@ class Router {
 
 http::Response jsonResponse(int status, const nlohmann::json& body);
 http::Response errorResponse(const Error& e);
+// A handler's Result<json> as a response: the value with `status`, or the error body.
+Result<http::Response> jsonResult(Result<nlohmann::json> r, int status = 200);
 
 }  // namespace kiln::api

@@ -5,17 +5,6 @@
 #include "orchestrator/rollouts/rollout_service.h"
 
 namespace kiln::api {
-namespace {
-
-using nlohmann::json;
-
-Result<http::Response> okJson(Result<json> r, int status = 200) {
-  if (!r.ok()) return r.error();
-  return jsonResponse(status, *r);
-}
-
-}  // namespace
-
 void addRolloutRoutes(Router& router, Services& s) {
   router.add({.method = "POST", .pattern = "/api/v1/bundles", .role = core::Role::kOperator,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -23,17 +12,17 @@ void addRolloutRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 bool created = false;
                 auto r = s.rollouts->putBundle(*body, ctx.actor, &created);
-                return okJson(std::move(r), created ? 201 : 200);
+                return jsonResult(std::move(r), created ? 201 : 200);
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.rollouts->listBundles());
+                return jsonResult(s.rollouts->listBundles());
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.rollouts->getBundle(ctx.param("id")));
+                return jsonResult(s.rollouts->getBundle(ctx.param("id")));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}/compliance", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -43,7 +32,7 @@ void addRolloutRoutes(Router& router, Services& s) {
                 if (!ctx.query("building").empty()) sel.buildings = {ctx.query("building")};
                 if (!ctx.query("platform").empty()) sel.platforms = {ctx.query("platform")};
                 if (!ctx.query("pod").empty()) sel.pods = {ctx.query("pod")};
-                return okJson(s.rollouts->compliance(ctx.param("id"), sel));
+                return jsonResult(s.rollouts->compliance(ctx.param("id"), sel));
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/rollouts", .role = core::Role::kOperator,
@@ -52,45 +41,45 @@ void addRolloutRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 bool dry_run = false;
                 auto r = s.rollouts->create(*body, ctx.actor, &dry_run);
-                return okJson(std::move(r), dry_run ? 200 : 201);
+                return jsonResult(std::move(r), dry_run ? 200 : 201);
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"state", "limit", "cursor"}); !q.ok()) return q.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
-                return okJson(s.rollouts->list(ctx.query("state"), *page));
+                return jsonResult(s.rollouts->list(ctx.query("state"), *page));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.rollouts->view(ctx.param("id")));
+                return jsonResult(s.rollouts->view(ctx.param("id")));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts/{id}/pods", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.rollouts->pods(ctx.param("id")));
+                return jsonResult(s.rollouts->pods(ctx.param("id")));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts/{id}/events", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.rollouts->events(ctx.param("id")));
+                return jsonResult(s.rollouts->events(ctx.param("id")));
               }});
   for (const char* verb : {"start", "pause", "resume", "abort"}) {
     router.add({.method = "POST", .pattern = std::string("/api/v1/rollouts/{id}/") + verb, .role = core::Role::kOperator,
                 .fn = [&s, verb](RequestContext& ctx) -> Result<http::Response> {
-                  return okJson(s.rollouts->verb(ctx.param("id"), verb, ctx.actor));
+                  return jsonResult(s.rollouts->verb(ctx.param("id"), verb, ctx.actor));
                 }});
   }
   router.add({.method = "POST", .pattern = "/api/v1/rollouts/{id}/rollback", .role = core::Role::kOperator,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                return okJson(s.rollouts->rollback(ctx.param("id"), ctx.actor), 201);
+                return jsonResult(s.rollouts->rollback(ctx.param("id"), ctx.actor), 201);
               }});
   for (const char* verb : {"retry", "skip"}) {
     router.add({.method = "POST", .pattern = std::string("/api/v1/rollouts/{id}/pods/{pod}/") + verb,
                 .role = core::Role::kOperator,
                 .fn = [&s, verb](RequestContext& ctx) -> Result<http::Response> {
-                  return okJson(s.rollouts->podVerb(ctx.param("id"), ctx.param("pod"), verb, ctx.actor));
+                  return jsonResult(s.rollouts->podVerb(ctx.param("id"), ctx.param("pod"), verb, ctx.actor));
                 }});
   }
 }

@@ -10,11 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-Result<http::Response> okJson(Result<json> r, int status = 200) {
-  if (!r.ok()) return r.error();
-  return jsonResponse(status, *r);
-}
-
 Result<std::vector<std::string>> stringList(const json& body, const char* key) {
   std::vector<std::string> out;
   if (!body.contains(key)) return out;
@@ -33,18 +28,18 @@ void addRunRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/workflows", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.runs->listWorkflows());
+                return jsonResult(s.runs->listWorkflows());
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.runs->getWorkflow(ctx.param("name")));
+                return jsonResult(s.runs->getWorkflow(ctx.param("name")));
               }});
   router.add({.method = "PUT", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kOperator,
               .body_limit = 1 << 20,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (ctx.req.body.empty()) return invalidArgument("the request needs a YAML body");
-                return okJson(s.runs->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor));
+                return jsonResult(s.runs->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor));
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/workflow-runs", .role = core::Role::kOperator,
@@ -70,7 +65,7 @@ void addRunRoutes(Router& router, Services& s) {
                   if (!(*body)["purpose"].is_string()) return invalidContent("purpose must be a string");
                   req.purpose = (*body)["purpose"].get<std::string>();
                 }
-                return okJson(s.runs->startRun(req, ctx.actor), 201);
+                return jsonResult(s.runs->startRun(req, ctx.actor), 201);
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflow-runs", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -78,22 +73,22 @@ void addRunRoutes(Router& router, Services& s) {
                   return q.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
-                return okJson(s.runs->listRuns(
+                return jsonResult(s.runs->listRuns(
                     {ctx.query("workflow"), ctx.query("state"), ctx.query("host"), ctx.query("purpose")}, *page));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflow-runs/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.runs->runView(ctx.param("id")));
+                return jsonResult(s.runs->runView(ctx.param("id")));
               }});
   router.add({.method = "POST", .pattern = "/api/v1/workflow-runs/{id}/cancel", .role = core::Role::kOperator,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                return okJson(s.runs->cancelRun(ctx.param("id"), ctx.actor));
+                return jsonResult(s.runs->cancelRun(ctx.param("id"), ctx.actor));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/quarantine", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return okJson(s.runs->quarantineView());
+                return jsonResult(s.runs->quarantineView());
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/agents/register", .role = core::Role::kEnroll,

@@ -29,6 +29,24 @@ void refreshPodState(pqxx::work& txn, const std::string& pod_id) {
                   std::string(core::podState(by_state, g)));
 }
 
+double toEpoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+std::optional<core::TimePoint> optEpoch(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return fromEpoch(f.as<double>());
+}
+
+Result<std::int64_t> numericCursor(const std::string& cursor) {
+  if (cursor.empty()) return std::numeric_limits<std::int64_t>::max();
+  try {
+    std::size_t used = 0;
+    const std::int64_t n = std::stoll(cursor, &used);
+    if (used == cursor.size()) return n;
+  } catch (...) {
+  }
+  return invalidArgument("cursor is not valid");
+}
+
 const char* const kHostColumns =
     "h.id, h.pod_id, h.rack_id, h.building_id, h.site_id, p.platform, h.state, h.tray, h.spare,"
     " extract(epoch from h.state_since)::float8, h.state_reason,"
@@ -47,7 +65,7 @@ core::HostSummary hostFromRow(const pqxx::row& r) {
   h.spare = r[8].as<bool>();
   h.state_since = fromEpoch(r[9].as<double>());
   h.state_reason = r[10].as<std::string>();
-  if (!r[11].is_null()) h.last_seen = fromEpoch(r[11].as<double>());
+  h.last_seen = optEpoch(r[11]);
   return h;
 }
 

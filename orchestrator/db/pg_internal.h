@@ -2,6 +2,7 @@
 // Transaction helpers shared by the PostgreSQL stores (internal to orchestrator/db).
 
 #include <pqxx/pqxx>
+#include <optional>
 #include <string>
 
 #include "orchestrator/core/store.h"
@@ -9,6 +10,11 @@
 namespace kiln::db {
 
 core::TimePoint fromEpoch(double seconds);
+double toEpoch(core::TimePoint t);
+// A nullable "extract(epoch from ...)::float8" column.
+std::optional<core::TimePoint> optEpoch(const pqxx::field& f);
+// "Newest first" lists page by a number below the cursor; an empty cursor starts at the top.
+Result<std::int64_t> numericCursor(const std::string& cursor);
 // Columns of a host summary, for "SELECT <kHostColumns> FROM hosts h JOIN pods p ON p.id = h.pod_id".
 extern const char* const kHostColumns;
 core::HostSummary hostFromRow(const pqxx::row& r);

@@ -12,7 +12,6 @@ namespace {
 using nlohmann::json;
 using reliability::LedgerData;
 
-double epoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 // Hosts (alias h) and pods (alias p) in scope; $1 site, $2 building, $3 platform ('' = any).
 constexpr const char* kScope = "($1 = '' OR p.site_id = $1) AND ($2 = '' OR p.building_id = $2) AND ($3 = '' OR p.platform = $3)";
@@ -31,7 +30,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
           i.id);
       if (!existing.empty()) {
         const auto& r = existing[0];
-        const bool same = std::llround(r[0].as<double>()) == std::llround(epoch(i.at)) && r[1].as<std::string>() == i.job &&
+        const bool same = std::llround(r[0].as<double>()) == std::llround(toEpoch(i.at)) && r[1].as<std::string>() == i.job &&
                           r[2].as<int>() == i.job_gpus.value_or(-1) && r[3].as<std::string>() == i.pod &&
                           r[4].as<std::string>() == i.cause && r[5].as<std::string>() == i.owner &&
                           r[6].as<std::string>() == i.description &&
@@ -49,7 +48,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
       txn.exec_params(
           "INSERT INTO interruptions (id, at, job, job_gpus, pod, cause, owner, description, created_by)"
           " VALUES ($1, to_timestamp($2), $3, $4, NULLIF($5, ''), $6, $7, $8, $9)",
-          i.id, epoch(i.at), i.job, gpus, i.pod, i.cause, i.owner, i.description, actor.token_id);
+          i.id, toEpoch(i.at), i.job, gpus, i.pod, i.cause, i.owner, i.description, actor.token_id);
       for (const auto& h : hosts)
         txn.exec_params("INSERT INTO interruption_hosts (interruption_id, host_id) VALUES ($1, $2)", i.id, h);
       writeAudit(txn, actor, "interruption.record", i.id, json{{"cause", i.cause}, {"hosts", hosts.size()}}.dump());
@@ -66,7 +65,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
                " (SELECT coalesce(json_agg(host_id ORDER BY host_id), '[]')::text FROM interruption_hosts WHERE interruption_id = i.id)"
                " FROM interruptions i WHERE at >= to_timestamp($1) AND at < to_timestamp($2) AND ($3 = '' OR cause = $3)"
                " AND ($4 = '' OR candidate = ($4 = 'true')) ORDER BY at DESC, id LIMIT $5",
-               epoch(from), epoch(to), cause, candidate ? (*candidate ? "true" : "false") : "", std::clamp(limit, 1, 1000))) {
+               toEpoch(from), toEpoch(to), cause, candidate ? (*candidate ? "true" : "false") : "", std::clamp(limit, 1, 1000))) {
         json j = {{"id", r[0].as<std::string>()},
                   {"at", reliability::formatTime(fromEpoch(r[1].as<double>()))},
                   {"job", r[2].as<std::string>()},
@@ -97,7 +96,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
                    " - coalesce((prev IN ('available', 'allocated'))::int, 0)) AS delta"
                    " FROM ev GROUP BY at HAVING sum((to_state IN ('available', 'allocated'))::int"
                    " - coalesce((prev IN ('available', 'allocated'))::int, 0)) <> 0 ORDER BY at",
-               s.site, s.building, s.platform, epoch(to)))
+               s.site, s.building, s.platform, toEpoch(to)))
         d.service_deltas.emplace_back(fromEpoch(r[0].as<double>()), r[1].as<int>());
       for (const auto& r : txn.exec_params(
                std::string("SELECT extract(epoch from i.at)::float8, i.cause, i.candidate FROM interruptions i"
@@ -106,7 +105,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
                            " OR EXISTS (SELECT 1 FROM interruption_hosts ih JOIN hosts h ON h.id = ih.host_id"
                            "   JOIN pods p ON p.id = h.pod_id WHERE ih.interruption_id = i.id AND ") +
                    kScope + ") OR EXISTS (SELECT 1 FROM pods p WHERE p.id = i.pod AND " + kScope + "))",
-               s.site, s.building, s.platform, epoch(from), epoch(to)))
+               s.site, s.building, s.platform, toEpoch(from), toEpoch(to)))
         d.interruptions.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::string>(), r[2].as<bool>()});
       for (const auto& r : txn.exec_params(
                std::string("WITH i AS (SELECT ih.host_id, count(*) n FROM interruption_hosts ih JOIN interruptions x"
@@ -119,7 +118,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
                            " LEFT JOIN r ON r.host_id = h.id"
                            " WHERE (i.n IS NOT NULL OR r.n IS NOT NULL) AND coalesce(i.n, 0) + coalesce(r.n, 0) > $6 AND ") +
                    kScope + " ORDER BY coalesce(i.n, 0) + coalesce(r.n, 0) DESC, h.id LIMIT 500",
-               s.site, s.building, s.platform, epoch(from), epoch(to), threshold))
+               s.site, s.building, s.platform, toEpoch(from), toEpoch(to), threshold))
         d.lemons.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<int>(),
                             r[4].as<int>()});
       return d;

@@ -14,11 +14,6 @@ using rollouts::PodPhase;
 using rollouts::RolloutPodRow;
 using rollouts::RolloutRow;
 
-double epoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-std::optional<core::TimePoint> optTime(const pqxx::field& f) {
-  if (f.is_null()) return std::nullopt;
-  return fromEpoch(f.as<double>());
-}
 
 constexpr const char* kBundleColumns =
     "b.id, b.spec::text, extract(epoch from b.created_at)::float8, b.created_by,"
@@ -53,9 +48,9 @@ RolloutRow rolloutFromRow(const pqxx::row& r) {
   o.policy = json::parse(r[7].c_str());
   o.plan = json::parse(r[8].c_str());
   o.created_at = fromEpoch(r[9].as<double>());
-  o.started_at = optTime(r[10]);
-  o.finished_at = optTime(r[11]);
-  o.previous_wave_finished = optTime(r[12]);
+  o.started_at = optEpoch(r[10]);
+  o.finished_at = optEpoch(r[11]);
+  o.previous_wave_finished = optEpoch(r[12]);
   return o;
 }
 
@@ -78,8 +73,8 @@ RolloutPodRow podFromRow(const pqxx::row& r) {
   p.run_id = r[9].as<std::string>();
   p.validation_run_id = r[10].as<std::string>();
   p.before_versions = json::parse(r[11].c_str());
-  p.started_at = optTime(r[12]);
-  p.finished_at = optTime(r[13]);
+  p.started_at = optEpoch(r[12]);
+  p.finished_at = optEpoch(r[13]);
   return p;
 }
 
@@ -262,14 +257,9 @@ class PgRolloutStore final : public rollouts::RolloutStore {
 
   Result<core::Page<RolloutRow>> listRollouts(const std::string& state, const core::PageRequest& page) override {
     const int limit = std::clamp(page.limit, 1, 1000);
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!page.cursor.empty()) {
-      try {
-        before = std::stoll(page.cursor);
-      } catch (...) {
-        return invalidArgument("cursor is not valid");
-      }
-    }
+    auto cursor = numericCursor(page.cursor);
+    if (!cursor.ok()) return cursor.error();
+    const std::int64_t before = *cursor;
     return pool_.transact<core::Page<RolloutRow>>([&](pqxx::work& txn) -> Result<core::Page<RolloutRow>> {
       auto rows = txn.exec_params(std::string("SELECT ") + kRolloutColumns + ", substr(id, 4)::bigint AS n FROM rollouts"
                                   " WHERE substr(id, 4)::bigint < $1 AND ($2 = '' OR state = $2) ORDER BY n DESC LIMIT $3",
@@ -373,7 +363,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
 
   Status setPreviousWaveFinished(const std::string& id, core::TimePoint t) override {
     return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
-      txn.exec_params("UPDATE rollouts SET previous_wave_finished = to_timestamp($2) WHERE id = $1", id, epoch(t));
+      txn.exec_params("UPDATE rollouts SET previous_wave_finished = to_timestamp($2) WHERE id = $1", id, toEpoch(t));
       return Ok{};
     });
   }

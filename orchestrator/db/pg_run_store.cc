@@ -32,7 +32,7 @@ RunRow runFromRow(const pqxx::row& r) {
   run.created_by = r[6].as<std::string>();
   run.params = json::parse(r[7].c_str());
   run.created_at = fromEpoch(r[8].as<double>());
-  if (!r[9].is_null()) run.finished_at = fromEpoch(r[9].as<double>());
+  run.finished_at = optEpoch(r[9]);
   run.summary = json::parse(r[10].c_str());
   return run;
 }
@@ -57,9 +57,9 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
   a.argv = json::parse(r[10].c_str());
   a.timeout_ms = r[11].as<std::int64_t>();
   a.inventory_after = r[12].as<bool>();
-  if (!r[13].is_null()) a.dispatched_at = fromEpoch(r[13].as<double>());
-  if (!r[14].is_null()) a.lease_expires_at = fromEpoch(r[14].as<double>());
-  if (!r[15].is_null()) a.finished_at = fromEpoch(r[15].as<double>());
+  a.dispatched_at = optEpoch(r[13]);
+  a.lease_expires_at = optEpoch(r[14]);
+  a.finished_at = optEpoch(r[15]);
   if (!r[16].is_null()) a.result = json::parse(r[16].c_str());
   return a;
 }
@@ -69,7 +69,6 @@ runs::WorkflowRow workflowFromRow(const pqxx::row& r) {
           fromEpoch(r[4].as<double>())};
 }
 
-double epoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 // Writes what the engine and the service decided for one group.
 void persistUpdate(pqxx::work& txn, const RunRow& run, const std::string& group_key, const GroupUpdate& u,
@@ -77,7 +76,7 @@ void persistUpdate(pqxx::work& txn, const RunRow& run, const std::string& group_
   const bool done = runs::Engine::done(u.state);
   const std::string state = runs::toJson(u.state).dump();
   std::optional<double> wake;
-  if (u.effects.next_wakeup && !done) wake = epoch(*u.effects.next_wakeup);
+  if (u.effects.next_wakeup && !done) wake = toEpoch(*u.effects.next_wakeup);
   if (insert) {
     txn.exec_params(
         "INSERT INTO run_groups (run_id, group_key, state, done, next_wakeup)"
@@ -246,14 +245,9 @@ class PgRunStore final : public runs::RunStore {
   Result<core::Page<RunRow>> listRuns(const runs::RunFilter& f, const core::PageRequest& page) override {
     const int limit = std::clamp(page.limit, 1, 1000);
     // Newest first: ids are "r-<n>", so order by the number.
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!page.cursor.empty()) {
-      try {
-        before = std::stoll(page.cursor);
-      } catch (...) {
-        return invalidArgument("cursor is not valid");
-      }
-    }
+    auto cursor = numericCursor(page.cursor);
+    if (!cursor.ok()) return cursor.error();
+    const std::int64_t before = *cursor;
     return pool_.transact<core::Page<RunRow>>([&](pqxx::work& txn) -> Result<core::Page<RunRow>> {
       auto rows = txn.exec_params(
           std::string("SELECT ") + kRunColumns + ", substr(id, 3)::bigint AS n FROM workflow_runs r"
@@ -293,7 +287,7 @@ class PgRunStore final : public runs::RunStore {
           for (const auto& r : txn.exec_params(
                    "SELECT run_id, group_key FROM run_groups WHERE NOT done AND next_wakeup <= to_timestamp($1)"
                    " ORDER BY next_wakeup LIMIT $2",
-                   epoch(now), limit))
+                   toEpoch(now), limit))
             out.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
           return out;
         });
@@ -406,7 +400,7 @@ class PgRunStore final : public runs::RunStore {
                std::string("SELECT ") + kAssignmentColumns +
                    " FROM assignments WHERE state = 'dispatched' AND lease_expires_at < to_timestamp($1)"
                    " ORDER BY lease_expires_at LIMIT $2",
-               epoch(now), limit))
+               toEpoch(now), limit))
         out.push_back(assignmentFromRow(r));
       return out;
     });
@@ -495,7 +489,7 @@ class PgRunStore final : public runs::RunStore {
           values += (values.empty() ? "" : ",") + std::string("($") + std::to_string(n + 1) + ", to_timestamp($" +
                     std::to_string(n + 2) + "::float8), $" + std::to_string(n + 3) + ")";
           params.push_back(beats[i].host);
-          params.push_back(std::to_string(epoch(beats[i].at)));
+          params.push_back(std::to_string(toEpoch(beats[i].at)));
           params.push_back(beats[i].boot_id);
         }
         const std::string from = " FROM (VALUES " + values + ") v(id, t, b) WHERE h.id = v.id";
@@ -519,7 +513,7 @@ class PgRunStore final : public runs::RunStore {
       for (const auto& r : txn.exec_params(
                "UPDATE hosts SET unreachable = true WHERE last_seen < to_timestamp($1) AND NOT unreachable"
                " AND state <> 'retired' RETURNING id, state",
-               epoch(cutoff))) {
+               toEpoch(cutoff))) {
         txn.exec_params(
             "INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
             " VALUES ($1, 'unreachable', $2, $2, 'system', 'the agent stopped polling')",

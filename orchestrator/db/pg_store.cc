@@ -76,7 +76,7 @@ core::TokenInfo tokenFromRow(const pqxx::row& r) {
   t.host = r[3].is_null() ? "" : r[3].as<std::string>();
   t.created_at = fromEpoch(r[4].as<double>());
   t.created_by = r[5].as<std::string>();
-  if (!r[6].is_null()) t.revoked_at = fromEpoch(r[6].as<double>());
+  t.revoked_at = optEpoch(r[6]);
   return t;
 }
 
@@ -224,14 +224,9 @@ class PgStore final : public core::Store {
                                                  const core::PageRequest& page) override {
     const int limit = clampLimit(page.limit);
     // Newest first; the cursor is the id of the last event seen.
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!page.cursor.empty()) {
-      try {
-        before = std::stoll(page.cursor);
-      } catch (...) {
-        return invalidArgument("cursor is not valid");
-      }
-    }
+    auto cursor = numericCursor(page.cursor);
+    if (!cursor.ok()) return cursor.error();
+    const std::int64_t before = *cursor;
     return pool_.transact<core::Page<core::HostEvent>>(
         [&](pqxx::work& txn) -> Result<core::Page<core::HostEvent>> {
           if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host_id).empty())

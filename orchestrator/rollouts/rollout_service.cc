@@ -488,7 +488,6 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
           first = hooked_.insert(key).second;
         }
         if (first && options_.release_hook) options_.release_hook(ro.row.id, pod.pod, allocated);
-        (void)store_.setWaiting(ro.row.id, {});
         PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
         u.waiting_reason = "allocated: waiting for the job scheduler to release " + std::to_string(allocated.size()) + " hosts";
         (void)store_.updatePods(ro.row.id, {u}, {});
