@@ -280,6 +280,24 @@ class PgRunStore final : public runs::RunStore {
     });
   }
 
+  Status stopGroup(const std::string& run_id, const std::string& group, const runs::StopFn& fn,
+                   const core::Actor& actor) override {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      auto locked = lockGroup(txn, run_id, group);
+      if (!locked.ok()) return locked.error();
+      // claimWork skips locked rows, so none of these is handed out before this commits.
+      std::set<std::string> undispatched;
+      for (const auto& r : txn.exec_params(
+               "SELECT id FROM assignments WHERE run_id = $1 AND group_key = $2 AND state = 'pending' FOR UPDATE",
+               run_id, group))
+        undispatched.insert(r[0].as<std::string>());
+      auto update = fn(locked->first, std::move(locked->second), undispatched);
+      if (!update.ok()) return update.error();
+      persistUpdate(txn, locked->first, group, *update, actor, false);
+      return Ok{};
+    });
+  }
+
   Result<std::vector<std::pair<std::string, std::string>>> dueGroups(core::TimePoint now, int limit) override {
     return pool_.transact<std::vector<std::pair<std::string, std::string>>>(
         [&](pqxx::work& txn) -> Result<std::vector<std::pair<std::string, std::string>>> {
@@ -353,6 +371,18 @@ class PgRunStore final : public runs::RunStore {
 
   Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) override {
     return pool_.transact<std::optional<AssignmentRow>>([&](pqxx::work& txn) -> Result<std::optional<AssignmentRow>> {
+      // First a step handed out before whose answer never reached the agent (kilnd died
+      // between the commit and the reply, or the agent gave up on the poll): the agent polls
+      // without running= only when it holds no step, so it gets the same id and lease again,
+      // with the lease counted from now. kiln-agent's journal knows an id it already ran.
+      auto again = txn.exec_params(
+          std::string("UPDATE assignments SET lease_expires_at = now() + (timeout_ms + $2) * interval '1 millisecond'"
+                      " WHERE id = (SELECT id FROM assignments WHERE host_id = $1 AND state = 'dispatched'"
+                      " AND lease_expires_at > now() ORDER BY dispatched_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                      " RETURNING ") +
+              kAssignmentColumns,
+          host, grace_ms);
+      if (!again.empty()) return std::optional<AssignmentRow>(assignmentFromRow(again[0]));
       auto rows = txn.exec_params(
           std::string("UPDATE assignments SET state = 'dispatched', lease = lease + 1, dispatched_at = now(),"
                       " lease_expires_at = now() + (timeout_ms + $2) * interval '1 millisecond'"
@@ -427,7 +457,7 @@ class PgRunStore final : public runs::RunStore {
   Result<std::vector<std::string>> hostsWithOpenWork() override {
     return pool_.transact<std::vector<std::string>>([&](pqxx::work& txn) -> Result<std::vector<std::string>> {
       std::vector<std::string> out;
-      for (const auto& r : txn.exec("SELECT DISTINCT host_id FROM assignments WHERE state = 'pending'"))
+      for (const auto& r : txn.exec("SELECT DISTINCT host_id FROM assignments WHERE state IN ('pending', 'dispatched')"))
         out.push_back(r[0].as<std::string>());
       return out;
     });

@@ -110,9 +110,18 @@ Effects Engine::cancel(GroupState& g, const std::string& reason) const {
   return fx;
 }
 
-Effects Engine::stop(GroupState& g, TimePoint now) const {
+Effects Engine::stop(GroupState& g, TimePoint now, const std::set<std::string>& undispatched) const {
   g.stopping = true;
-  return advance(g, now, terminalMask(g));
+  const auto before = terminalMask(g);
+  std::vector<std::string> withdrawn;
+  for (auto& h : g.hosts) {
+    if (isTerminal(h.status) || h.assignment_id.empty() || !undispatched.count(h.assignment_id)) continue;
+    withdrawn.push_back(h.assignment_id);
+    h.assignment_id.clear();
+  }
+  Effects fx = advance(g, now, before);
+  fx.cancel_assignments.insert(fx.cancel_assignments.end(), withdrawn.begin(), withdrawn.end());
+  return fx;
 }
 
 Effects Engine::advance(GroupState& g, TimePoint now, const std::vector<bool>& before) const {

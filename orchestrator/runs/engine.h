@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -148,7 +149,10 @@ class Engine {
   Effects cancel(GroupState& g, const std::string& reason) const;
   // Stops at a safe point (rollout abort): a step already running finishes and is recorded,
   // then its host stops (cancelled); no new step starts. Firmware is never cut mid-flash.
-  Effects stop(GroupState& g, TimePoint now) const;
+  // `undispatched`: assignments no agent has taken yet (the store locked them as pending);
+  // they are withdrawn (cancelled) and their hosts stop before that step, so a stop does not
+  // wait for agents that are gone.
+  Effects stop(GroupState& g, TimePoint now, const std::set<std::string>& undispatched = {}) const;
 
   static bool done(const GroupState& g);
 

@@ -401,11 +401,13 @@ Status RunService::stopRun(const std::string& id, const core::Actor& actor) {
   for (const auto& g : *groups) {
     if (Engine::done(g)) continue;
     Effects produced;
-    auto fn = engineFn([&](const Engine& e, GroupState& state) -> Result<Effects> {
-      produced = e.stop(state, clock_.now());
-      return produced;
-    });
-    if (auto st = store_.updateGroup(id, g.group, fn, actor); !st.ok()) return st;
+    auto fn = [&](const RunRow& run, GroupState state, const std::set<std::string>& undispatched) {
+      return engineFn([&](const Engine& e, GroupState& s) -> Result<Effects> {
+        produced = e.stop(s, clock_.now(), undispatched);
+        return produced;
+      })(run, std::move(state));
+    };
+    if (auto st = store_.stopGroup(id, g.group, fn, actor); !st.ok()) return st;
     notify(produced);
   }
   return Ok{};

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct GroupUpdate {
 };
 // Called with the group's current state under a row lock.
 using GroupFn = std::function<Result<GroupUpdate>(const RunRow& run, GroupState state)>;
+// As GroupFn, with the group's assignments that no agent has taken yet, locked so that none is
+// handed out while fn decides.
+using StopFn = std::function<Result<GroupUpdate>(const RunRow& run, GroupState state,
+                                                 const std::set<std::string>& undispatched)>;
 
 struct NewGroup {
   std::string key;
@@ -106,6 +111,9 @@ class RunStore {
   // Applies fn to one group under its row lock.
   virtual Status updateGroup(const std::string& run_id, const std::string& group, const GroupFn& fn,
                              const core::Actor& actor) = 0;
+  // Applies fn to one group under its row lock, with its still pending assignments locked.
+  virtual Status stopGroup(const std::string& run_id, const std::string& group, const StopFn& fn,
+                           const core::Actor& actor) = 0;
   // Groups whose timer is due, as (run id, group key).
   virtual Result<std::vector<std::pair<std::string, std::string>>> dueGroups(TimePoint now, int limit) = 0;
   // Runs whose groups are all done get their final state and summary from `verdict`.
@@ -115,7 +123,9 @@ class RunStore {
   virtual Status cancelRun(const std::string& id, const GroupFn& fn, const core::Actor& actor) = 0;
 
   // The host's oldest pending assignment, handed out with a new lease that expires after its
-  // timeout plus `grace_ms`.
+  // timeout plus `grace_ms`. Called only for a poll without running=, i.e. an agent that holds
+  // no step: a still-leased 'dispatched' assignment of the host is handed out again first (its
+  // first answer was lost), same id and lease, its lease counted from now.
   virtual Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) = 0;
   // An agent's report. Accepted: stored, then fn applied to the group in the same transaction.
   virtual Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, int lease,
@@ -123,6 +133,7 @@ class RunStore {
   // Dispatched assignments whose lease ran out: marked lost and fn applied (one transaction each).
   virtual Result<std::vector<AssignmentRow>> expiredLeases(TimePoint now, int limit) = 0;
   virtual Result<bool> expireLease(const std::string& assignment_id, int lease, const GroupFn& fn) = 0;
+  // Hosts with a pending or dispatched assignment.
   virtual Result<std::vector<std::string>> hostsWithOpenWork() = 0;
   virtual Result<std::optional<AssignmentRow>> assignment(const std::string& id) = 0;
 

@@ -125,7 +125,8 @@ json smallFleet(int pods) {
 
 void ApiTest::SetUp() {
   db_ = std::make_unique<testing::TestDatabase>();
-  kilnd_ = std::make_unique<testing::KilndProcess>(testing::KilndOptions{.database_url = db_->url()});
+  kilnd_ = std::make_unique<testing::KilndProcess>(
+      testing::KilndOptions{.database_url = db_->url(), .extra_args = extraKilndArgs()});
   auto started = kilnd_->start();
   ASSERT_TRUE(started.ok()) << started.error().message;
   ASSERT_FALSE(kilnd_->adminToken().empty());

@@ -48,6 +48,8 @@ class ApiTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
+  // Flags a test class adds to kilnd's command line.
+  virtual std::vector<std::string> extraKilndArgs() const { return {}; }
   std::unique_ptr<http::Client> client(const std::string& token) const;
   // Creates a token of `role` through the admin client and returns its secret; `id` receives
   // its id when given.

@@ -339,14 +339,11 @@ TEST_F(RolloutTest, RollbackPutsThePreviousBundleBackOnThePodsTheRolloutChanged)
   }
 }
 
-// DISABLED: kilnd bug. When kilnd dies between committing a claim (assignment 'dispatched',
-// lease = step timeout + --lease-grace) and the poll's reply reaching the host, the host never
-// gets the step: after the restart its idle polls only claim 'pending' assignments
-// (PgRunStore::claimWork), so the pod waits for the lease to expire (20-30 min for flash and
-// reboot steps). Seen here: after the kills the fleet ran 0 steps for 200 s with one pod
-// upgrading. Enable once an idle poll gets its host's undelivered 'dispatched' assignment again
-// (same id and lease, which kiln-agent deduplicates through its journal).
-TEST_F(RolloutTest, DISABLED_KilndKilledAtRandomPointsStillCompletesWithoutUpgradingAPodTwice) {
+// kilnd dies between committing a claim (assignment 'dispatched') and the poll's reply reaching
+// the host: after the restart the host's next idle poll gets the same assignment again
+// (PgRunStore::claimWork), instead of the pod waiting out the lease (20-30 min for flash and
+// reboot steps).
+TEST_F(RolloutTest, KilndKilledAtRandomPointsStillCompletesWithoutUpgradingAPodTwice) {
   startFleet(kilnd_->url());
   const std::string bundle = createBundle(bundleDoc("1.0", kHmcV1, "28.43.3010", "575.57.08"));
   const std::string id = startRollout(bundle, pods_, policy());

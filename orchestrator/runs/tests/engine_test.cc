@@ -345,6 +345,27 @@ TEST_F(EngineTest, StopLetsTheRunningStepFinishAndStartsNoOther) {
   EXPECT_EQ(done->hosts_finished, (std::vector<std::string>{"h1"}));
 }
 
+TEST_F(EngineTest, StopWithdrawsAStepNoAgentHasTakenAndKeepsOneThatRuns) {
+  auto spec = load(kPodFlow);
+  Engine e(spec, params_);
+  auto g = group(e, 2);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 2u);
+  const std::string taken = fx.dispatches[0].assignment_id, waiting = fx.dispatches[1].assignment_id;
+  // The second host's agent is gone: its assignment is still pending in the store.
+  auto st = e.stop(g, now_, {waiting});
+  EXPECT_EQ(st.cancel_assignments, (std::vector<std::string>{waiting}));
+  EXPECT_EQ(g.hosts[1].status, HostStatus::kCancelled);
+  EXPECT_NE(g.hosts[1].failures.back().find("before step"), std::string::npos) << g.hosts[1].failures.back();
+  EXPECT_EQ(st.hosts_finished, (std::vector<std::string>{g.hosts[1].host}));
+  // The first host's step runs on: it is never cut, and the group ends when it reports.
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kRunning);
+  EXPECT_FALSE(Engine::done(g));
+  ASSERT_TRUE(e.onResult(g, taken, exited(0), now_).ok());
+  EXPECT_TRUE(Engine::done(g));
+  EXPECT_FALSE(e.onResult(g, waiting, exited(0), now_).ok()) << "a withdrawn assignment's report counted";
+}
+
 TEST_F(EngineTest, LostAssignmentCountsAsAFailedAttempt) {
   auto spec = load(kTwoSteps);
   params_ = *workflow::resolveParams(spec, {});

@@ -1,0 +1,142 @@
+// The agent protocol over HTTP with a hand-driven agent: what a poll hands out, again after a
+// lost answer; and a rollout aborted while no agent takes its steps.
+
+#include <functional>
+#include <thread>
+
+#include "tests/api/api_fixture.h"
+
+namespace kiln::apitest {
+namespace {
+
+constexpr const char* kTwoSteps = R"(name: two-steps
+version: "1"
+scope: host
+steps:
+  - id: first
+    run: [nvidia-smi, -q, -x]
+    timeout: 10m
+  - id: second
+    run: [nvidia-smi, -q, -x]
+    timeout: 10m
+)";
+
+class AgentWorkTest : public ApiTest {
+ protected:
+  // The shipped workflows: a rollout runs firmware-upgrade.
+  std::vector<std::string> extraKilndArgs() const override { return {"--workflows-dir", KILN_WORKFLOWS_DIR}; }
+
+  void SetUp() override {
+    ApiTest::SetUp();
+    if (HasFatalFailure()) return;
+    importFleet(smallFleet(1));
+    Reply pod = call(*admin_, "GET", "/api/v1/pods/t01-b01-p0001");
+    ASSERT_EQ(pod.status, 200) << pod.body;
+    const json doc = pod.doc();
+    for (const auto& h : doc["hosts"]) hosts_.push_back(h["id"].get<std::string>());
+    ASSERT_GE(hosts_.size(), 2u);
+    Reply put = call(*admin_, "PUT", "/api/v1/workflows/two-steps", kTwoSteps, "application/yaml");
+    ASSERT_TRUE(put.status == 200 || put.status == 201) << put.body;
+    const std::string enroll = createToken("enroll", "test enrolment");
+    auto enroller = client(enroll);
+    for (int i = 0; i < 2; ++i) {
+      Reply r = call(*enroller, "POST", "/api/v1/agents/register",
+                     json{{"host", hosts_[i]}, {"boot_id", "boot-1"}, {"agent_version", "test"}}.dump());
+      ASSERT_EQ(r.status, 200) << r.body;
+      agents_.push_back(client(r.doc()["token"].get<std::string>()));
+    }
+  }
+
+  std::string startRun(const std::vector<std::string>& hosts) {
+    Reply r = call(*admin_, "POST", "/api/v1/workflow-runs", json{{"workflow", "two-steps"}, {"hosts", hosts}}.dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.doc().value("id", "");
+  }
+
+  // One poll of host i's agent; `running` as the agent would send it.
+  Reply poll(int i, const std::string& running = "", int wait_s = 0) {
+    std::string path = "/api/v1/agents/" + hosts_[i] + "/work?wait=" + std::to_string(wait_s) + "&boot_id=boot-1";
+    if (!running.empty()) path += "&running=" + running;
+    return call(*agents_[i], "GET", path);
+  }
+
+  json assignmentFor(int i) {
+    for (int tries = 0; tries < 10; ++tries) {
+      Reply r = poll(i, "", 2);
+      if (r.status == 200 && r.doc().contains("assignment")) return r.doc()["assignment"];
+    }
+    ADD_FAILURE() << "no assignment for " << hosts_[i];
+    return json::object();
+  }
+
+  Reply report(int i, const json& a) {
+    json body = {{"lease", a["lease"]}, {"host", hosts_[i]}, {"started", true}, {"exit_code", 0},
+                 {"signal", 0},         {"timed_out", false}, {"cancelled", false}, {"duration_ms", 5},
+                 {"stdout_tail", ""},   {"stderr_tail", ""},  {"boot_id", "boot-1"}};
+    return call(*agents_[i], "POST", "/api/v1/assignments/" + a["id"].get<std::string>() + "/result", body.dump());
+  }
+
+  std::vector<std::string> hosts_;
+  std::vector<std::unique_ptr<http::Client>> agents_;
+};
+
+TEST_F(AgentWorkTest, AnIdlePollGetsAStepWhoseAnswerWasLostAgainWithTheSameLease) {
+  startRun({hosts_[0]});
+  json first = assignmentFor(0);
+  ASSERT_EQ(first.value("step_id", ""), "first");
+  // The answer never reached the agent (kilnd died, or the agent gave up on the poll): it
+  // polls as an agent that holds nothing.
+  Reply again = poll(0);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.doc()["assignment"]["id"], first["id"]);
+  EXPECT_EQ(again.doc()["assignment"]["lease"], first["lease"]) << "a new lease would refuse the first delivery's report";
+  // An agent that runs it polls with running= and gets nothing else meanwhile.
+  EXPECT_EQ(poll(0, first["id"].get<std::string>()).status, 204);
+  Reply ack = report(0, first);
+  ASSERT_EQ(ack.status, 200) << ack.body;
+  // Done: the next idle poll gets the next step, not the finished one.
+  json second = assignmentFor(0);
+  EXPECT_NE(second["id"], first["id"]);
+  EXPECT_EQ(second.value("step_id", ""), "second");
+}
+
+TEST_F(AgentWorkTest, AbortingARolloutWhoseAgentsAreGoneEndsInsteadOfWaitingForever) {
+  // No agent polls: the pod's upgrade run is started and every step waits, never handed out.
+  const std::string sha(64, 'a');
+  json bundle = {{"name", "api-fw"},
+                 {"version", "1.0"},
+                 {"platforms", {"catalina"}},
+                 {"components",
+                  {{{"kind", "driver"}, {"version", "580.65.06"},
+                    {"artifact", "/opt/kiln/drivers/NVIDIA-Linux-aarch64-580.65.06.run"}, {"sha256", sha}}}}};
+  Reply b = call(*admin_, "POST", "/api/v1/bundles", bundle.dump());
+  ASSERT_EQ(b.status, 201) << b.body;
+  json policy = {{"canary_pods", 1}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", 1},
+                 {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"pods", 1}}}};
+  Reply r = call(*admin_, "POST", "/api/v1/rollouts",
+                 json{{"bundle", b.doc()["id"]}, {"selector", {{"pods", {"t01-b01-p0001"}}}}, {"policy", policy},
+                      {"start", true}}
+                     .dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::string id = r.doc()["id"].get<std::string>();
+  auto podPhase = [&] {
+    const json items = call(*admin_, "GET", "/api/v1/rollouts/" + id + "/pods").doc()["items"];
+    return items.empty() ? std::string("?") : items[0].value("phase", "?");
+  };
+  auto waitFor = [&](const std::function<bool()>& done) {
+    for (int i = 0; i < 150 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return done();
+  };
+  ASSERT_TRUE(waitFor([&] { return podPhase() == "upgrading"; })) << podPhase();
+  Reply abort = call(*admin_, "POST", "/api/v1/rollouts/" + id + "/abort", json{{"reason", "agents gone"}}.dump());
+  ASSERT_EQ(abort.status, 200) << abort.body;
+  // Steps no agent took are withdrawn: the abort does not wait for agents that never come.
+  EXPECT_TRUE(waitFor([&] { return call(*admin_, "GET", "/api/v1/rollouts/" + id).doc()["state"] == "aborted"; }))
+      << call(*admin_, "GET", "/api/v1/rollouts/" + id).body;
+  EXPECT_EQ(podPhase(), "aborted");
+  // Nothing is left for an agent that comes back late.
+  EXPECT_EQ(poll(0).status, 204);
+}
+
+}  // namespace
+}  // namespace kiln::apitest
