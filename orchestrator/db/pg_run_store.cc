@@ -416,6 +416,9 @@ class PgRunStore final : public runs::RunStore {
       if (state != "dispatched" || current != lease) return runs::ReportOutcome::kStale;
       txn.exec_params("UPDATE assignments SET state = 'done', finished_at = now(), result = $2::jsonb WHERE id = $1", id,
                       result.dump());
+      // The versions the step left behind commit with its result: a kilnd killed after this
+      // commit must not lose them (the agent's retry is then only a duplicate).
+      if (result.contains("inventory")) writeInventory(txn, host, result["inventory"]);
       auto update = fn(locked->first, std::move(locked->second));
       if (!update.ok()) return update.error();
       persistUpdate(txn, locked->first, peek[0][1].as<std::string>(), *update, {"agent:" + host, host}, false);
@@ -497,13 +500,6 @@ class PgRunStore final : public runs::RunStore {
       t.info.created_by = actor.token_id;
       t.secret = "kiln_" + id + "_" + secret;
       return t;
-    });
-  }
-
-  Status updateInventory(const std::string& host, const json& inventory) override {
-    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
-      writeInventory(txn, host, inventory);
-      return Ok{};
     });
   }
 

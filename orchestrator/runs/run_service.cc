@@ -494,10 +494,7 @@ Result<ReportOutcome> RunService::report(const std::string& assignment_id, const
   json stored = body;
   auto outcome = store_.report(assignment_id, host, body["lease"].get<int>(), stored, fn);
   if (!outcome.ok()) return outcome.error();
-  if (*outcome == ReportOutcome::kAccepted) {
-    if (body.contains("inventory") && body["inventory"].is_object()) (void)store_.updateInventory(host, body["inventory"]);
-    notify(produced);
-  }
+  if (*outcome == ReportOutcome::kAccepted) notify(produced);
   return outcome;
 }
 

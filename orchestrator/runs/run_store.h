@@ -127,7 +127,8 @@ class RunStore {
   // no step: a still-leased 'dispatched' assignment of the host is handed out again first (its
   // first answer was lost), same id and lease, its lease counted from now.
   virtual Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) = 0;
-  // An agent's report. Accepted: stored, then fn applied to the group in the same transaction.
+  // An agent's report. Accepted: stored with the inventory it carries, then fn applied to the
+  // group, all in one transaction.
   virtual Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, int lease,
                                        const nlohmann::json& result, const GroupFn& fn) = 0;
   // Dispatched assignments whose lease ran out: marked lost and fn applied (one transaction each).
@@ -142,7 +143,6 @@ class RunStore {
   virtual Result<core::NewToken> enrollAgent(const std::string& host, const std::string& boot_id,
                                              const std::string& agent_version, const nlohmann::json& inventory,
                                              const core::Actor& actor) = 0;
-  virtual Status updateInventory(const std::string& host, const nlohmann::json& inventory) = 0;
   // Batched liveness: one statement for many hosts; hosts that were unreachable get a
   // `reachable` event.
   virtual Status recordHeartbeats(const std::vector<Heartbeat>& beats) = 0;
