@@ -23,6 +23,9 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
   Result<bool> record(const reliability::Interruption& i, const core::Actor& actor) override {
     return pool_.transact<bool>([&](pqxx::work& txn) -> Result<bool> {
       std::set<std::string> hosts(i.hosts.begin(), i.hosts.end());
+      // Retries of one interruption may arrive together: they queue here, so the second sees
+      // the first's row (and answers "already recorded") instead of failing on the key.
+      txn.exec_params("SELECT pg_advisory_xact_lock(hashtextextended('interruption:' || $1, 0))", i.id);
       auto existing = txn.exec_params(
           "SELECT extract(epoch from at)::float8, job, coalesce(job_gpus, -1), coalesce(pod, ''), cause, owner, description,"
           " (SELECT coalesce(json_agg(host_id ORDER BY host_id), '[]')::text FROM interruption_hosts WHERE interruption_id = i.id)"
