@@ -159,7 +159,11 @@ Result<Api::Principal> Api::authenticate(const http::Request& req) {
     if (!found->has_value()) return bad;
     record = **found;
     std::lock_guard lock(cache_mu_);
-    if (token_cache_.size() > 100000) token_cache_.clear();
+    // Past a million entries (far beyond the fleet's agents), drop the expired ones; clearing
+    // it all at 100,000 sent a 100k-host fleet's every poll to the database at once.
+    if (token_cache_.size() >= 1000000)
+      for (auto e = token_cache_.begin(); e != token_cache_.end();)
+        e = now - e->second.fetched >= services_.options.token_cache_ttl ? token_cache_.erase(e) : std::next(e);
     token_cache_[parsed->id] = {*record, now};
   }
   if (!constantTimeEquals(sha256Hex(parsed->secret), record->secret_hash)) return bad;

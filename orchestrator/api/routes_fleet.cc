@@ -70,6 +70,22 @@ void addFleetRoutes(Router& router, Services& s) {
                 return jsonResponse(200, {{"items", items}, {"next_cursor", nullptr}});
               }});
 
+  // The console's heatmap: every pod in one answer, as rows under named columns (a 1,000,000-GPU
+  // fleet is ~14,000 rows, ~1 MB, one query; /pods pages stay the API for scripts).
+  router.add({.method = "GET", .pattern = "/api/v1/fleet/heatmap", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                auto pods = s.store->heatmapPods();
+                if (!pods.ok()) return pods.error();
+                json rows = json::array();
+                for (const auto& p : *pods)
+                  rows.push_back({p.id, p.site, p.building, p.platform, p.state, p.healthy_gpus,
+                                  p.labels.empty() ? json() : json(p.labels)});
+                return jsonResponse(200, {{"count", pods->size()},
+                                          {"columns", {"id", "site", "building", "platform", "state", "healthy_gpus", "labels"}},
+                                          {"rows", std::move(rows)}});
+              }});
+
   router.add({.method = "GET", .pattern = "/api/v1/pods", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"site", "building", "platform", "state", "label", "limit", "cursor"}); !q.ok())

@@ -156,6 +156,9 @@ class Store {
 
   virtual Result<std::vector<SiteSummary>> listSites() = 0;
   virtual Result<Page<PodSummary>> listPods(const PodFilter& filter, const PageRequest& page) = 0;
+  // Every pod in id order, in one query, for the console's heatmap: id, site, building,
+  // platform, state, labels and healthy_gpus (hosts_by_state and racks are left empty).
+  virtual Result<std::vector<PodSummary>> heatmapPods() = 0;
   virtual Result<PodDetail> getPod(const std::string& id) = 0;
   virtual Result<Page<HostSummary>> listHosts(const HostFilter& filter,
                                               const PageRequest& page) = 0;

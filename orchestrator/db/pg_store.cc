@@ -156,6 +156,31 @@ class PgStore final : public core::Store {
         });
   }
 
+  Result<std::vector<core::PodSummary>> heatmapPods() override {
+    return pool_.transact<std::vector<core::PodSummary>>([&](pqxx::work& txn) -> Result<std::vector<core::PodSummary>> {
+      // One aggregate over the hosts instead of a subquery per pod (14 pages of 1,000 did that).
+      auto rows = txn.exec(
+          "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text, coalesce(h.serving, 0)"
+          " FROM pods p LEFT JOIN (SELECT pod_id, count(*) FILTER (WHERE state IN ('available', 'allocated')) serving"
+          " FROM hosts GROUP BY pod_id) h ON h.pod_id = p.id ORDER BY p.id");
+      std::vector<core::PodSummary> out;
+      out.reserve(rows.size());
+      for (const auto& r : rows) {
+        core::PodSummary p;
+        p.id = r[0].as<std::string>();
+        p.site = r[1].as<std::string>();
+        p.building = r[2].as<std::string>();
+        p.platform = r[3].as<std::string>();
+        p.state = r[4].as<std::string>();
+        const json labels = json::parse(r[5].c_str());
+        for (const auto& [k, v] : labels.items()) p.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        p.healthy_gpus = r[6].as<std::int64_t>() * core::geometry(*core::parsePlatform(p.platform)).gpus_per_tray;
+        out.push_back(std::move(p));
+      }
+      return out;
+    });
+  }
+
   Result<core::PodDetail> getPod(const std::string& id) override {
     return pool_.transact<core::PodDetail>([&](pqxx::work& txn) -> Result<core::PodDetail> {
       auto rows = txn.exec_params(std::string("SELECT ") + kPodColumns + " FROM pods p WHERE p.id = $1", id);

@@ -61,8 +61,10 @@ void AgentGateway::poll(const std::string& host, const std::string& boot_id, int
 
 void AgentGateway::check(const std::string& host, Parked p) {
   if (!p.running.empty()) {
-    auto cancel = runs_.shouldCancel(p.running, host);
-    if (cancel.ok() && *cancel) {
+    // One read of the assignment answers both questions: cancelled (or its lease lost), or done.
+    auto a = store_.assignment(p.running);
+    const bool mine = a.ok() && *a && (*a)->host == host;
+    if (mine && ((*a)->state == "cancelled" || (*a)->state == "lost")) {
       p.reply(std::optional<json>(json{{"cancel", {p.running}}}));
       return;
     }
@@ -72,8 +74,7 @@ void AgentGateway::check(const std::string& host, Parked p) {
     // ran out (up to 60 s per step). No work goes to this poll itself: it may be a dead agent's
     // (killed mid-step, its journal reported by its successor), and work sent into a dead
     // connection waits for its lease to expire.
-    auto a = store_.assignment(p.running);
-    if (a.ok() && *a && (*a)->host == host && (*a)->state == "done") {
+    if (mine && (*a)->state == "done") {
       p.reply(std::optional<json>());
       return;
     }

@@ -498,13 +498,6 @@ Result<ReportOutcome> RunService::report(const std::string& assignment_id, const
   return outcome;
 }
 
-Result<bool> RunService::shouldCancel(const std::string& assignment_id, const std::string& host) {
-  auto a = store_.assignment(assignment_id);
-  if (!a.ok()) return a.error();
-  if (!*a || (*a)->host != host) return false;
-  return (*a)->state == "cancelled" || (*a)->state == "lost";
-}
-
 int RunService::tick() {
   int did = 0;
   const auto now = clock_.now();

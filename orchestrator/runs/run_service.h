@@ -69,8 +69,6 @@ class RunService {
   // Agent side.
   Result<std::optional<nlohmann::json>> claimWork(const std::string& host);
   Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, const nlohmann::json& body);
-  // Whether an assignment the agent is running should be stopped (cancelled or lost).
-  Result<bool> shouldCancel(const std::string& assignment_id, const std::string& host);
 
   // One controller pass: due timers, expired leases, finished runs, unreachable agents.
   // Returns how many things it did (for tests and metrics).

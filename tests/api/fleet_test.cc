@@ -162,6 +162,31 @@ TEST_F(FleetApiTest, PaginationServesEveryPodAndHostOnceInOrder) {
   EXPECT_EQ(walk("/api/v1/pods?building=gen01-b03", 1).size(), 100u);
 }
 
+TEST_F(FleetApiTest, HeatmapServesEveryPodInOneAnswerAsThePagesDo) {
+  importFleet(smallFleet(7));
+  // One pod loses a host, so its state and healthy GPUs differ from the others'.
+  const std::string host = call(*admin_, "GET", "/api/v1/pods/t01-b01-p0003").doc()["hosts"][0]["id"].get<std::string>();
+  ASSERT_EQ(call(*admin_, "POST", "/api/v1/hosts/" + host + "/actions", json{{"action", "fail"}, {"reason", "x"}}.dump()).status,
+            200);
+  Reply heat = call(*client(createToken("viewer", "console")), "GET", "/api/v1/fleet/heatmap");
+  ASSERT_EQ(heat.status, 200) << heat.body;
+  const json doc = heat.doc();
+  ASSERT_EQ(doc["count"], 7);
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < doc["columns"].size(); ++i) col[doc["columns"][i].get<std::string>()] = i;
+  const json pages = call(*admin_, "GET", "/api/v1/pods?limit=100").doc()["items"];
+  ASSERT_EQ(doc["rows"].size(), pages.size());
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    const json& row = doc["rows"][i];
+    const json& pod = pages[i];
+    EXPECT_EQ(row[col.at("id")], pod["id"]);
+    for (const char* k : {"site", "building", "platform", "state", "healthy_gpus"}) EXPECT_EQ(row[col.at(k)], pod[k]) << k;
+    EXPECT_EQ(row[col.at("labels")], pod["labels"].empty() ? json() : pod["labels"]);
+  }
+  EXPECT_EQ(doc["rows"][2][col.at("healthy_gpus")], 64 + 4) << "17 of 18 hosts serve";
+  EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/fleet/heatmap?limit=5"), 400, "invalid_argument"));
+}
+
 TEST_F(FleetApiTest, FiltersSelectPodsAndHosts) {
   const json fleet = generated(300);
   importFleet(fleet);

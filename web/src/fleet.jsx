@@ -3,11 +3,12 @@
 // the pod panel.
 import { memo } from 'preact/compat';
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, fetchAll } from './api.js';
+import { api } from './api.js';
 import { cellAt, cellMetrics, LARGE_FLEET, columnsFor, drawBuilding, drawCell } from './heatmap.js';
 import { usePoll } from './live.js';
 import {
   countStates,
+  heatmapPods,
   filterChoices,
   filterPods,
   fmtInt,
@@ -29,7 +30,7 @@ const PLATFORMS = ['catalina', 'clemente', 'san_miguel'];
 // Timings for tests and bench-fleet-render.mjs (ms since navigation start).
 const perf = (window.__kilnPerf = window.__kilnPerf || {});
 
-// Polling every few seconds; a large fleet (14 pages of 1,000 pods) less often, and never
+// Polling every few seconds; a large fleet (13,900 pods in one answer) less often, and never
 // keeping kilnd busy with this console more than a third of the time.
 function fleetInterval(n, lastFetchMs) {
   return Math.max(n > 5000 ? 10000 : 4000, 2 * lastFetchMs);
@@ -63,23 +64,11 @@ export function FleetView({ route, role }) {
         const first = countRef.current === 0;
         const started = performance.now();
         if (first) perf.fetchStart = started;
-        const sites = (await api('/sites')).items;
-        const total = sites.reduce((n, s) => n + (s.pods || 0), 0);
-        if (first && isCurrent()) setProgress({ loaded: 0, total });
-        // Keyset pages are sequential per query: one chain per site, up to 4 at a time.
-        const loaded = new Map();
-        const onPage = first
-          ? (site) => (it) => {
-              loaded.set(site, it.length);
-              if (isCurrent()) setProgress({ loaded: [...loaded.values()].reduce((a, b) => a + b, 0), total });
-            }
-          : () => undefined;
-        const opts = (site) => ({ limit: 1000, isCancelled: () => !isCurrent(), onPage: onPage(site) });
-        const chunks =
-          sites.length > 1 && total > 1000
-            ? await mapLimit(sites, 4, (s) => fetchAll('/pods', { site: s.id }, opts(s.id)))
-            : [await fetchAll('/pods', {}, opts(''))];
-        const items = chunks.flat();
+        // One answer with every pod (GET /fleet/heatmap): at 13,900 pods, 14 keyset pages of
+        // /pods cost round trips and a subquery per pod; this is one query and ~1 MB.
+        const heat = await api('/fleet/heatmap');
+        const items = heatmapPods(heat);
+        if (first && isCurrent()) setProgress({ loaded: items.length, total: heat.count });
         fetchMsRef.current = performance.now() - started;
         if (!isCurrent()) return;
         if (first) perf.fetchEnd = performance.now();
@@ -250,20 +239,6 @@ export function FleetView({ route, role }) {
       )}
     </div>
   );
-}
-
-// Runs fn over items with at most `limit` calls in flight; results in input order.
-async function mapLimit(items, limit, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 function signature(pods, styleOf) {

@@ -60,6 +60,22 @@ export function offeredActions(role, allowed) {
   return HOST_ACTIONS.filter((a) => set.has(a.id));
 }
 
+// GET /fleet/heatmap ({count, columns, rows}) -> pod objects {id, site, building, platform,
+// state, healthy_gpus, labels}, whatever order the columns come in; unknown columns are kept.
+export function heatmapPods(doc) {
+  const cols = Array.isArray(doc && doc.columns) ? doc.columns : [];
+  const rows = Array.isArray(doc && doc.rows) ? doc.rows : [];
+  const out = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r];
+    const p = {};
+    for (let c = 0; c < cols.length; c++) p[cols[c]] = row[c];
+    if (!p.labels) p.labels = {};
+    out[r] = p;
+  }
+  return out;
+}
+
 // filters: {site, building, platform, state, label ("key=value" or "key")}; empty = any.
 export function filterPods(pods, f) {
   let labelKey = '';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { cellAt, cellMetrics, columnsFor } from '../src/heatmap.js';
-import { filterPods, groupPods, offeredActions, POD_STATES, stateSummary } from '../src/model.js';
+import { filterPods, groupPods, heatmapPods, offeredActions, POD_STATES, stateSummary } from '../src/model.js';
 import { href, parseHash } from '../src/route.js';
 
 const pods = [
@@ -56,4 +56,21 @@ test('hash routes round-trip their parameters', () => {
   assert.equal(r.path, '/fleet');
   assert.deepEqual(r.params, { site: 'prn', label: 'row=a' });
   assert.deepEqual(parseHash('#/hosts/h%2F1').segments, ['hosts', 'h/1']);
+});
+
+test('heatmapPods turns the heatmap rows into pods by column name, labels never null', () => {
+  const doc = {
+    count: 2,
+    columns: ['id', 'state', 'site', 'building', 'platform', 'healthy_gpus', 'labels'],
+    rows: [
+      ['s0-b01-p0001', 'down', 's0', 's0-b01', 'catalina', 8, null],
+      ['s1-b01-p0001', 'in_service', 's1', 's1-b01', 'clemente', 64, { row: 'a' }],
+    ],
+  };
+  const out = heatmapPods(doc);
+  assert.equal(out.length, 2);
+  assert.deepEqual(out[0], { id: 's0-b01-p0001', state: 'down', site: 's0', building: 's0-b01', platform: 'catalina', healthy_gpus: 8, labels: {} });
+  assert.equal(out[1].labels.row, 'a');
+  assert.equal(filterPods(out, { label: 'row=a' }).length, 1);
+  assert.deepEqual(heatmapPods({}), []);
 });
