@@ -166,6 +166,8 @@ Result<Config> parseConfig(const std::vector<std::string>& args,
   if (auto st = setInt(port, c.listen.substr(colon + 1), "--listen port", 1, 65535); !st.ok()) return st.error();
   if (c.database_url.empty()) return invalidArgument("--database-url (or KILN_DATABASE_URL) is required");
   if (c.tls_cert.empty() != c.tls_key.empty()) return invalidArgument("--tls-cert and --tls-key go together");
+  if (!c.scheduler_hook.empty() && c.scheduler_hook.rfind("http://", 0) != 0 && c.scheduler_hook.rfind("https://", 0) != 0)
+    return invalidArgument("--scheduler-hook must be an http:// or https:// URL, got '" + c.scheduler_hook + "'");
   if (c.tls_cert.empty() && !isLoopback(c.host()) && !c.allow_insecure_http)
     return invalidArgument("refusing plain HTTP on " + c.host() +
                            ": give --tls-cert and --tls-key, or --allow-insecure-http on a trusted network");

@@ -154,8 +154,10 @@ int main(int argc, char** argv) {
       const std::string path = url.size() > o.base_url.size() ? url.substr(o.base_url.size()) : "/";
       nlohmann::json body = {{"action", "release"}, {"rollout", rollout}, {"pod", pod}, {"hosts", hosts}};
       auto r = client.request("POST", path, body.dump());
-      if (!r.ok() || r->status >= 300)
+      const bool told = r.ok() && r->status < 300;
+      if (!told)
         log->warn("scheduler hook {} for pod {}: {}", url, pod, r.ok() ? std::to_string(r->status) : r.error().message);
+      return told;
     };
   }
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);

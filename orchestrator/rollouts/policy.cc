@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "orchestrator/workflow/spec.h"
@@ -331,7 +332,6 @@ AdmissionResult admit(const AdmissionInput& in) {
     else if (in.halted || out.halt) why = "budget: the rollout is halted (failure budget)";
     else if (in.paused) why = "paused";
     else if (soaking) why = "soak: waiting " + std::to_string(pol.soak.count()) + " s after the previous wave";
-    else if (p.allocated) why = "allocated: waiting for the job scheduler to release the pod";
     else if (in_flight >= pol.max_concurrent_pods)
       why = "concurrency: " + std::to_string(in_flight) + " of max_concurrent_pods " + std::to_string(pol.max_concurrent_pods) + " in flight";
     if (why.empty()) {
@@ -347,11 +347,16 @@ AdmissionResult admit(const AdmissionInput& in) {
         why = "power: " + std::to_string(b.upgrading) + " pods of building " + p.building +
               " are flashing and rebooting (max " + std::to_string(pol.max_rebooting_pods_per_building) + ")";
       if (why.empty()) {
-        out.admit.push_back(p.id);
+        // An allocated pod holds its slot while the scheduler releases it.
         ++in_flight;
         ++b.down;
         ++b.upgrading;
-        continue;
+        if (!p.allocated) {
+          out.admit.push_back(p.id);
+          continue;
+        }
+        why = "allocated: waiting for the job scheduler to release the pod";
+        out.release.push_back(p.id);
       }
     }
     out.waiting[p.id] = why;

@@ -113,6 +113,10 @@ struct AdmissionInput {
 struct AdmissionResult {
   std::vector<std::string> admit;             // pods to start draining now, in order
   std::map<std::string, std::string> waiting;  // pod -> why it waits
+  // Allocated pods that every limit would admit now: the job scheduler is asked to release
+  // them. Each holds its slot (concurrency, capacity floor, power) while it waits, so the pods
+  // released at once never exceed what the policy allows to start.
+  std::vector<std::string> release;
   int current_wave = 0;
   bool halt = false;
   std::string halt_reason;

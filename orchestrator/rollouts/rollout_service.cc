@@ -481,13 +481,7 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
         }
       }
       if (!allocated.empty()) {
-        const std::string key = ro.row.id + "/" + pod.pod;
-        bool first = false;
-        {
-          std::lock_guard lock(hook_mu_);
-          first = hooked_.insert(key).second;
-        }
-        if (first && options_.release_hook) options_.release_hook(ro.row.id, pod.pod, allocated);
+        askRelease(ro.row.id, pod.pod, allocated);
         PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
         u.waiting_reason = "allocated: waiting for the job scheduler to release " + std::to_string(allocated.size()) + " hosts";
         (void)store_.updatePods(ro.row.id, {u}, {});
@@ -598,6 +592,28 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
   }
 }
 
+void RolloutService::askRelease(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts) {
+  if (!options_.release_hook) return;
+  const std::string key = rollout + "/" + pod;
+  const auto now = clock_.now();
+  {
+    std::lock_guard lock(hook_mu_);
+    auto it = hooked_.find(key);
+    if (it != hooked_.end() && now < it->second) return;
+    hooked_[key] = now + options_.hook_repeat;
+  }
+  const bool told = options_.release_hook(rollout, pod, hosts);
+  if (!told) {
+    std::lock_guard lock(hook_mu_);
+    hooked_[key] = now + options_.hook_retry;
+  }
+  (void)store_.updatePods(rollout, {},
+                          {{pod, "release",
+                            told ? "asked the job scheduler to release " + std::to_string(hosts.size()) + " allocated hosts"
+                                 : "the job scheduler could not be reached; asking again in " +
+                                       std::to_string(options_.hook_retry.count()) + " s"}});
+}
+
 int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& rows) {
   AdmissionInput in;
   in.policy = ro.policy;
@@ -630,6 +646,14 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
 
   AdmissionResult res = admit(in);
   int changes = 0;
+  for (const auto& id : res.release) {
+    auto detail = fleet_.getPod(id);
+    if (!detail.ok()) continue;
+    std::vector<std::string> allocated;
+    for (const auto& h : detail->hosts)
+      if (h.state == "allocated") allocated.push_back(h.id);
+    if (!allocated.empty()) askRelease(ro.row.id, id, allocated);
+  }
   if (res.halt && ro.row.state == "running") {
     (void)store_.transition(ro.row.id, {"running"}, "halted", res.halt_reason, kController);
     return 1;  // admit nothing in the pass that halts

@@ -6,7 +6,10 @@
 // killed at any point and restarted (or another replica taking over) carries on without
 // upgrading a pod twice. Thread-safe; the controller calls tick() from one thread.
 
+#include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,8 +23,12 @@ namespace kiln::rollouts {
 
 struct RolloutServiceOptions {
   std::string validation_workflow = "pre-job-health";
-  // Called once per pod with allocated hosts (the job-scheduler hook); may be empty.
-  std::function<void(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts)> release_hook;
+  // The job-scheduler hook: asks the scheduler to release a pod's allocated hosts; false when
+  // the scheduler could not be told (asked again after hook_retry). May be empty. Called for a
+  // pod the limits would admit now, and again every hook_repeat while it stays allocated.
+  std::function<bool(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts)> release_hook;
+  std::chrono::seconds hook_retry{15};
+  std::chrono::seconds hook_repeat{300};
 };
 
 class RolloutService {
@@ -63,6 +70,8 @@ class RolloutService {
   Result<Plan> plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts);
   int reconcile(const Loaded& ro, RolloutPodRow& pod);
   int admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& pods);
+  // Asks the job scheduler to release `hosts` of the pod, unless it was asked recently.
+  void askRelease(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts);
 
   core::Store& fleet_;
   RolloutStore& store_;
@@ -70,7 +79,7 @@ class RolloutService {
   core::Clock& clock_;
   RolloutServiceOptions options_;
   std::mutex hook_mu_;
-  std::set<std::string> hooked_;  // "rollout/pod" release hooks already sent
+  std::map<std::string, core::TimePoint> hooked_;  // "rollout/pod" -> when to ask the scheduler again
 };
 
 }  // namespace kiln::rollouts

@@ -35,6 +35,11 @@ TEST(KilndConfigTest, ClearErrors) {
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--listen", "127.0.0.1:99999"}, {}, noFile).ok());
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--threads", "0"}, {}, noFile).ok());
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--tls-cert", "c"}, {}, noFile).ok());
+  EXPECT_NE(parseConfig({"--database-url", "x", "--scheduler-hook", "127.0.0.1:8091/release"}, {}, noFile)
+                .error()
+                .message.find("http:// or https://"),
+            std::string::npos);
+  EXPECT_TRUE(parseConfig({"--database-url", "x", "--scheduler-hook", "http://127.0.0.1:8091/release"}, {}, noFile).ok());
   auto bad_file = [](const std::string&) -> Result<std::string> { return std::string("listen: [1\n"); };
   auto e = parseConfig({"--config", "k.yaml", "--database-url", "x"}, {}, bad_file);
   ASSERT_FALSE(e.ok());

@@ -191,12 +191,22 @@ TEST(AdmissionTest, PausedStartsNothingAndWavesWaitForSoak) {
   EXPECT_EQ(admit(in).admit.size(), 3u);
 }
 
-TEST(AdmissionTest, AllocatedPodsWait) {
-  auto in = input(2);
+TEST(AdmissionTest, AllocatedPodsWaitAndTheSchedulerIsAskedOnlyForPodsTheLimitsAdmit) {
+  auto in = input(4);
+  in.policy.max_concurrent_pods = 2;
   in.pods[0].allocated = true;
+  in.pods[2].allocated = true;
   auto r = admit(in);
+  // p0 holds one of the two slots while the scheduler releases it; p1 takes the other.
   EXPECT_EQ(r.admit, (std::vector<std::string>{"p1"}));
+  EXPECT_EQ(r.release, (std::vector<std::string>{"p0"}));
   EXPECT_NE(r.waiting.at("p0").find("allocated"), std::string::npos);
+  // p2 is allocated too, but no slot is free: the scheduler is not asked to empty it yet.
+  EXPECT_NE(r.waiting.at("p2").find("concurrency"), std::string::npos) << r.waiting.at("p2");
+  EXPECT_NE(r.waiting.at("p3").find("concurrency"), std::string::npos);
+  // Paused: nobody is asked.
+  in.paused = true;
+  EXPECT_TRUE(admit(in).release.empty());
 }
 
 TEST(PolicyTest, ParsesAndRejectsBadFields) {
