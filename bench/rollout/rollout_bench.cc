@@ -1,0 +1,644 @@
+// kiln-bench-rollout: how long planning a rollout over the 1,000,000-GPU fleet takes (the
+// planner in process, and optionally POST /api/v1/rollouts with dry_run through a real kilnd),
+// and how close a simulated rollout over kiln-vfleet comes to its lower bound
+// ceil(pods / max_concurrent_pods) x pod time. Prints figures next to targets and asserts
+// nothing about time (STYLE.md: a benchmark is not a test with a time limit).
+//
+//   KILN_TEST_PG="host=... port=... user=kiln" kiln-bench-rollout [--pods N] [--api-plan] ...
+//
+// See bench/rollout/README.md.
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "orchestrator/core/fleet_generator.h"
+#include "orchestrator/core/fleet_model.h"
+#include "orchestrator/http/client.h"
+#include "orchestrator/rollouts/bundle.h"
+#include "orchestrator/rollouts/policy.h"
+#include "tests/support/kilnd_process.h"
+#include "tests/support/test_db.h"
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Options {
+  std::int64_t gpus = 1000000;  // fleet for planning
+  bool api_plan = false;        // also plan through a real kilnd (imports the fleet: minutes)
+  int plan_repeats = 5;
+  int pods = 1000;              // the simulated rollout
+  int max_concurrent = 50;
+  double time_scale = 0.02;
+  int timeout_min = 60;         // give up on the simulated rollout after this long
+  bool skip_plan = false, skip_rollout = false;
+  std::string state_dir;        // kiln-vfleet --state-dir (agent tokens; useful only on one database)
+  int idle_poll = 2;            // kiln-vfleet --idle-poll: hosts without a long-poll slot poll this often
+  int connections = 0;          // kiln-vfleet --connections; 0: enough for every host to long-poll (<= 16000)
+};
+
+const char* kUsage =
+    "usage: kiln-bench-rollout [--gpus N] [--api-plan] [--plan-repeats N] [--skip-plan]\n"
+    "                          [--pods N] [--max-concurrent N] [--time-scale X] [--timeout-min N]\n"
+    "                          [--state-dir DIR] [--idle-poll S] [--connections N] [--skip-rollout]\n"
+    "Starts its own kilnd (and kiln-vfleet) on fresh databases of the server in KILN_TEST_PG.\n";
+
+bool parseArgs(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n" << kUsage;
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--gpus") o.gpus = std::stoll(next());
+    else if (a == "--api-plan") o.api_plan = true;
+    else if (a == "--plan-repeats") o.plan_repeats = std::max(1, std::stoi(next()));
+    else if (a == "--pods") o.pods = std::stoi(next());
+    else if (a == "--max-concurrent") o.max_concurrent = std::stoi(next());
+    else if (a == "--time-scale") o.time_scale = std::stod(next());
+    else if (a == "--timeout-min") o.timeout_min = std::stoi(next());
+    else if (a == "--state-dir") o.state_dir = next();
+    else if (a == "--idle-poll") o.idle_poll = std::stoi(next());
+    else if (a == "--connections") o.connections = std::stoi(next());
+    else if (a == "--skip-plan") o.skip_plan = true;
+    else if (a == "--skip-rollout") o.skip_rollout = true;
+    else if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else {
+      std::cerr << "unknown argument " << a << "\n" << kUsage;
+      return false;
+    }
+  }
+  if (o.pods < 1 || o.max_concurrent < 1 || o.gpus < 72 || o.time_scale <= 0) {
+    std::cerr << "--pods, --max-concurrent >= 1, --gpus >= 72, --time-scale > 0\n";
+    return false;
+  }
+  return true;
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+// Nearest rank, as kilnd's pod_durations.
+double pct(const std::vector<double>& v, double p) { return kiln::rollouts::percentile(v, p); }
+
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+// kilnd's workflows: the repository's workflows/ (firmware-upgrade, pre-job-health).
+kiln::testing::KilndOptions kilndOptions(const std::string& database_url) {
+  kiln::testing::KilndOptions k;
+  k.database_url = database_url;
+  k.extra_args = {"--workflows-dir", KILN_WORKFLOWS_DIR};
+  return k;
+}
+
+std::string sha(char c) { return std::string(64, c); }
+
+// A bundle whose artifacts kiln-hwsim understands (as tests/e2e/rollout_test.cc): nvfwupd takes
+// the HMC bundle version from the package name, mlxfwmanager the NIC version from the image
+// name, kiln-driver-install the driver version from its argument. Every version differs from
+// the generated fleet's, so every pod needs the upgrade.
+json bundleDoc(const std::vector<std::string>& platforms) {
+  const std::string hmc = "GB200-P4975_0004_250601.1.0", nic = "28.44.1036", driver = "580.65.06";
+  std::string nic_file = nic;
+  std::replace(nic_file.begin(), nic_file.end(), '.', '_');
+  return {{"name", "bench-fw"},
+          {"version", "1.0"},
+          {"platforms", platforms},
+          {"components",
+           {{{"kind", "hmc_bundle"}, {"version", hmc}, {"artifact", "/opt/kiln/fw/nvfw_" + hmc + "_custom_prod-signed.fwpkg"}, {"sha256", sha('a')}},
+            {{"kind", "nic"}, {"version", nic}, {"artifact", "/opt/kiln/fw/fw-ConnectX7-rel-" + nic_file + "-MCX750500B-0D00_Ax.bin"}, {"sha256", sha('b')}},
+            {{"kind", "driver"}, {"version", driver}, {"artifact", "/opt/kiln/drivers/NVIDIA-Linux-aarch64-" + driver + ".run"}, {"sha256", sha('c')}}}}};
+}
+
+// The policy of the plan and of the simulated rollout: no canary, one wave, no soak, per-building
+// limits that never bind before max_concurrent_pods does, and a failure budget that never halts.
+json benchPolicy(int max_concurrent) {
+  return {{"canary_pods", 0},
+          {"waves", {"100%"}},
+          {"soak", "0s"},
+          {"max_concurrent_pods", max_concurrent},
+          {"max_rebooting_pods_per_building", max_concurrent},
+          {"capacity_floor", {{"max_percent_down", 100}}},
+          {"failure_budget", {{"percent", 100}}}};
+}
+
+// A request that must answer `expect`; exits with the body otherwise (a benchmark has no use
+// for half a run).
+json call(kiln::http::Client& c, const std::string& method, const std::string& path, const json& body = nullptr,
+          int expect = 200, const std::string& content_type = "application/json") {
+  auto r = c.request(method, path, body.is_null() ? "" : (body.is_string() ? body.get<std::string>() : body.dump()),
+                     content_type);
+  if (!r.ok() || (r->status != expect && !(expect == 201 && r->status == 200))) {
+    std::cerr << method << " " << path << " failed: "
+              << (r.ok() ? std::to_string(r->status) + " " + r->body.substr(0, 2000) : r.error().message) << "\n";
+    std::exit(1);
+  }
+  return json::parse(r->body, nullptr, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1a. The planner in process.
+
+struct InProcessPlan {
+  std::size_t pods = 0;
+  int eligible = 0;
+  std::size_t waves = 0;
+  std::vector<double> facts_s, plan_s, total_s;
+};
+
+// What the service does for POST /rollouts minus SQL: a PodFacts per pod with its compliance
+// against the bundle (per-host versions of 18 compute trays and 9 switch trays), the selector,
+// then planRollout(). The service aggregates versions per pod in SQL first; here every host's
+// versions go through podCompliance(), which is at least as much work.
+InProcessPlan planInProcess(const json& fleet, int repeats) {
+  namespace ro = kiln::rollouts;
+  auto bundle = ro::parseBundle(bundleDoc({"catalina", "clemente"}));
+  if (!bundle.ok()) {
+    std::cerr << "bundle: " << bundle.error().message << "\n";
+    std::exit(1);
+  }
+  auto policy = ro::parsePolicy(benchPolicy(100));
+  const ro::Selector everything;
+  std::map<std::string, std::string> host_v, switch_v;
+  for (const auto& [k, v] : fleet["versions"].items()) {
+    if (k == kiln::core::kSwitchComponent) switch_v[k] = v.get<std::string>();
+    else host_v[k] = v.get<std::string>();
+  }
+  InProcessPlan out;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    std::vector<ro::PodFacts> facts;
+    for (const auto& s : fleet["sites"])
+      for (const auto& b : s["buildings"])
+        for (const auto& p : b["pods"]) {
+          ro::PodFacts f;
+          f.id = p["name"].get<std::string>();
+          f.site = s["name"].get<std::string>();
+          f.building = b["name"].get<std::string>();
+          f.platform = p["platform"].get<std::string>();
+          f.state = "in_service";
+          for (const auto& [k, v] : p["labels"].items()) f.labels[k] = v.get<std::string>();
+          const auto& g = kiln::core::geometry(*kiln::core::parsePlatform(f.platform));
+          std::map<std::string, std::map<std::string, std::string>> hosts, switches;
+          for (int h = 1; h <= g.compute_trays; ++h) hosts[f.id + "-t" + std::to_string(h)] = host_v;
+          for (int t = 1; t <= g.switch_trays; ++t) switches[f.id + "-s" + std::to_string(t)] = switch_v;
+          f.compliance = ro::podCompliance(*bundle, f.id, f.platform, hosts, switches);
+          if (ro::selectorMatches(everything, f)) facts.push_back(std::move(f));
+        }
+    const auto t1 = Clock::now();
+    const ro::Plan plan = ro::planRollout(facts, *policy);
+    const json doc = ro::toJson(plan);  // the response body is part of the answer
+    const auto t2 = Clock::now();
+    out.pods = facts.size();
+    out.eligible = plan.eligible;
+    out.waves = plan.waves.size();
+    out.facts_s.push_back(seconds(t1 - t0));
+    out.plan_s.push_back(seconds(t2 - t1));
+    out.total_s.push_back(seconds(t2 - t0));
+    if (doc.empty()) std::exit(1);  // keeps the serialisation from being optimised away
+  }
+  return out;
+}
+
+// 1b. The same through the API: import the fleet into a fresh kilnd, then time
+// POST /api/v1/rollouts {dry_run: true, selector: {}}.
+struct ApiPlan {
+  double import_s = 0;
+  std::vector<double> plan_s;
+  std::size_t body_bytes = 0;
+  int eligible = 0;
+  std::size_t excluded = 0, waves = 0;
+};
+
+ApiPlan planThroughApi(const json& fleet, int repeats) {
+  ApiPlan out;
+  kiln::testing::TestDatabase db;
+  kiln::testing::KilndProcess kilnd(kilndOptions(db.url()));
+  if (auto st = kilnd.start(); !st.ok()) {
+    std::cerr << "cannot start kilnd: " << st.error().message << "\n";
+    std::exit(1);
+  }
+  std::printf("[plan/api] kilnd pid %d at %s, log %s\n", kilnd.pid(), kilnd.url().c_str(), kilnd.logPath().c_str());
+  kiln::http::Client client({.base_url = kilnd.url(), .token = kilnd.adminToken(), .timeout = std::chrono::minutes(30)});
+  auto t0 = Clock::now();
+  const json summary = call(client, "POST", "/api/v1/fleet/import", fleet.dump(), 201);
+  out.import_s = seconds(Clock::now() - t0);
+  std::printf("[plan/api] import took %.1f s: %s\n", out.import_s, summary.dump().c_str());
+  const json bundle = call(client, "POST", "/api/v1/bundles", bundleDoc({"catalina", "clemente"}), 201);
+  const json body = {{"bundle", bundle["id"]}, {"selector", json::object()}, {"policy", benchPolicy(100)}, {"dry_run", true}};
+  for (int i = 0; i < repeats; ++i) {
+    t0 = Clock::now();
+    auto r = client.request("POST", "/api/v1/rollouts", body.dump());
+    const double s = seconds(Clock::now() - t0);
+    if (!r.ok() || r->status != 200) {
+      std::cerr << "dry run failed: " << (r.ok() ? std::to_string(r->status) + " " + r->body.substr(0, 2000) : r.error().message)
+                << "\n";
+      std::exit(1);
+    }
+    out.plan_s.push_back(s);
+    out.body_bytes = r->body.size();
+    const json doc = json::parse(r->body);
+    out.eligible = doc["plan"]["eligible"].get<int>();
+    out.excluded = doc["plan"]["excluded"].size();
+    out.waves = doc["plan"]["waves"].size();
+    std::printf("[plan/api] dry run %d: %.2f s, %zu bytes\n", i + 1, s, out.body_bytes);
+  }
+  kilnd.stop();
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The simulated rollout.
+
+// kiln-vfleet as a child process, output appended to a log file; SIGKILL when this process dies
+// (PR_SET_PDEATHSIG) and SIGTERM from the destructor.
+class VirtualFleet {
+ public:
+  VirtualFleet(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      std::perror("execv kiln-vfleet");
+      ::_exit(127);
+    }
+  }
+  ~VirtualFleet() {
+    if (pid_ <= 0 || !running()) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 150 && running(); ++i) std::this_thread::sleep_for(100ms);
+    if (running()) ::kill(pid_, SIGKILL);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+  }
+  bool running() {
+    if (exited_) return false;
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) exited_ = true;
+    return !exited_;
+  }
+  pid_t pid() const { return pid_; }
+  // The newest status line's "enrolled N", or -1 before the first one.
+  long enrolled() const {
+    std::ifstream in(log_);
+    std::string line;
+    long last = -1;
+    static const std::regex re("hosts (\\d+) enrolled (\\d+)");
+    std::smatch m;
+    while (std::getline(in, line))
+      if (std::regex_search(line, m, re)) last = std::stol(m[2]);
+    return last;
+  }
+  std::string tail(int lines) const {
+    std::ifstream in(log_);
+    std::vector<std::string> all;
+    std::string line;
+    while (std::getline(in, line)) all.push_back(line);
+    std::string out;
+    for (std::size_t i = all.size() > static_cast<std::size_t>(lines) ? all.size() - lines : 0; i < all.size(); ++i)
+      out += all[i] + "\n";
+    return out;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+struct PodFigures {
+  std::string pod;
+  double wall_s = 0;       // the pod row's finished - started (kilnd's clock)
+  double tool_s = 0;       // slowest host of the upgrade run + slowest host of the validation run
+  double upgrade_tool_s = 0, validation_tool_s = 0;
+  std::int64_t started_ms = 0, finished_ms = 0;
+  int steps = 0;
+};
+
+// Tool time of the slowest host of a run: per host, the sum of its steps' duration_ms (what
+// the agent measured around the tool, reboot included); the maximum over hosts. Also counts
+// the run's step records.
+double slowestHostToolSeconds(const json& run, int* steps) {
+  double worst = 0;
+  for (const auto& h : run["hosts"]) {
+    double ms = 0;
+    for (const auto& s : h["steps"]) {
+      ms += s.value("duration_ms", 0.0);
+      ++*steps;
+    }
+    worst = std::max(worst, ms / 1000.0);
+  }
+  return worst;
+}
+
+struct RolloutResult {
+  std::string state;
+  double wall_s = 0;  // POST (start: true) to the poll that saw it finished
+  std::vector<PodFigures> pods;
+  int max_in_flight = 0;
+  double mean_in_flight = 0;
+};
+
+// Starts a rollout of `selector` and waits for it; samples pods in flight every ~2 s.
+RolloutResult runRollout(kiln::http::Client& client, const std::string& bundle, const json& selector, const json& policy,
+                         int timeout_min, const char* label) {
+  RolloutResult out;
+  const auto t0 = Clock::now();
+  const json created =
+      call(client, "POST", "/api/v1/rollouts", {{"bundle", bundle}, {"selector", selector}, {"policy", policy}, {"start", true}}, 201);
+  const std::string id = created["id"].get<std::string>();
+  std::printf("[%s] rollout %s: %d pods, state %s\n", label, id.c_str(), created["total"].get<int>(),
+              created["state"].get<std::string>().c_str());
+  const auto deadline = t0 + std::chrono::minutes(timeout_min);
+  auto last_print = Clock::now();
+  double in_flight_sum = 0;
+  int samples = 0;
+  for (;;) {
+    const json v = call(client, "GET", "/api/v1/rollouts/" + id);
+    out.state = v["state"].get<std::string>();
+    const json& c = v["counts"];
+    const int in_flight = c["draining"].get<int>() + c["upgrading"].get<int>() + c["validating"].get<int>();
+    out.max_in_flight = std::max(out.max_in_flight, in_flight);
+    in_flight_sum += in_flight;
+    ++samples;
+    if (out.state != "running") break;
+    if (Clock::now() - last_print > 30s) {
+      last_print = Clock::now();
+      std::printf("[%s] %5.0f s: %s; load %s\n", label, seconds(Clock::now() - t0), c.dump().c_str(), loadAverage().c_str());
+    }
+    if (Clock::now() > deadline) {
+      std::printf("[%s] still running after %d min: aborting (--timeout-min)\n", label, timeout_min);
+      call(client, "POST", "/api/v1/rollouts/" + id + "/abort");
+      out.state = "timed out";
+      break;
+    }
+    std::this_thread::sleep_for(2s);
+  }
+  out.wall_s = seconds(Clock::now() - t0);
+  out.mean_in_flight = samples ? in_flight_sum / samples : 0;
+  std::printf("[%s] rollout %s %s after %.1f s\n", label, id.c_str(), out.state.c_str(), out.wall_s);
+
+  const json rows = call(client, "GET", "/api/v1/rollouts/" + id + "/pods")["items"];
+  for (const auto& r : rows) {
+    if (r["phase"] != "succeeded" || r["started_at_ms"].is_null() || r["finished_at_ms"].is_null()) continue;
+    PodFigures f;
+    f.pod = r["pod"].get<std::string>();
+    f.started_ms = r["started_at_ms"].get<std::int64_t>();
+    f.finished_ms = r["finished_at_ms"].get<std::int64_t>();
+    f.wall_s = (f.finished_ms - f.started_ms) / 1000.0;
+    f.upgrade_tool_s = slowestHostToolSeconds(call(client, "GET", "/api/v1/workflow-runs/" + r["run_id"].get<std::string>()), &f.steps);
+    f.validation_tool_s =
+        slowestHostToolSeconds(call(client, "GET", "/api/v1/workflow-runs/" + r["validation_run_id"].get<std::string>()), &f.steps);
+    f.tool_s = f.upgrade_tool_s + f.validation_tool_s;
+    out.pods.push_back(f);
+  }
+  if (out.pods.size() != rows.size())
+    std::printf("[%s] %zu of %zu pods succeeded; the figures below count only those\n", label, out.pods.size(), rows.size());
+  return out;
+}
+
+struct SimFigures {
+  int pods = 0, hosts = 0;
+  double enrol_s = 0;
+  RolloutResult calibration, main;
+};
+
+SimFigures simulatedRollout(const Options& o) {
+#ifndef KILN_VFLEET_BIN
+  (void)o;
+  std::cerr << "kiln-bench-rollout was built without kiln-vfleet: use --skip-rollout\n";
+  std::exit(1);
+#else
+  SimFigures out;
+  // One pod more than measured: the calibration rollout upgrades it alone first.
+  out.pods = o.pods;
+  kiln::core::FleetGenRequest gen;
+  gen.gpus = static_cast<std::int64_t>(o.pods + 1) * 72;
+  gen.clemente_share = 0;  // one platform, one bundle
+  gen.site_prefix = "sim";
+  const json fleet = kiln::core::generateFleet(gen);
+  std::vector<std::string> pod_ids;
+  for (const auto& s : fleet["sites"])
+    for (const auto& b : s["buildings"])
+      for (const auto& p : b["pods"]) pod_ids.push_back(p["name"].get<std::string>());
+
+  kiln::testing::TestDatabase db;
+  kiln::testing::KilndProcess kilnd(kilndOptions(db.url()));
+  if (auto st = kilnd.start(); !st.ok()) {
+    std::cerr << "cannot start kilnd: " << st.error().message << "\n";
+    std::exit(1);
+  }
+  std::printf("[rollout] kilnd pid %d at %s, log %s\n", kilnd.pid(), kilnd.url().c_str(), kilnd.logPath().c_str());
+  kiln::http::Client client({.base_url = kilnd.url(), .token = kilnd.adminToken(), .timeout = std::chrono::minutes(10)});
+  const json summary = call(client, "POST", "/api/v1/fleet/import", fleet.dump(), 201);
+  std::printf("[rollout] imported %zu pods: %s\n", pod_ids.size(), summary.dump().c_str());
+
+  const json token = call(client, "POST", "/api/v1/tokens", {{"role", "enroll"}, {"name", "bench vfleet"}}, 201);
+  const std::string dir = kilnd.tempDir() + "/vfleet";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/enroll-token") << token["token"].get<std::string>() << "\n";
+  std::ostringstream scale;
+  scale << o.time_scale;
+  // kiln-vfleet lets 3/4 of its connections carry long polls; a host without a slot sees new
+  // work only at its next short poll (--idle-poll, default 30 s there), which would be charged
+  // to the rollout as overhead. Enough connections for every host, or a short idle poll.
+  const long hosts = static_cast<long>(pod_ids.size()) * 18;
+  const long connections = o.connections > 0 ? o.connections : std::min(16000L, hosts * 4 / 3 + 64);
+  std::vector<std::string> args = {KILN_VFLEET_BIN, "--url", kilnd.url(), "--enroll-token-file", dir + "/enroll-token",
+                                   "--token-file", kilnd.adminTokenFile(), "--hosts", "all", "--time-scale", scale.str(),
+                                   "--status-interval", "2", "--seed", "7", "--connections", std::to_string(connections),
+                                   "--idle-poll", std::to_string(o.idle_poll), "--state-dir",
+                                   o.state_dir.empty() ? dir + "/state" : o.state_dir};
+  std::printf("[rollout] kiln-vfleet log %s/vfleet.log, %ld connections, --idle-poll %d\n", dir.c_str(), connections,
+              o.idle_poll);
+  const auto t0 = Clock::now();
+  VirtualFleet vfleet(args, dir + "/vfleet.log");
+  out.hosts = static_cast<int>(hosts);
+  auto last_print = Clock::now();
+  for (;;) {
+    const long n = vfleet.enrolled();
+    if (n >= hosts) break;
+    if (!vfleet.running()) {
+      std::cerr << "kiln-vfleet exited:\n" << vfleet.tail(30);
+      std::exit(1);
+    }
+    if (Clock::now() - last_print > 20s) {
+      last_print = Clock::now();
+      std::printf("[rollout] enrolled %ld of %ld hosts after %.0f s\n", std::max(n, 0L), hosts, seconds(Clock::now() - t0));
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  out.enrol_s = seconds(Clock::now() - t0);
+  std::printf("[rollout] %ld hosts enrolled in %.1f s (%.0f/s)\n", hosts, out.enrol_s, hosts / out.enrol_s);
+
+  const json bundle = call(client, "POST", "/api/v1/bundles", bundleDoc({"catalina"}), 201);
+  const std::string bundle_id = bundle["id"].get<std::string>();
+  // Calibration: the first pod alone, nothing else in flight.
+  out.calibration = runRollout(client, bundle_id, {{"pods", {pod_ids.front()}}}, benchPolicy(1), o.timeout_min, "calibration");
+  // The measured rollout: the others (the calibrated pod is compliant now).
+  const std::vector<std::string> rest(pod_ids.begin() + 1, pod_ids.end());
+  out.main = runRollout(client, bundle_id, {{"pods", rest}}, benchPolicy(o.max_concurrent), o.timeout_min, "rollout");
+  std::printf("[rollout] kiln-vfleet's last status:\n%s", vfleet.tail(1).c_str());
+  return out;
+#endif
+}
+
+void printSimulated(const Options& o, const SimFigures& s) {
+  const auto& m = s.main;
+  std::printf("\n  simulated rollout: %d pods (%d hosts in kiln-vfleet, --time-scale %g), max_concurrent_pods %d, "
+              "no canary, one wave, soak 0 s\n",
+              s.pods, s.hosts, o.time_scale, o.max_concurrent);
+  std::printf("  %-52s %10.1f s   (%.0f hosts/s)\n", "enrolment of every host", s.enrol_s, s.hosts / s.enrol_s);
+  if (s.calibration.pods.empty() || m.pods.empty()) {
+    std::printf("  calibration %s, rollout %s: no pod succeeded, no figures\n", s.calibration.state.c_str(), m.state.c_str());
+    return;
+  }
+  const PodFigures& cal = s.calibration.pods.front();
+  std::vector<double> wall, tool, overhead, upgrade_tool, validation_tool;
+  std::int64_t first = m.pods.front().started_ms, last = 0;
+  long steps = 0;
+  for (const auto& p : m.pods) {
+    wall.push_back(p.wall_s);
+    tool.push_back(p.tool_s);
+    upgrade_tool.push_back(p.upgrade_tool_s);
+    validation_tool.push_back(p.validation_tool_s);
+    overhead.push_back(p.wall_s - p.tool_s);
+    first = std::min(first, p.started_ms);
+    last = std::max(last, p.finished_ms);
+    steps += p.steps;
+  }
+  const double makespan = (last - first) / 1000.0;
+  const int n = static_cast<int>(m.pods.size());
+  const double rounds = std::ceil(static_cast<double>(n) / o.max_concurrent);
+  const double bound_cal = rounds * cal.wall_s, bound_med = rounds * median(wall), bound_tool = rounds * median(tool);
+
+  std::printf("  %-52s %10s   %s\n", "figure", "value", "target");
+  std::printf("  %-52s %10.1f s   (tools %.1f s: upgrade %.1f + validation %.1f)\n",
+              "calibration pod, alone (pod time T1)", cal.wall_s, cal.tool_s, cal.upgrade_tool_s, cal.validation_tool_s);
+  std::printf("  %-52s %10.2f s\n", "calibration pod overhead (wall - tools)", cal.wall_s - cal.tool_s);
+  std::printf("  %-52s %10s   (%d of %d succeeded)\n", "rollout state", m.state.c_str(), n, s.pods);
+  std::printf("  %-52s %10.1f s   (first pod admitted -> last pod finished)\n", "makespan", makespan);
+  std::printf("  %-52s %10.1f s\n", "wall time, POST -> completed seen", m.wall_s);
+  std::printf("  %-52s %10.0f     (max seen %d, mean %.1f)\n", "rounds ceil(pods / max_concurrent_pods)", rounds,
+              m.max_in_flight, m.mean_in_flight);
+  std::printf("  %-52s %10.3f     <= 1.05 %s\n", "makespan / (rounds x T1)  [headline]", makespan / bound_cal,
+              makespan / bound_cal <= 1.05 ? "(met)" : "(MISSED)");
+  std::printf("  %-52s %10.3f     (pod time = median pod wall in this rollout)\n", "makespan / (rounds x median pod wall)",
+              makespan / bound_med);
+  std::printf("  %-52s %10.3f     (pod time = median tool time: no orchestration at all)\n",
+              "makespan / (rounds x median pod tool time)", makespan / bound_tool);
+  std::printf("  %-52s %10.2f s   median < 1 s %s\n", "overhead per pod (wall - slowest-host tools), p50", pct(overhead, 50),
+              pct(overhead, 50) < 1 ? "(met)" : "(MISSED)");
+  std::printf("  %-52s %10.2f s   p90 %.2f s, max %.2f s\n", "overhead per pod, mean", [&] {
+    double sum = 0;
+    for (double v : overhead) sum += v;
+    return sum / overhead.size();
+  }(), pct(overhead, 90), pct(overhead, 100));
+  std::printf("  %-52s %10.1f s   p90 %.1f s, max %.1f s (T1 %.1f s)\n", "pod wall time, p50", pct(wall, 50), pct(wall, 90),
+              pct(wall, 100), cal.wall_s);
+  std::printf("  %-52s %10.1f s   upgrade p50 %.1f s + validation p50 %.1f s\n", "pod tool time (slowest hosts), p50",
+              pct(tool, 50), pct(upgrade_tool, 50), pct(validation_tool, 50));
+  std::printf("  %-52s %10.1f     (%ld step records over the makespan)\n", "steps completed per second", steps / makespan, steps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up when piped to a file
+  Options o;
+  if (!parseArgs(argc, argv, o)) return 2;
+  const std::string load_at_start = loadAverage();
+
+  std::optional<InProcessPlan> in_process;
+  std::optional<ApiPlan> api;
+  std::size_t fleet_pods = 0;
+  double gen_s = 0;
+  if (!o.skip_plan) {
+    kiln::core::FleetGenRequest gen;
+    gen.gpus = o.gpus;
+    auto t0 = Clock::now();
+    json fleet = kiln::core::generateFleet(gen);
+    gen_s = seconds(Clock::now() - t0);
+    for (const auto& s : fleet["sites"])
+      for (const auto& b : s["buildings"]) fleet_pods += b["pods"].size();
+    std::printf("[plan] generated %zu pods (%lld GPUs) in %.2f s\n", fleet_pods, static_cast<long long>(o.gpus), gen_s);
+    in_process = planInProcess(fleet, o.plan_repeats);
+    std::printf("[plan] in process: %zu pods, %d eligible, %zu waves\n", in_process->pods, in_process->eligible,
+                in_process->waves);
+    if (o.api_plan) api = planThroughApi(fleet, o.plan_repeats);
+  }
+  std::optional<SimFigures> sim;
+  if (!o.skip_rollout) sim = simulatedRollout(o);
+
+  std::printf("\nkiln-bench-rollout; load average %s at the start, %s at the end\n", load_at_start.c_str(),
+              loadAverage().c_str());
+  if (in_process) {
+    const auto& p = *in_process;
+    std::printf("\n  planning over %zu pods (%lld GPUs), %d runs each; median (max)\n", fleet_pods,
+                static_cast<long long>(o.gpus), o.plan_repeats);
+    std::printf("  %-52s %10s   %s\n", "figure", "value", "target");
+    std::printf("  %-52s %8.3f s   (%.3f s)\n", "in process: pod facts + compliance + selector",
+                median(p.facts_s), pct(p.facts_s, 100));
+    std::printf("  %-52s %8.3f s   (%.3f s)\n", "in process: planRollout + plan JSON", median(p.plan_s), pct(p.plan_s, 100));
+    std::printf("  %-52s %8.3f s   < 5 s %s\n", "in process: total", median(p.total_s),
+                median(p.total_s) < 5 ? "(met)" : "(MISSED)");
+    if (api) {
+      std::printf("  %-52s %8.1f s   (fleet import, not part of the plan)\n", "API: POST /fleet/import", api->import_s);
+      std::printf("  %-52s %8.3f s   < 5 s %s (max %.3f s)\n", "API: POST /rollouts dry_run, selector {}",
+                  median(api->plan_s), median(api->plan_s) < 5 ? "(met)" : "(MISSED)", pct(api->plan_s, 100));
+      std::printf("  %-52s %8.1f MB   (%d eligible, %zu excluded, %zu waves)\n", "API: dry-run response",
+                  api->body_bytes / 1e6, api->eligible, api->excluded, api->waves);
+      std::printf("  %-52s %8.1fx\n", "API / in process ratio", median(api->plan_s) / median(p.total_s));
+    } else {
+      std::printf("  (through the API: --api-plan; it imports the fleet into a fresh kilnd first)\n");
+    }
+  }
+  if (sim) printSimulated(o, *sim);
+  return 0;
+}
