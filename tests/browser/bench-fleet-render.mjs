@@ -1,7 +1,7 @@
 // Render benchmark of the fleet view (not a test): imports a 1,000,000-GPU fleet (13,889
 // pods) into a throwaway database, loads the console in headless Chromium and prints
 //   - time to first full render (navigation -> every cell drawn and painted), split into
-//     fetching the pods (14 pages of 1,000) and drawing them;
+//     fetching the pods (one GET /api/v1/fleet/heatmap) and drawing them;
 //   - time for a filter change (select -> cells redrawn and painted), several filters;
 //   - time of a poll that brings no change.
 // Target: under 1 s for a filter change and for the render once the pods are in.
