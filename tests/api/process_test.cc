@@ -34,7 +34,13 @@ TEST(KilndProcessTest, StartsStopsAndRestartsOnTheSamePortWithTheSameData) {
 
   auto admin = clientOf(kilnd, kilnd.adminToken());
   ASSERT_EQ(call(*admin, "POST", "/api/v1/fleet/import", smallFleet(1).dump()).status, 201);
-  EXPECT_NE(kilnd.logTail(50).find("POST /api/v1/fleet/import 201"), std::string::npos) << kilnd.logTail(50);
+  // kilnd writes the request's log line after it sent the answer: allow it a moment.
+  bool logged = false;
+  for (int i = 0; i < 100 && !logged; ++i) {
+    logged = kilnd.logTail(50).find("POST /api/v1/fleet/import 201") != std::string::npos;
+    if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(logged) << kilnd.logTail(50);
 
   auto restarted = kilnd.restart();
   ASSERT_TRUE(restarted.ok()) << restarted.error().message;
