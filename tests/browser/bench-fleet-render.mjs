@@ -140,7 +140,7 @@ async function main() {
   console.log(`\nfleet render benchmark: ${total.toLocaleString('en-US')} pods (${(total * 72).toLocaleString('en-US')} GPUs), ${canvases} building canvases, Chromium headless, ${RUNS} runs`);
   console.log(`  first full render (navigation -> painted), median: ${ms(median(loads.map((l) => l.total)))}  [runs: ${loads.map((l) => ms(l.total)).join(', ')}]`);
   console.log(`    app start before the first request:          ${ms(median(loads.map((l) => l.boot)))}`);
-  console.log(`    fetching ${Math.ceil(total / 1000)} pages of pods (limit=1000):       ${ms(median(loads.map((l) => l.fetch)))}`);
+  console.log(`    fetching the pods (GET /fleet/heatmap):      ${ms(median(loads.map((l) => l.fetch)))}`);
   console.log(`    grouping + drawing + paint:                  ${ms(median(loads.map((l) => l.render)))} (Preact render + canvas drawing: ${ms(median(loads.map((l) => l.commit)))})`);
   const byFilter = {};
   for (const f of filterTimes) (byFilter[f.filter] = byFilter[f.filter] || []).push(f.ms);
