@@ -481,7 +481,7 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
         }
       }
       if (!allocated.empty()) {
-        askRelease(ro.row.id, pod.pod, allocated);
+        askRelease(ro.row.id, pod.pod, [&] { return allocated; });
         PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
         u.waiting_reason = "allocated: waiting for the job scheduler to release " + std::to_string(allocated.size()) + " hosts";
         (void)store_.updatePods(ro.row.id, {u}, {});
@@ -592,7 +592,8 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
   }
 }
 
-void RolloutService::askRelease(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts) {
+void RolloutService::askRelease(const std::string& rollout, const std::string& pod,
+                                const std::function<std::vector<std::string>()>& allocated_hosts) {
   if (!options_.release_hook) return;
   const std::string key = rollout + "/" + pod;
   const auto now = clock_.now();
@@ -602,6 +603,9 @@ void RolloutService::askRelease(const std::string& rollout, const std::string& p
     if (it != hooked_.end() && now < it->second) return;
     hooked_[key] = now + options_.hook_repeat;
   }
+  // Only when an ask is due: the controller comes here for a waiting pod on every pass.
+  const std::vector<std::string> hosts = allocated_hosts();
+  if (hosts.empty()) return;
   const bool told = options_.release_hook(rollout, pod, hosts);
   if (!told) {
     std::lock_guard lock(hook_mu_);
@@ -646,14 +650,14 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
 
   AdmissionResult res = admit(in);
   int changes = 0;
-  for (const auto& id : res.release) {
-    auto detail = fleet_.getPod(id);
-    if (!detail.ok()) continue;
-    std::vector<std::string> allocated;
-    for (const auto& h : detail->hosts)
-      if (h.state == "allocated") allocated.push_back(h.id);
-    if (!allocated.empty()) askRelease(ro.row.id, id, allocated);
-  }
+  for (const auto& id : res.release)
+    askRelease(ro.row.id, id, [&] {
+      std::vector<std::string> allocated;
+      if (auto detail = fleet_.getPod(id); detail.ok())
+        for (const auto& h : detail->hosts)
+          if (h.state == "allocated") allocated.push_back(h.id);
+      return allocated;
+    });
   if (res.halt && ro.row.state == "running") {
     (void)store_.transition(ro.row.id, {"running"}, "halted", res.halt_reason, kController);
     return 1;  // admit nothing in the pass that halts

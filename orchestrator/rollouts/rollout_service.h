@@ -70,8 +70,10 @@ class RolloutService {
   Result<Plan> plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts);
   int reconcile(const Loaded& ro, RolloutPodRow& pod);
   int admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& pods);
-  // Asks the job scheduler to release `hosts` of the pod, unless it was asked recently.
-  void askRelease(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts);
+  // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently;
+  // `allocated_hosts` is called only when an ask is due.
+  void askRelease(const std::string& rollout, const std::string& pod,
+                  const std::function<std::vector<std::string>()>& allocated_hosts);
 
   core::Store& fleet_;
   RolloutStore& store_;
