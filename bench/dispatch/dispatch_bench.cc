@@ -68,6 +68,7 @@ struct Options {
   std::string kilnd_bin, vfleet_bin, kilnd_log_level = "info";
   std::vector<std::string> kilnd_args;  // extra kilnd flags, e.g. --threads=16
   bool skip_baseline = false, skip_dispatch = false, skip_idle = false, skip_health = false, skip_agent = false;
+  bool keep = false;  // leave the database behind for EXPLAIN and timelines by hand
 };
 
 const char* kUsage =
@@ -75,7 +76,7 @@ const char* kUsage =
     "         [--health-time-scale X] [--connections N] [--idle-poll S] [--poll-wait S] [--idle-window S]\n"
     "         [--queue-workers N] [--run-timeout S] [--kilnd-bin PATH] [--vfleet-bin PATH]\n"
     "         [--kilnd-log-level L] [--kilnd-arg FLAG=VALUE]... [--skip-baseline] [--skip-dispatch] [--skip-idle] [--skip-health]\n"
-    "         [--skip-agent]\n"
+    "         [--skip-agent] [--keep]\n"
     "Starts its own kilnd on a fresh database of the server in KILN_TEST_PG and kiln-vfleet as the hosts.\n";
 
 bool parseArgs(int argc, char** argv, Options& o) {
@@ -109,6 +110,7 @@ bool parseArgs(int argc, char** argv, Options& o) {
       else if (a == "--skip-idle") o.skip_idle = true;
       else if (a == "--skip-health") o.skip_health = true;
       else if (a == "--skip-agent") o.skip_agent = true;
+      else if (a == "--keep") o.keep = true;
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         std::exit(0);
@@ -470,7 +472,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", buf);
   };
 
-  kiln::testing::TestDatabase db;  // aborts with a message without KILN_TEST_PG
+  auto db_owner = std::make_unique<kiln::testing::TestDatabase>();  // aborts with a message without KILN_TEST_PG
+  const kiln::testing::TestDatabase& db = *db_owner;
   const std::string work = (fs::temp_directory_path() / ("kiln-bench-dispatch-" + std::to_string(getpid()))).string();
   fs::create_directories(work);
   kiln::testing::KilndProcess kilnd({.database_url = db.url(), .extra_args = o.kilnd_args, .binary = o.kilnd_bin, .log_level = o.kilnd_log_level});
@@ -719,6 +722,10 @@ int main(int argc, char** argv) {
   for (const auto& l : report) std::printf("%s\n", l.c_str());
   std::printf("\n(a shared 2-core machine: kilnd, PostgreSQL, kiln-vfleet and this program share it; read the ratios)\n");
   std::printf("kilnd stopped with status %d\n", kilnd.stop());
+  if (o.keep) {
+    std::printf("database kept: %s\n", db.url().c_str());
+    (void)db_owner.release();  // NOLINT: leaves it behind on purpose
+  }
   std::error_code ec;
   fs::remove_all(work, ec);
   return 0;
