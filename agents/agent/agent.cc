@@ -300,6 +300,14 @@ void Agent::handlePollAnswer(const std::string& body) {
   cv_.notify_all();
 }
 
+void Agent::queueHandedOut(const std::string& body) {
+  json answer = json::parse(body, nullptr, false);
+  if (!answer.is_object() || !answer.contains("assignment")) return;
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(answer["assignment"]));
+  cv_.notify_all();
+}
+
 void Agent::cancelAfterStopGrace() {
   std::unique_lock lock(mu_);
   if (!running_) return;
@@ -613,7 +621,13 @@ void Agent::finish(const std::string& id, std::int64_t lease, json body) {
 }
 
 bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const json& body) {
-  const std::string text = dumpJson(body);
+  json sent = body;
+  {
+    // Holding no other step, the agent takes its next one with the acknowledgement.
+    std::lock_guard lock(mu_);
+    sent["ready"] = queue_.empty() && !stopping_;
+  }
+  const std::string text = dumpJson(sent);
   Backoff backoff(*this);
   int refused_in_a_row = 0;
   auto settle = [&](const char* how) {
@@ -639,6 +653,7 @@ bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const jso
     }
     switch (reply->status) {
       case 200:
+        queueHandedOut(reply->body);
         return settle("reported");
       case 409:
         return settle("report refused: the lease is stale (step reassigned); dropped");

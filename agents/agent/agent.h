@@ -106,6 +106,8 @@ class Agent {
   void addInventory(nlohmann::json& body);
   void finish(const std::string& id, std::int64_t lease, nlohmann::json body);
   bool reportUntilDone(const std::string& id, std::int64_t lease, const nlohmann::json& body);
+  // Queues the assignment a report's 200 answer handed out, if any.
+  void queueHandedOut(const std::string& body);
   std::shared_ptr<exec::CancelToken> beginRunning(const Assignment& a);
   std::string endRunning();
   // Starts the poller once: after the replay, or as soon as a replayed reboot waits (with

@@ -166,6 +166,25 @@ json call(kiln::http::Client& c, const std::string& method, const std::string& p
   return json::parse(r->body, nullptr, false);
 }
 
+// kilnd's kiln_agent_* counters (GET /metrics), by series.
+std::map<std::string, double> agentCounters(kiln::http::Client& c) {
+  std::map<std::string, double> out;
+  auto r = c.request("GET", "/metrics", "", "text/plain");
+  if (!r.ok() || r->status != 200) return out;
+  std::istringstream in(r->body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("kiln_agent_", 0) != 0) continue;
+    const auto sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    try {
+      out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
 // ---- the fleet: bulk pods for the dispatch run and the idle poll window, one pod for
 // pre-job-health at real tool time, one pod whose first host is the bench's own poll probe
 // and whose second host runs a real kiln-agent.
@@ -675,6 +694,7 @@ int main(int argc, char** argv) {
     for (const auto& p : fleet.bulk_pods) pods.push_back(p);
     const std::size_t offset = fileSize(bulk_dir + "/vfleet.log");
     const Snapshot a = watch.snapshot(kilnd.pid());
+    const auto counters_before = agentCounters(api);
     const RunOutcome r = runWorkflow(api, json{{"workflow", "bench-dispatch"}, {"pods", pods}, {"purpose", "manual"}},
                                      o.run_timeout_s, 1.0, false, [&](double s) {
                                        const auto l = statusLinesSince(bulk_dir + "/vfleet.log", offset);
@@ -703,6 +723,16 @@ int main(int argc, char** argv) {
     add("  kilnd: steps dispatched and acknowledged per second     %8.0f /s", rate);
     add("  during the run: kilnd CPU %.0f %%, DB backends %.0f %%, %.0f commits/s = %.2f commits per step", 100 * u.kilnd_cores,
         100 * u.db_cores, u.commits_per_s, acked > 0 ? static_cast<double>(u.commits) / static_cast<double>(acked) : 0.0);
+    {
+      std::string counts;
+      for (const auto& [series, after] : agentCounters(api)) {
+        if (series.find("_total") == std::string::npos) continue;
+        const double delta = after - (counters_before.count(series) ? counters_before.at(series) : 0.0);
+        counts += (counts.empty() ? "" : ", ") + series.substr(std::string("kiln_agent_").size()) + " " +
+                  std::to_string(static_cast<long>(delta));
+      }
+      add("  kilnd's agent counters over the run: %s", counts.c_str());
+    }
     if (queue) {
       add("  bare SKIP LOCKED queue (%d connections, claim + finish = 2 commits per item, %ld items) %8.0f /s",
           o.queue_workers, queue->items, queue->per_second);

@@ -176,4 +176,20 @@ void Api::forgetToken(const std::string& id) {
   token_cache_.erase(id);
 }
 
+void Api::followRevocations() {
+  // The first call asks from the epoch only to learn the database's clock.
+  auto r = services_.store->tokensRevokedSince(revocations_since_.value_or(core::TimePoint{}));
+  if (!r.ok()) {
+    log_->warn("cannot read token revocations: {}", r.error().message);
+    return;
+  }
+  if (revocations_since_) {
+    std::lock_guard lock(cache_mu_);
+    for (const auto& id : r->ids) token_cache_.erase(id);
+  }
+  // revoked_at is its transaction's start: a revocation that committed after this read but
+  // started before it must still be seen next time, hence the overlap.
+  revocations_since_ = r->now - std::chrono::seconds(30);
+}
+
 }  // namespace kiln::api

@@ -38,7 +38,10 @@ namespace kiln::api {
 struct ApiOptions {
   std::size_t default_body_limit = 1 << 20;   // 1 MiB
   std::size_t import_body_limit = 64 << 20;   // fleet files: a 1,000,000-GPU file is ~2 MB
-  std::chrono::seconds token_cache_ttl{10};   // a revocation elsewhere takes effect within this
+  // How long a token read from the database is trusted. Revocations reach every replica's cache
+  // within a second or two through followRevocations(); the TTL bounds a revocation's reach
+  // only while that feed fails (the database is down).
+  std::chrono::seconds token_cache_ttl{600};
   std::string web_root;                       // the console's files; empty = not served
 };
 
@@ -84,6 +87,9 @@ class Api final : public http::Handler {
 
   // Forget a cached token at once (after a revocation through this process).
   void forgetToken(const std::string& id);
+  // Forgets the cached tokens revoked since the last call (by any replica, by enrolment).
+  // Call every second or two from one thread; the first call only sets the starting point.
+  void followRevocations();
 
  private:
   struct Principal {
@@ -108,6 +114,7 @@ class Api final : public http::Handler {
   };
   std::mutex cache_mu_;
   std::unordered_map<std::string, CachedToken> token_cache_;
+  std::optional<core::TimePoint> revocations_since_;  // followRevocations()' thread only
 };
 
 }  // namespace kiln::api

@@ -149,17 +149,19 @@ void addRunRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 if (body->is_object() && body->contains("host") && (*body)["host"] != ctx.agent_host)
                   return Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host);
-                auto outcome = s.runs->report(ctx.param("id"), ctx.agent_host, *body);
-                if (!outcome.ok()) return outcome.error();
-                switch (*outcome) {
-                  case runs::ReportOutcome::kAccepted:
-                    return jsonResponse(200, {{"acknowledged", true}, {"outcome", "accepted"}});
-                  case runs::ReportOutcome::kDuplicate:
-                    return jsonResponse(200, {{"acknowledged", true}, {"outcome", "duplicate"}});
-                  case runs::ReportOutcome::kCancelled:
-                    return jsonResponse(200, {{"acknowledged", true}, {"outcome", "cancelled"}});
-                  case runs::ReportOutcome::kStale:
-                    break;
+                auto answer = s.agents->report(ctx.agent_host, ctx.param("id"), *body);
+                if (!answer.ok()) return answer.error();
+                const char* outcome = nullptr;
+                switch (answer->outcome) {
+                  case runs::ReportOutcome::kAccepted: outcome = "accepted"; break;
+                  case runs::ReportOutcome::kDuplicate: outcome = "duplicate"; break;
+                  case runs::ReportOutcome::kCancelled: outcome = "cancelled"; break;
+                  case runs::ReportOutcome::kStale: break;
+                }
+                if (outcome) {
+                  json reply = {{"acknowledged", true}, {"outcome", outcome}};
+                  if (answer->next) reply["assignment"] = std::move(*answer->next);
+                  return jsonResponse(200, reply);
                 }
                 return conflict("the lease of assignment " + ctx.param("id") +
                                 " is stale: the step was reassigned or expired; drop this report");

@@ -2,6 +2,7 @@
 
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/json_views.h"
+#include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/reliability/reliability_service.h"
 #include "orchestrator/rollouts/rollout_service.h"
 
@@ -44,6 +45,7 @@ void addServiceRoutes(Router& router, Services& s) {
                std::to_string(it == counts->pods_by_platform.end() ? 0 : it->second) + "\n";
       }
     }
+    if (s.agents) out += s.agents->metrics();
     if (s.rollouts) out += s.rollouts->metrics();
     if (s.reliability) out += s.reliability->metrics();
     out += "# HELP kiln_up 1 while kilnd serves and its database answers.\n# TYPE kiln_up gauge\n";

@@ -179,6 +179,13 @@ class Store {
   virtual Result<std::vector<TokenInfo>> listTokens() = 0;
   virtual Status revokeToken(const std::string& id, const Actor& actor) = 0;
   virtual Result<std::optional<TokenRecord>> findToken(const std::string& id) = 0;
+  // Tokens revoked at or after `since` (the database's clock), and the database's clock now:
+  // how replicas learn of each other's revocations.
+  struct Revocations {
+    std::vector<std::string> ids;
+    TimePoint now;
+  };
+  virtual Result<Revocations> tokensRevokedSince(TimePoint since) = 0;
   // True if any unrevoked admin token exists.
   virtual Result<bool> hasAdminToken() = 0;
 

@@ -4,7 +4,8 @@
 
 namespace kiln::db {
 
-PgPool::PgPool(std::string url, int size) : url_(std::move(url)), size_(size) {}
+PgPool::PgPool(std::string url, int size, std::vector<PreparedStatement> prepared)
+    : url_(std::move(url)), size_(size), prepared_(std::move(prepared)) {}
 PgPool::~PgPool() = default;
 
 std::unique_ptr<pqxx::connection> PgPool::acquire(Error* error) {
@@ -22,7 +23,10 @@ std::unique_ptr<pqxx::connection> PgPool::acquire(Error* error) {
   ++open_;
   lock.unlock();
   try {
-    return std::make_unique<pqxx::connection>(url_);
+    auto conn = std::make_unique<pqxx::connection>(url_);
+    // Registered only: libpqxx prepares each on the server at its first use.
+    for (const auto& p : prepared_) conn->prepare(p.name, p.sql);
+    return conn;
   } catch (const std::exception& e) {
     std::lock_guard relock(mu_);
     --open_;

@@ -15,9 +15,15 @@
 
 namespace kiln::db {
 
+// A statement prepared on every connection of a pool: run it with
+// txn.exec_prepared(name, args...). Named constants next to the code that runs them.
+struct PreparedStatement {
+  std::string name, sql;
+};
+
 class PgPool {
  public:
-  PgPool(std::string url, int size);
+  PgPool(std::string url, int size, std::vector<PreparedStatement> prepared = {});
   ~PgPool();
 
   // Runs fn in a read-write transaction and commits it. Library exceptions become Errors:
@@ -26,15 +32,22 @@ class PgPool {
   // transaction is then rolled back.
   template <typename T>
   Result<T> transact(const std::function<Result<T>(pqxx::work&)>& fn);
+  // Runs fn outside a transaction block (no BEGIN/COMMIT round trips): for a single
+  // read-only statement on a hot path. Errors as transact().
+  template <typename T>
+  Result<T> read(const std::function<Result<T>(pqxx::nontransaction&)>& fn);
 
   const std::string& url() const { return url_; }
 
  private:
   std::unique_ptr<pqxx::connection> acquire(Error* error);
   void release(std::unique_ptr<pqxx::connection> conn);
+  template <typename T, typename Txn>
+  Result<T> run(const std::function<Result<T>(Txn&)>& fn, bool commit);
 
   std::string url_;
   int size_;
+  std::vector<PreparedStatement> prepared_;
   int open_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -46,15 +59,27 @@ bool isConnectionError(const std::exception& e);
 
 template <typename T>
 Result<T> PgPool::transact(const std::function<Result<T>(pqxx::work&)>& fn) {
+  return run<T, pqxx::work>(fn, true);
+}
+
+template <typename T>
+Result<T> PgPool::read(const std::function<Result<T>(pqxx::nontransaction&)>& fn) {
+  return run<T, pqxx::nontransaction>(fn, false);
+}
+
+template <typename T, typename Txn>
+Result<T> PgPool::run(const std::function<Result<T>(Txn&)>& fn, bool commit) {
   for (int attempt = 0;; ++attempt) {
     Error acquire_error;
     auto conn = acquire(&acquire_error);
     if (!conn) return acquire_error;
     try {
-      pqxx::work txn(*conn);
+      Txn txn(*conn);
       Result<T> result = fn(txn);
-      if (result.ok()) txn.commit();
-      else txn.abort();
+      if (commit) {
+        if (result.ok()) txn.commit();
+        else txn.abort();
+      }
       release(std::move(conn));
       return result;
     } catch (const std::exception& e) {

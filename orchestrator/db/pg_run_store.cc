@@ -17,23 +17,29 @@ using runs::GroupState;
 using runs::GroupUpdate;
 using runs::RunRow;
 
-constexpr const char* kRunColumns =
-    "id, workflow, workflow_hash, scope, purpose, state, created_by, params::text,"
-    " extract(epoch from created_at)::float8, extract(epoch from finished_at)::float8, summary::text";
+// The columns runFromRow reads, of workflow_runs under alias `a` ("" or "r.").
+std::string runColumns(const std::string& a) {
+  return a + "id, " + a + "workflow, " + a + "workflow_hash, " + a + "scope, " + a + "purpose, " + a + "state, " + a +
+         "created_by, " + a + "params::text, extract(epoch from " + a + "created_at)::float8, extract(epoch from " + a +
+         "finished_at)::float8, " + a + "summary::text";
+}
+const std::string kRunColumns = runColumns("");
 
-RunRow runFromRow(const pqxx::row& r) {
+constexpr int kRunColumnCount = 11;
+
+RunRow runFromRow(const pqxx::row& r, int o = 0) {
   RunRow run;
-  run.id = r[0].as<std::string>();
-  run.workflow = r[1].as<std::string>();
-  run.workflow_hash = r[2].as<std::string>();
-  run.scope = r[3].as<std::string>();
-  run.purpose = r[4].as<std::string>();
-  run.state = r[5].as<std::string>();
-  run.created_by = r[6].as<std::string>();
-  run.params = json::parse(r[7].c_str());
-  run.created_at = fromEpoch(r[8].as<double>());
-  run.finished_at = optEpoch(r[9]);
-  run.summary = json::parse(r[10].c_str());
+  run.id = r[o + 0].as<std::string>();
+  run.workflow = r[o + 1].as<std::string>();
+  run.workflow_hash = r[o + 2].as<std::string>();
+  run.scope = r[o + 3].as<std::string>();
+  run.purpose = r[o + 4].as<std::string>();
+  run.state = r[o + 5].as<std::string>();
+  run.created_by = r[o + 6].as<std::string>();
+  run.params = json::parse(r[o + 7].c_str());
+  run.created_at = fromEpoch(r[o + 8].as<double>());
+  run.finished_at = optEpoch(r[o + 9]);
+  run.summary = json::parse(r[o + 10].c_str());
   return run;
 }
 
@@ -64,6 +70,52 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
   return a;
 }
 
+// The dispatch hot path (claim, report, lease checks), prepared on every pooled connection.
+// A group row is locked before any of its assignment rows, everywhere (claims skip locked rows).
+const std::string kLockGroup = "SELECT " + runColumns("r.") +
+                               ", g.state::text FROM run_groups g JOIN workflow_runs r ON r.id = g.run_id"
+                               " WHERE g.run_id = $1 AND g.group_key = $2 FOR UPDATE OF g";
+// An assignment's run, group and host never change: read with its group's lock.
+const std::string kReportLock = "SELECT a.host_id, a.group_key, " + runColumns("r.") +
+                                ", g.state::text FROM assignments a"
+                                " JOIN run_groups g ON g.run_id = a.run_id AND g.group_key = a.group_key"
+                                " JOIN workflow_runs r ON r.id = a.run_id WHERE a.id = $1 FOR UPDATE OF g";
+constexpr const char* kReportDone =
+    "UPDATE assignments SET state = 'done', finished_at = now(), result = $3::jsonb"
+    " WHERE id = $1 AND state = 'dispatched' AND lease = $2 RETURNING id";
+constexpr const char* kAssignmentState = "SELECT state, lease FROM assignments WHERE id = $1";
+constexpr const char* kUpdateGroup =
+    "UPDATE run_groups SET state = $3::jsonb, done = $4, next_wakeup = to_timestamp($5)"
+    " WHERE run_id = $1 AND group_key = $2";
+constexpr const char* kInsertAssignment =
+    "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms,"
+    " parse, inventory_after, state) VALUES ($1,$2,$3,$4,$5,$6,$7,$8::jsonb,$9,$10,$11,'pending')";
+constexpr const char* kCancelAssignment =
+    "UPDATE assignments SET state = 'cancelled', finished_at = now() WHERE id = $1 AND state IN ('pending', 'dispatched')";
+// The host's work for an agent that holds no step: first a step handed out before whose answer
+// never reached the agent (kilnd died between the commit and the reply, or the agent gave up
+// on the poll), the same id and lease again with the lease counted from now (kiln-agent's
+// journal knows an id it already ran); else its oldest pending step with a new lease.
+const std::string kClaim =
+    std::string("UPDATE assignments a SET state = 'dispatched',"
+                " lease = CASE WHEN a.state = 'pending' THEN a.lease + 1 ELSE a.lease END,"
+                " dispatched_at = CASE WHEN a.state = 'pending' THEN now() ELSE a.dispatched_at END,"
+                " lease_expires_at = now() + (a.timeout_ms + $2) * interval '1 millisecond'"
+                " WHERE a.id = (SELECT id FROM assignments WHERE host_id = $1"
+                "   AND (state = 'pending' OR (state = 'dispatched' AND lease_expires_at > now()))"
+                "   ORDER BY state = 'pending', CASE WHEN state = 'pending' THEN created_at ELSE dispatched_at END, id"
+                "   LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING ") +
+    kAssignmentColumns;
+const std::string kAssignmentById = std::string("SELECT ") + kAssignmentColumns + " FROM assignments WHERE id = $1";
+
+std::vector<PreparedStatement> runStatements() {
+  return {{"lock_group", kLockGroup},          {"report_lock", kReportLock},
+          {"report_done", kReportDone},        {"assignment_state", kAssignmentState},
+          {"update_group", kUpdateGroup},      {"insert_assignment", kInsertAssignment},
+          {"cancel_assignment", kCancelAssignment}, {"claim", kClaim},
+          {"assignment_by_id", kAssignmentById}};
+}
+
 runs::WorkflowRow workflowFromRow(const pqxx::row& r) {
   return {r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
           fromEpoch(r[4].as<double>())};
@@ -83,23 +135,12 @@ void persistUpdate(pqxx::work& txn, const RunRow& run, const std::string& group_
         " VALUES ($1, $2, $3::jsonb, $4, to_timestamp($5))",
         run.id, group_key, state, done, wake);
   } else {
-    txn.exec_params(
-        "UPDATE run_groups SET state = $3::jsonb, done = $4, next_wakeup = to_timestamp($5)"
-        " WHERE run_id = $1 AND group_key = $2",
-        run.id, group_key, state, done, wake);
+    txn.exec_prepared("update_group", run.id, group_key, state, done, wake);
   }
-  for (const auto& d : u.effects.dispatches) {
-    txn.exec_params(
-        "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms,"
-        " parse, inventory_after, state) VALUES ($1,$2,$3,$4,$5,$6,$7,$8::jsonb,$9,$10,$11,'pending')",
-        d.assignment_id, run.id, group_key, d.host, d.step_id, d.attempt, d.type, json(d.argv).dump(),
-        d.timeout_ms, d.parse, d.inventory_after);
-  }
-  for (const auto& id : u.effects.cancel_assignments)
-    txn.exec_params(
-        "UPDATE assignments SET state = 'cancelled', finished_at = now()"
-        " WHERE id = $1 AND state IN ('pending', 'dispatched')",
-        id);
+  for (const auto& d : u.effects.dispatches)
+    txn.exec_prepared("insert_assignment", d.assignment_id, run.id, group_key, d.host, d.step_id, d.attempt, d.type,
+                      json(d.argv).dump(), d.timeout_ms, d.parse, d.inventory_after);
+  for (const auto& id : u.effects.cancel_assignments) txn.exec_prepared("cancel_assignment", id);
   for (const auto& t : u.transitions) {
     // A transition the host's current state refuses (an operator moved it meanwhile) is
     // skipped: the run's verdict stands, the host stays where the operator put it.
@@ -107,20 +148,23 @@ void persistUpdate(pqxx::work& txn, const RunRow& run, const std::string& group_
   }
 }
 
-Result<std::pair<RunRow, GroupState>> lockGroup(pqxx::work& txn, const std::string& run_id, const std::string& group) {
-  auto run_rows = txn.exec_params(std::string("SELECT ") + kRunColumns + " FROM workflow_runs WHERE id = $1", run_id);
-  if (run_rows.empty()) return notFound("no run '" + run_id + "'");
-  auto rows = txn.exec_params(
-      "SELECT state::text FROM run_groups WHERE run_id = $1 AND group_key = $2 FOR UPDATE", run_id, group);
-  if (rows.empty()) return notFound("no group '" + group + "' in run '" + run_id + "'");
-  auto state = runs::groupFromJson(json::parse(rows[0][0].c_str()));
+// A row of runColumns() at `offset` followed by the group's state.
+Result<std::pair<RunRow, GroupState>> runAndGroup(const pqxx::row& r, int offset) {
+  RunRow run = runFromRow(r, offset);
+  auto state = runs::groupFromJson(json::parse(r[offset + kRunColumnCount].c_str()));
   if (!state.ok()) return state.error();
-  return std::make_pair(runFromRow(run_rows[0]), std::move(*state));
+  return std::make_pair(std::move(run), std::move(*state));
+}
+
+Result<std::pair<RunRow, GroupState>> lockGroup(pqxx::work& txn, const std::string& run_id, const std::string& group) {
+  auto rows = txn.exec_prepared("lock_group", run_id, group);
+  if (rows.empty()) return notFound("no group '" + group + "' in run '" + run_id + "'");
+  return runAndGroup(rows[0], 0);
 }
 
 class PgRunStore final : public runs::RunStore {
  public:
-  explicit PgRunStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
+  explicit PgRunStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size, runStatements()) {}
 
   Status putWorkflow(const runs::WorkflowRow& w, const core::Actor& actor) override {
     return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
@@ -371,58 +415,46 @@ class PgRunStore final : public runs::RunStore {
 
   Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) override {
     return pool_.transact<std::optional<AssignmentRow>>([&](pqxx::work& txn) -> Result<std::optional<AssignmentRow>> {
-      // First a step handed out before whose answer never reached the agent (kilnd died
-      // between the commit and the reply, or the agent gave up on the poll): the agent polls
-      // without running= only when it holds no step, so it gets the same id and lease again,
-      // with the lease counted from now. kiln-agent's journal knows an id it already ran.
-      auto again = txn.exec_params(
-          std::string("UPDATE assignments SET lease_expires_at = now() + (timeout_ms + $2) * interval '1 millisecond'"
-                      " WHERE id = (SELECT id FROM assignments WHERE host_id = $1 AND state = 'dispatched'"
-                      " AND lease_expires_at > now() ORDER BY dispatched_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
-                      " RETURNING ") +
-              kAssignmentColumns,
-          host, grace_ms);
-      if (!again.empty()) return std::optional<AssignmentRow>(assignmentFromRow(again[0]));
-      auto rows = txn.exec_params(
-          std::string("UPDATE assignments SET state = 'dispatched', lease = lease + 1, dispatched_at = now(),"
-                      " lease_expires_at = now() + (timeout_ms + $2) * interval '1 millisecond'"
-                      " WHERE id = (SELECT id FROM assignments WHERE host_id = $1 AND state = 'pending'"
-                      " ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING ") +
-              kAssignmentColumns,
-          host, grace_ms);
-      if (rows.empty()) return std::optional<AssignmentRow>();
-      return std::optional<AssignmentRow>(assignmentFromRow(rows[0]));
+      return claim(txn, host, grace_ms);
     });
   }
 
-  Result<runs::ReportOutcome> report(const std::string& id, const std::string& host, int lease,
-                                     const json& result, const GroupFn& fn) override {
-    return pool_.transact<runs::ReportOutcome>([&](pqxx::work& txn) -> Result<runs::ReportOutcome> {
-      auto peek = txn.exec_params("SELECT run_id, group_key, host_id FROM assignments WHERE id = $1", id);
-      if (peek.empty()) return notFound("no assignment '" + id + "'");
-      if (peek[0][2].as<std::string>() != host)
+  Result<runs::ReportReply> report(const std::string& id, const std::string& host, int lease, const json& result,
+                                   const GroupFn& fn, bool claim_next, std::int64_t grace_ms) override {
+    return pool_.transact<runs::ReportReply>([&](pqxx::work& txn) -> Result<runs::ReportReply> {
+      auto locked_rows = txn.exec_prepared("report_lock", id);
+      if (locked_rows.empty()) return notFound("no assignment '" + id + "'");
+      const auto& lr = locked_rows[0];
+      if (lr[0].as<std::string>() != host)
         return Error(ErrorCode::kPermissionDenied, "assignment '" + id + "' belongs to another host");
-      // Lock order everywhere: group row, then assignment rows.
-      auto locked = lockGroup(txn, peek[0][0].as<std::string>(), peek[0][1].as<std::string>());
-      if (!locked.ok()) return locked.error();
-      auto row = txn.exec_params1("SELECT state, lease FROM assignments WHERE id = $1 FOR UPDATE", id);
-      const std::string state = row[0].as<std::string>();
-      const int current = row[1].as<int>();
-      if (state == "done") return current == lease ? runs::ReportOutcome::kDuplicate : runs::ReportOutcome::kStale;
-      if (state == "cancelled") {
-        txn.exec_params("UPDATE assignments SET result = $2::jsonb WHERE id = $1 AND result IS NULL", id, result.dump());
-        return runs::ReportOutcome::kCancelled;
+      const std::string group_key = lr[1].as<std::string>();
+      runs::ReportReply reply;
+      if (txn.exec_prepared("report_done", id, lease, result.dump()).empty()) {
+        // Not a live lease: say which, under the group's lock.
+        auto row = txn.exec_prepared1("assignment_state", id);
+        const std::string state = row[0].as<std::string>();
+        const int current = row[1].as<int>();
+        if (state == "done" && current == lease) {
+          reply.outcome = runs::ReportOutcome::kDuplicate;
+        } else if (state == "cancelled") {
+          txn.exec_params("UPDATE assignments SET result = $2::jsonb WHERE id = $1 AND result IS NULL", id, result.dump());
+          reply.outcome = runs::ReportOutcome::kCancelled;
+        } else {
+          return runs::ReportReply{runs::ReportOutcome::kStale, std::nullopt};
+        }
+      } else {
+        auto locked = runAndGroup(lr, 2);
+        if (!locked.ok()) return locked.error();
+        // The versions the step left behind commit with its result: a kilnd killed after this
+        // commit must not lose them (the agent's retry is then only a duplicate).
+        if (result.contains("inventory")) writeInventory(txn, host, result["inventory"]);
+        auto update = fn(locked->first, std::move(locked->second));
+        if (!update.ok()) return update.error();
+        persistUpdate(txn, locked->first, group_key, *update, {"agent:" + host, host}, false);
+        reply.outcome = runs::ReportOutcome::kAccepted;
       }
-      if (state != "dispatched" || current != lease) return runs::ReportOutcome::kStale;
-      txn.exec_params("UPDATE assignments SET state = 'done', finished_at = now(), result = $2::jsonb WHERE id = $1", id,
-                      result.dump());
-      // The versions the step left behind commit with its result: a kilnd killed after this
-      // commit must not lose them (the agent's retry is then only a duplicate).
-      if (result.contains("inventory")) writeInventory(txn, host, result["inventory"]);
-      auto update = fn(locked->first, std::move(locked->second));
-      if (!update.ok()) return update.error();
-      persistUpdate(txn, locked->first, peek[0][1].as<std::string>(), *update, {"agent:" + host, host}, false);
-      return runs::ReportOutcome::kAccepted;
+      if (claim_next) reply.next = claim(txn, host, grace_ms);
+      return reply;
     });
   }
 
@@ -467,8 +499,8 @@ class PgRunStore final : public runs::RunStore {
   }
 
   Result<std::optional<AssignmentRow>> assignment(const std::string& id) override {
-    return pool_.transact<std::optional<AssignmentRow>>([&](pqxx::work& txn) -> Result<std::optional<AssignmentRow>> {
-      auto rows = txn.exec_params(std::string("SELECT ") + kAssignmentColumns + " FROM assignments WHERE id = $1", id);
+    return pool_.read<std::optional<AssignmentRow>>([&](pqxx::nontransaction& txn) -> Result<std::optional<AssignmentRow>> {
+      auto rows = txn.exec_prepared("assignment_by_id", id);
       if (rows.empty()) return std::optional<AssignmentRow>();
       return std::optional<AssignmentRow>(assignmentFromRow(rows[0]));
     });
@@ -590,6 +622,12 @@ class PgRunStore final : public runs::RunStore {
   }
 
  private:
+  static std::optional<AssignmentRow> claim(pqxx::work& txn, const std::string& host, std::int64_t grace_ms) {
+    auto rows = txn.exec_prepared("claim", host, grace_ms);
+    if (rows.empty()) return std::nullopt;
+    return assignmentFromRow(rows[0]);
+  }
+
   static void writeInventory(pqxx::work& txn, const std::string& host, const json& inventory) {
     if (!inventory.is_object()) return;
     for (const auto& [kind, v] : inventory.items()) {

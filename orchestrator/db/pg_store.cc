@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_model.h"
@@ -363,6 +364,22 @@ class PgStore final : public core::Store {
           return std::optional<core::TokenRecord>(
               core::TokenRecord{tokenFromRow(rows[0]), rows[0][7].as<std::string>()});
         });
+  }
+
+  Result<core::Store::Revocations> tokensRevokedSince(core::TimePoint since) override {
+    return pool_.read<core::Store::Revocations>([&](pqxx::nontransaction& txn) -> Result<core::Store::Revocations> {
+      core::Store::Revocations out;
+      // One statement, so the clock and the rows come from one snapshot.
+      auto rows = txn.exec_params(
+          "SELECT extract(epoch from now())::float8, array_to_string(array("
+          "SELECT id FROM tokens WHERE revoked_at >= to_timestamp($1)), ',')",
+          toEpoch(since));
+      out.now = fromEpoch(rows[0][0].as<double>());
+      std::stringstream ids(rows[0][1].as<std::string>());
+      for (std::string id; std::getline(ids, id, ',');)
+        if (!id.empty()) out.ids.push_back(id);
+      return out;
+    });
   }
 
   Result<bool> hasAdminToken() override {

@@ -197,6 +197,14 @@ int main(int argc, char** argv) {
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
 
+  // Revocations made by other replicas (and by agent re-enrolment) reach this one's token cache.
+  std::thread revocations([&] {
+    while (!stopping) {
+      api.followRevocations();
+      for (int i = 0; i < 10 && !stopping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+
   http::ServerOptions server_options;
   server_options.host = config->host();
   server_options.port = config->port();
@@ -205,6 +213,10 @@ int main(int argc, char** argv) {
   auto server = http::makeServer(server_options, api);
   if (auto st = server->start(); !st.ok()) {
     log->critical("{}", st.error().message);
+    stopping = true;  // a joinable thread must not be destroyed
+    controller.join();
+    revocations.join();
+    gateway.stop();
     return 1;
   }
   log->info("kilnd serving {}://{}", config->tls_cert.empty() ? "http" : "https", config->listen);
@@ -216,6 +228,7 @@ int main(int argc, char** argv) {
   server->stop(5000);
   stopping = true;
   controller.join();
+  revocations.join();
   log->info("stopped");
   return 0;
 }

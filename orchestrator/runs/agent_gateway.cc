@@ -38,6 +38,22 @@ std::size_t AgentGateway::parkedCount() const {
   return parked_.size();
 }
 
+std::string AgentGateway::metrics() const {
+  std::string out =
+      "# HELP kiln_agent_polls_total Agent polls by what they cost: parked (memory only), step_read (the running"
+      " step read from the database), claim (work claimed).\n# TYPE kiln_agent_polls_total counter\n";
+  out += "kiln_agent_polls_total{path=\"parked\"} " + std::to_string(polls_parked_.load()) + "\n";
+  out += "kiln_agent_polls_total{path=\"step_read\"} " + std::to_string(polls_step_read_.load()) + "\n";
+  out += "kiln_agent_polls_total{path=\"claim\"} " + std::to_string(polls_claim_.load()) + "\n";
+  out += "# HELP kiln_agent_reports_total Step reports taken; handed_out: answered with the host's next step.\n"
+         "# TYPE kiln_agent_reports_total counter\n";
+  out += "kiln_agent_reports_total{answer=\"ack\"} " + std::to_string(reports_.load() - reports_handed_out_.load()) + "\n";
+  out += "kiln_agent_reports_total{answer=\"handed_out\"} " + std::to_string(reports_handed_out_.load()) + "\n";
+  out += "# HELP kiln_agent_polls_parked Agent long polls parked now.\n# TYPE kiln_agent_polls_parked gauge\n";
+  out += "kiln_agent_polls_parked " + std::to_string(parkedCount()) + "\n";
+  return out;
+}
+
 void AgentGateway::poll(const std::string& host, const std::string& boot_id, int wait_s, const std::string& running,
                         PollReply reply) {
   wait_s = std::clamp(wait_s, 0, options_.max_wait_s);
@@ -46,22 +62,38 @@ void AgentGateway::poll(const std::string& host, const std::string& boot_id, int
   const int wait_ms = wait_s * 1000;
   const int jitter = wait_ms > 0 ? std::uniform_int_distribution<int>(0, wait_ms / 10)(rng) : 0;
   Parked p{std::move(reply), std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms - jitter), running};
-  bool has_work;
+  bool has_work, known_running = false, known_done = false;
   {
     std::lock_guard lock(mu_);
     beats_[host] = {host, boot_id, clock_.now()};
     has_work = pending_.count(host) > 0;
+    if (auto it = last_report_.find(host); !running.empty() && it != last_report_.end()) {
+      // A poll sent before its step's report arrived: the step is over.
+      known_done = it->second.reported == running;
+      // The step the last report was answered with, nothing happened to the host since: it
+      // still runs, no read needed (once; later polls of the step read it).
+      if (it->second.next == running) {
+        known_running = it->second.epoch == epoch_[host];
+        it->second.next.clear();
+      }
+    }
   }
-  if (has_work || !running.empty()) {
-    executor_.post([this, host, p = std::move(p)]() mutable { check(host, std::move(p)); });
+  if (known_done) {
+    p.reply(std::optional<json>());
     return;
   }
-  park(host, std::move(p));
+  if (known_running || (!has_work && running.empty())) {
+    ++polls_parked_;
+    park(host, std::move(p));
+    return;
+  }
+  executor_.post([this, host, p = std::move(p)]() mutable { check(host, std::move(p)); });
 }
 
 void AgentGateway::check(const std::string& host, Parked p) {
   if (!p.running.empty()) {
     // One read of the assignment answers both questions: cancelled (or its lease lost), or done.
+    ++polls_step_read_;
     auto a = store_.assignment(p.running);
     const bool mine = a.ok() && *a && (*a)->host == host;
     if (mine && ((*a)->state == "cancelled" || (*a)->state == "lost")) {
@@ -85,6 +117,7 @@ void AgentGateway::check(const std::string& host, Parked p) {
       pending = pending_.count(host) > 0;
     }
     if (pending) {
+      ++polls_claim_;
       auto work = runs_.claimWork(host);
       if (!work.ok()) {
         p.reply(work.error());
@@ -120,11 +153,37 @@ void AgentGateway::park(const std::string& host, Parked p) {
   if (replaced) replaced->reply(std::optional<json>());
 }
 
+Result<RunService::ReportAnswer> AgentGateway::report(const std::string& host, const std::string& assignment_id,
+                                                      const json& body) {
+  std::uint64_t epoch;
+  {
+    std::lock_guard lock(mu_);
+    epoch = epoch_[host];
+  }
+  auto answer = runs_.report(assignment_id, host, body);
+  if (!answer.ok() || answer->outcome == ReportOutcome::kStale) return answer;
+  ++reports_;
+  if (answer->next) ++reports_handed_out_;
+  std::optional<Parked> ended;
+  {
+    std::lock_guard lock(mu_);
+    last_report_[host] = {assignment_id, answer->next ? answer->next->value("id", "") : "", epoch};
+    if (auto it = parked_.find(host); it != parked_.end() && it->second.running == assignment_id) {
+      ended = std::move(it->second);
+      parked_.erase(it);
+    }
+  }
+  // Its step is over: the agent polls again with what it runs now.
+  if (ended) ended->reply(std::optional<json>());
+  return answer;
+}
+
 void AgentGateway::notify(const std::string& host) {
   std::optional<Parked> woken;
   {
     std::lock_guard lock(mu_);
     pending_.insert(host);
+    ++epoch_[host];
     auto it = parked_.find(host);
     if (it != parked_.end()) {
       woken = std::move(it->second);
@@ -166,12 +225,20 @@ void AgentGateway::loop() {
       auto hosts = store_.hostsWithOpenWork();
       if (hosts.ok())
         for (const auto& h : *hosts) {
-          bool known;
+          bool wake = false;
           {
             std::lock_guard relock(mu_);
-            known = pending_.count(h) > 0;
+            if (pending_.count(h) == 0) {
+              // Only a poll that holds no step takes work: an idle parked one is woken; a host
+              // whose poll is on its way is marked, without moving its epoch (what is known of
+              // its running step stays true), so its next idle poll claims. A poll parked with
+              // running= is left alone: it reads its step when it ends.
+              auto it = parked_.find(h);
+              if (it == parked_.end()) pending_.insert(h);
+              else wake = it->second.running.empty();
+            }
           }
-          if (!known) notify(h);
+          if (wake) notify(h);
         }
     }
     lock.lock();

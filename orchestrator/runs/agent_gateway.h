@@ -4,6 +4,7 @@
 // touches PostgreSQL only when the host has work (or a running step to check), so 100,000
 // agents polling every 30 s cost nothing but their sockets (DEPENDENCIES.md).
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -49,8 +50,17 @@ class AgentGateway {
             PollReply reply);
   // The host has new work or a cancelled step (after the commit). Thread-safe.
   void notify(const std::string& host);
+  // An agent's report (RunService::report), then: a poll of the host with running=<this
+  // assignment>, parked or still on its way, is answered at once (the step is over), and the
+  // first poll with running=<the assignment handed out with the answer> parks without a
+  // database read unless the host was notified since. Thread-safe.
+  Result<RunService::ReportAnswer> report(const std::string& host, const std::string& assignment_id,
+                                          const nlohmann::json& body);
 
   std::size_t parkedCount() const;
+  // kiln_agent_polls_total by how each poll was answered or parked, kiln_agent_reports_total,
+  // kiln_agent_polls_parked (Prometheus text).
+  std::string metrics() const;
 
  private:
   struct Parked {
@@ -74,6 +84,19 @@ class AgentGateway {
   std::unordered_map<std::string, Parked> parked_;
   std::unordered_set<std::string> pending_;
   std::unordered_map<std::string, Heartbeat> beats_;
+  // Counts notify() per host, so that what the gateway learnt about a host can be dated.
+  std::unordered_map<std::string, std::uint64_t> epoch_;
+  // The host's last report: `reported` is done for good; `next`, handed out with its answer at
+  // `epoch`, is still dispatched to the host while the epoch has not moved.
+  struct LastReport {
+    std::string reported, next;
+    std::uint64_t epoch = 0;
+  };
+  std::unordered_map<std::string, LastReport> last_report_;
+
+  // Polls by what answered them: parked without a read, a read of the running step, a claim.
+  std::atomic<std::uint64_t> polls_parked_{0}, polls_step_read_{0}, polls_claim_{0};
+  std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0};
   std::thread thread_;
 };
 

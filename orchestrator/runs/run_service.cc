@@ -166,10 +166,11 @@ GroupFn RunService::engineFn(std::function<Result<Effects>(const Engine&, GroupS
   };
 }
 
-void RunService::notify(const Effects& fx) {
+void RunService::notify(const Effects& fx, const std::string& delivered) {
   if (!on_work_) return;
   std::set<std::string> hosts;
-  for (const auto& d : fx.dispatches) hosts.insert(d.host);
+  for (const auto& d : fx.dispatches)
+    if (d.assignment_id != delivered) hosts.insert(d.host);
   for (const auto& id : fx.cancel_assignments) {
     // "<run>:<host>:<seq>"
     auto a = id.find(':'), b = id.rfind(':');
@@ -461,29 +462,40 @@ Result<json> RunService::quarantineView() {
   return json{{"items", items}, {"next_cursor", nullptr}};
 }
 
+namespace {
+
+json assignmentJson(const AssignmentRow& r) {
+  return json{{"id", r.id},
+              {"lease", r.lease},
+              {"run_id", r.run_id},
+              {"step_id", r.step_id},
+              {"attempt", r.attempt},
+              {"type", r.type},
+              {"argv", r.argv},
+              {"timeout_ms", r.timeout_ms},
+              {"kill_grace_ms", 5000},
+              {"parse", r.parse},
+              {"output_cap", 65536},
+              {"inventory_after", r.inventory_after}};
+}
+
+}  // namespace
+
 Result<std::optional<json>> RunService::claimWork(const std::string& host) {
   auto a = store_.claimWork(host, options_.lease_grace_ms);
   if (!a.ok()) return a.error();
   if (!*a) return std::optional<json>();
-  const AssignmentRow& r = **a;
-  return std::optional<json>(json{{"id", r.id},
-                                  {"lease", r.lease},
-                                  {"run_id", r.run_id},
-                                  {"step_id", r.step_id},
-                                  {"attempt", r.attempt},
-                                  {"type", r.type},
-                                  {"argv", r.argv},
-                                  {"timeout_ms", r.timeout_ms},
-                                  {"kill_grace_ms", 5000},
-                                  {"parse", r.parse},
-                                  {"output_cap", 65536},
-                                  {"inventory_after", r.inventory_after}});
+  return std::optional<json>(assignmentJson(**a));
 }
 
-Result<ReportOutcome> RunService::report(const std::string& assignment_id, const std::string& host, const json& body) {
+Result<RunService::ReportAnswer> RunService::report(const std::string& assignment_id, const std::string& host,
+                                                    const json& body) {
   if (!body.is_object()) return invalidContent("expected a JSON object");
   if (!body.contains("lease") || !body["lease"].is_number_integer())
     return Error(invalidContent("the report needs its lease")).with("field", "lease");
+  if (body.contains("ready") && !body["ready"].is_boolean())
+    return Error(invalidContent("ready must be true or false")).with("field", "ready");
+  const bool ready = body.value("ready", false);
   const StepResult result = stepResultFrom(body);
   Effects produced;
   auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
@@ -491,11 +503,12 @@ Result<ReportOutcome> RunService::report(const std::string& assignment_id, const
     if (fx.ok()) produced = *fx;
     return fx;
   });
-  json stored = body;
-  auto outcome = store_.report(assignment_id, host, body["lease"].get<int>(), stored, fn);
-  if (!outcome.ok()) return outcome.error();
-  if (*outcome == ReportOutcome::kAccepted) notify(produced);
-  return outcome;
+  auto reply = store_.report(assignment_id, host, body["lease"].get<int>(), body, fn, ready, options_.lease_grace_ms);
+  if (!reply.ok()) return reply.error();
+  ReportAnswer answer{reply->outcome, std::nullopt};
+  if (reply->next) answer.next = assignmentJson(*reply->next);
+  if (reply->outcome == ReportOutcome::kAccepted) notify(produced, reply->next ? reply->next->id : "");
+  return answer;
 }
 
 int RunService::tick() {
@@ -528,6 +541,8 @@ int RunService::tick() {
       });
       if (auto r = store_.expireLease(a.id, a.lease, fn); r.ok() && *r) {
         notify(produced);
+        // A poll parked with running=<this step> learns that its lease is gone.
+        if (on_work_) on_work_(a.host);
         ++did;
       }
     }

@@ -68,7 +68,13 @@ class RunService {
 
   // Agent side.
   Result<std::optional<nlohmann::json>> claimWork(const std::string& host);
-  Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, const nlohmann::json& body);
+  struct ReportAnswer {
+    ReportOutcome outcome = ReportOutcome::kStale;
+    std::optional<nlohmann::json> next;  // the host's next assignment, when the body said "ready"
+  };
+  // An agent's report. A body with "ready": true says the agent holds no other step: its next
+  // assignment is handed out with the acknowledgement (and the host is not notified of it).
+  Result<ReportAnswer> report(const std::string& assignment_id, const std::string& host, const nlohmann::json& body);
 
   // One controller pass: due timers, expired leases, finished runs, unreachable agents.
   // Returns how many things it did (for tests and metrics).
@@ -84,7 +90,9 @@ class RunService {
   GroupFn engineFn(std::function<Result<Effects>(const class Engine&, GroupState&)> event);
   std::vector<core::HostTransition> transitionsFor(const RunRow& run, const GroupState& g,
                                                    const std::vector<std::string>& finished) const;
-  void notify(const Effects& fx);
+  // Tells on_work about every host fx gave work or cancelled work, but the assignment
+  // `delivered` (handed out in the same transaction).
+  void notify(const Effects& fx, const std::string& delivered = "");
 
   core::Store& fleet_;
   RunStore& store_;

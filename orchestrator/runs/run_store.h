@@ -71,6 +71,11 @@ struct AssignmentRow {
 
 enum class ReportOutcome { kAccepted, kDuplicate, kStale, kCancelled };
 
+struct ReportReply {
+  ReportOutcome outcome = ReportOutcome::kStale;
+  std::optional<AssignmentRow> next;  // claimed in the report's transaction (claim_next)
+};
+
 struct RunFilter {
   std::string workflow, state, host, purpose;
 };
@@ -128,9 +133,12 @@ class RunStore {
   // first answer was lost), same id and lease, its lease counted from now.
   virtual Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) = 0;
   // An agent's report. Accepted: stored with the inventory it carries, then fn applied to the
-  // group, all in one transaction.
-  virtual Result<ReportOutcome> report(const std::string& assignment_id, const std::string& host, int lease,
-                                       const nlohmann::json& result, const GroupFn& fn) = 0;
+  // group, all in one transaction. With `claim_next` (the agent holds no other step) the host's
+  // next work is claimed in that same transaction, as claimWork would hand it out, unless the
+  // report is stale: one commit per step instead of a report and a claim.
+  virtual Result<ReportReply> report(const std::string& assignment_id, const std::string& host, int lease,
+                                     const nlohmann::json& result, const GroupFn& fn, bool claim_next,
+                                     std::int64_t grace_ms) = 0;
   // Dispatched assignments whose lease ran out: marked lost and fn applied (one transaction each).
   virtual Result<std::vector<AssignmentRow>> expiredLeases(TimePoint now, int limit) = 0;
   virtual Result<bool> expireLease(const std::string& assignment_id, int lease, const GroupFn& fn) = 0;

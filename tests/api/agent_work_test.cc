@@ -69,11 +69,20 @@ class AgentWorkTest : public ApiTest {
     return json::object();
   }
 
-  Reply report(int i, const json& a) {
+  Reply report(int i, const json& a, const json& ready = json()) {
     json body = {{"lease", a["lease"]}, {"host", hosts_[i]}, {"started", true}, {"exit_code", 0},
                  {"signal", 0},         {"timed_out", false}, {"cancelled", false}, {"duration_ms", 5},
                  {"stdout_tail", ""},   {"stderr_tail", ""},  {"boot_id", "boot-1"}};
+    if (!ready.is_null()) body["ready"] = ready;
     return call(*agents_[i], "POST", "/api/v1/assignments/" + a["id"].get<std::string>() + "/result", body.dump());
+  }
+
+  // kilnd's kiln_agent_polls_total{path=...}.
+  long pollCounter(const std::string& path) {
+    Reply m = call(*admin_, "GET", "/metrics");
+    const std::string key = "kiln_agent_polls_total{path=\"" + path + "\"} ";
+    const auto at = m.body.find(key);
+    return at == std::string::npos ? -1 : std::stol(m.body.substr(at + key.size()));
   }
 
   std::vector<std::string> hosts_;
@@ -98,6 +107,61 @@ TEST_F(AgentWorkTest, AnIdlePollGetsAStepWhoseAnswerWasLostAgainWithTheSameLease
   json second = assignmentFor(0);
   EXPECT_NE(second["id"], first["id"]);
   EXPECT_EQ(second.value("step_id", ""), "second");
+}
+
+TEST_F(AgentWorkTest, AReadyReportIsAnsweredWithTheHostsNextStep) {
+  startRun({hosts_[0], hosts_[1]});
+  json first = assignmentFor(0);
+  ASSERT_EQ(first.value("step_id", ""), "first");
+  // "ready": the agent holds no other step, so the acknowledgement carries the next one.
+  Reply ack = report(0, first, true);
+  ASSERT_EQ(ack.status, 200) << ack.body;
+  EXPECT_EQ(ack.doc()["outcome"], "accepted");
+  ASSERT_TRUE(ack.doc().contains("assignment")) << ack.body;
+  const json second = ack.doc()["assignment"];
+  EXPECT_EQ(second.value("step_id", ""), "second");
+  EXPECT_EQ(second["lease"], 1);
+  for (const char* key : {"id", "run_id", "type", "argv", "timeout_ms", "kill_grace_ms", "parse", "output_cap"})
+    EXPECT_TRUE(second.contains(key)) << key;
+  // It is dispatched: the step's record says so, and the host's idle poll would get the same
+  // step again (an answer lost on the way), not a second one.
+  Reply run = call(*admin_, "GET", "/api/v1/workflow-runs/" + first["run_id"].get<std::string>());
+  ASSERT_EQ(run.status, 200);
+  Reply again = poll(0);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.doc()["assignment"]["id"], second["id"]);
+  EXPECT_EQ(again.doc()["assignment"]["lease"], second["lease"]);
+  // The first poll with running=<the handed-out step> parks without reading it.
+  const long reads = pollCounter("step_read");
+  ASSERT_GE(reads, 0);
+  EXPECT_EQ(poll(0, second["id"].get<std::string>()).status, 204);
+  EXPECT_EQ(pollCounter("step_read"), reads);
+  // A poll of the reported step that was on its way is answered without a read too.
+  EXPECT_EQ(poll(0, first["id"].get<std::string>()).status, 204);
+  EXPECT_EQ(pollCounter("step_read"), reads);
+  // A later poll of the running step reads it (the host may have been cancelled elsewhere).
+  EXPECT_EQ(poll(0, second["id"].get<std::string>()).status, 204);
+  EXPECT_EQ(pollCounter("step_read"), reads + 1);
+
+  // The last step's ready report has nothing to hand out; a duplicate of it neither.
+  Reply last = report(0, second, true);
+  ASSERT_EQ(last.status, 200) << last.body;
+  EXPECT_FALSE(last.doc().contains("assignment")) << last.body;
+  Reply dup = report(0, second, true);
+  ASSERT_EQ(dup.status, 200) << dup.body;
+  EXPECT_EQ(dup.doc()["outcome"], "duplicate");
+  EXPECT_FALSE(dup.doc().contains("assignment")) << dup.body;
+
+  // Without "ready" (an agent busy with another step) nothing is handed out; the next step
+  // waits for an idle poll. A "ready" that is not a boolean is refused and changes nothing.
+  json other = assignmentFor(1);
+  Reply bad = report(1, other, "yes");
+  EXPECT_TRUE(isError(bad, 422, "invalid_content")) << bad.body;
+  Reply plain = report(1, other);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(plain.doc()["outcome"], "accepted");
+  EXPECT_FALSE(plain.doc().contains("assignment"));
+  EXPECT_EQ(assignmentFor(1).value("step_id", ""), "second");
 }
 
 TEST_F(AgentWorkTest, AbortingARolloutWhoseAgentsAreGoneEndsInsteadOfWaitingForever) {

@@ -203,5 +203,31 @@ TEST(KilndReplicasTest, TwoKilndsServeOneDatabaseAtOnce) {
   EXPECT_EQ(b.stop(), 0);
 }
 
+TEST(KilndReplicasTest, ATokenRevokedThroughOneReplicaStopsWorkingOnTheOtherWithinSeconds) {
+  TestDatabase db;
+  KilndProcess a({.database_url = db.url()});
+  ASSERT_TRUE(a.start().ok());
+  KilndProcess b({.database_url = db.url(), .admin_token_file = a.adminTokenFile()});
+  ASSERT_TRUE(b.start().ok());
+  auto ca = clientOf(a, a.adminToken());
+  Reply made = call(*ca, "POST", "/api/v1/tokens", R"({"role":"viewer","name":"ci"})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto on_b = clientOf(b, made.doc()["token"].get<std::string>());
+  ASSERT_EQ(call(*on_b, "GET", "/api/v1/pods").status, 200);  // now in b's token cache (for 10 min)
+
+  ASSERT_EQ(call(*ca, "DELETE", "/api/v1/tokens/" + made.doc()["id"].get<std::string>()).status, 200);
+  // b learns of it from the revocation feed (about every second), not from its cache's TTL.
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 200;
+  while (status == 200 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    status = call(*on_b, "GET", "/api/v1/pods").status;
+    if (status == 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 401);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_EQ(a.stop(), 0);
+  EXPECT_EQ(b.stop(), 0);
+}
+
 }  // namespace
 }  // namespace kiln::apitest

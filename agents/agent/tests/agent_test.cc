@@ -229,6 +229,33 @@ TEST_F(AgentTest, RunsAnAssignmentAndReportsItsResult) {
   EXPECT_EQ(lines[3]["lease"], 7);
 }
 
+TEST_F(AgentTest, RunsTheStepAReportsAnswerHandsOutAndSaysWhenItIsReady) {
+  runner_.script("nvidia-smi", FakeProcessRunner::exited(0, "one", ""));
+  runner_.script("dcgmi", FakeProcessRunner::exited(0, "two", ""));
+  transport_.pushAssignment(assignment("a-1", {"nvidia-smi", "-q"}, {{"lease", 1}}));
+  // The first report's acknowledgement carries the host's next step; no poll hands it out.
+  transport_.pushReport(HttpReply{200, json{{"acknowledged", true}, {"outcome", "accepted"},
+                                            {"assignment", assignment("a-2", {"dcgmi", "diag"}, {{"lease", 1}})}}
+                                           .dump()});
+  transport_.pushReport(HttpReply{200, json{{"acknowledged", true}, {"outcome", "accepted"}}.dump()});
+  start();
+  ASSERT_TRUE(transport_.waitForReports(2));
+  auto reports = transport_.reports();
+  EXPECT_EQ(reports[0].path, "/api/v1/assignments/a-1/result");
+  EXPECT_EQ(reports[1].path, "/api/v1/assignments/a-2/result");
+  // Holding no other step when it reports, the agent says it is ready for the next one.
+  EXPECT_EQ(json::parse(reports[0].body)["ready"], true);
+  EXPECT_EQ(json::parse(reports[1].body)["stdout_tail"], "two");
+  auto specs = runner_.specs();
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[1].argv, (std::vector<std::string>{"dcgmi", "diag"}));
+  // Journaled like a step from a poll: started, finished, reported for each.
+  stop();
+  int reported = 0;
+  for (const auto& line : journalLines(settings_.state_dir)) reported += line["event"] == "reported";
+  EXPECT_EQ(reported, 2);
+}
+
 TEST_F(AgentTest, AppliesTheParserToTheWholeStdoutAndSendsOnlyTheTail) {
   const std::string doc = R"({"gpus": [1, 2, 3], "padding": ")" + std::string(200, 'x') + "\"}";
   runner_.script("tool", FakeProcessRunner::exited(0, doc));

@@ -267,6 +267,13 @@ void Fleet::poll(Host& h) {
   HttpRequest req{"GET", target, h.token, "", Priority::kNormal,
                   milliseconds(d.wait_s * 1000) + settings_.poll_request_slack};
   const std::uint64_t gen = ++h.poll_gen;
+  {
+    // A poll still queued when the host made a newer one (its step was reported meanwhile)
+    // would only ask kilnd about a step that is over.
+    std::weak_ptr<int> alive = life_;
+    Host* host = &h;
+    req.wanted = [alive, host, gen] { return !alive.expired() && host->poll_gen == gen; };
+  }
   counters_.polls++;
   counters_.polls_in_flight++;
   if (d.long_poll) counters_.long_polls_in_flight++;
@@ -285,10 +292,11 @@ void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then
                    SteadyClock::time_point sent, Result<HttpResponse> r) {
   counters_.polls_in_flight--;
   if (long_poll) counters_.long_polls_in_flight--;
+  if (gen != h.poll_gen) return;  // superseded (perhaps dropped unsent): not a latency
   const auto latency = loop_.now() - sent;
   poll_latency_.record(latency);
   if (r.ok() && (r->status == 200 || !long_poll)) quick_poll_latency_.record(latency);
-  if (stopping_ || gen != h.poll_gen || h.phase != Host::Phase::kActive) return;
+  if (stopping_ || h.phase != Host::Phase::kActive) return;
 
   if (retryable(r) || (r->status != 200 && r->status != 204 && r->status != 401)) {
     counters_.poll_errors++;
@@ -398,6 +406,8 @@ void Fleet::sendReport(Host& h) {
   KILN_CHECK(h.report.has_value());
   if (h.phase != Host::Phase::kActive) return;  // enrolling: onEnrolled sends it
   h.report->in_flight = true;
+  // A host runs one step at a time: reporting, it holds none, so kilnd may answer with the next.
+  h.report->body["ready"] = !stopping_;
   HttpRequest req{"POST", "/api/v1/assignments/" + percentEncode(h.report->id) + "/result", h.token,
                   h.report->body.dump(-1, ' ', false, json::error_handler_t::replace),
                   Priority::kHigh};
@@ -416,6 +426,9 @@ void Fleet::onReport(Host& h, SteadyClock::time_point sent, Result<HttpResponse>
   request_latency_.record(loop_.now() - sent);
   if (r.ok() && r->status == 200) {
     counters_.reports_ok++;
+    auto answer = json::parse(r->body, nullptr, false);
+    if (answer.is_object() && answer.contains("assignment") && answer["assignment"].is_object())
+      return afterReport(h, &answer["assignment"]);
     return afterReport(h);
   }
   if (r.ok() && r->status == 409) {
@@ -443,11 +456,13 @@ void Fleet::onReport(Host& h, SteadyClock::time_point sent, Result<HttpResponse>
   });
 }
 
-void Fleet::afterReport(Host& h) {
+void Fleet::afterReport(Host& h, const json* next) {
   h.report.reset();
   h.hot_until = loop_.now() + settings_.hot_window;
-  if (stopping_) return maybeFinishStop();
-  // Ask for the next step now; a poll still parked with running=<id> is replaced by kilnd.
+  if (stopping_) return maybeFinishStop();  // a next step handed out now is abandoned, like a running one
+  if (next) startStep(h, *next);
+  // Poll now: for the next step (or with running=<it>, for its cancellation); kilnd answers a
+  // poll still parked with running=<the reported id>.
   schedulePoll(h, milliseconds(0));
 }
 

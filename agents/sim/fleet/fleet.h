@@ -121,7 +121,8 @@ class Fleet {
   void queueReport(Host& h, const std::string& id, nlohmann::json body);
   void sendReport(Host& h);
   void onReport(Host& h, SteadyClock::time_point sent, Result<HttpResponse> r);
-  void afterReport(Host& h);
+  // `next`: the assignment the report's answer handed out, if any.
+  void afterReport(Host& h, const nlohmann::json* next = nullptr);
   void tokenRefused(Host& h);
   void maybeFinishStop();
   void log(LogLevel level, const std::string& msg) const;

@@ -84,6 +84,11 @@ struct HttpPool::Impl : std::enable_shared_from_this<HttpPool::Impl> {
       auto& q = queues[0].empty() ? queues[1] : queues[0];
       Pending p = std::move(q.front());
       q.pop_front();
+      if (p.req.wanted && !p.req.wanted()) {
+        idle.push_back(std::move(c));
+        asio::post(io, [done = std::move(p.done)] { done(unavailable("dropped unsent: superseded")); });
+        continue;
+      }
       start(c, std::move(p));
     }
   }

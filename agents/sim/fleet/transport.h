@@ -21,6 +21,9 @@ struct HttpRequest {
   std::string body;    // JSON when not empty
   Priority priority = Priority::kNormal;
   std::chrono::milliseconds timeout{30000};  // from the moment a connection takes it
+  // Asked when a connection takes the request; false drops it unsent (`done` gets
+  // kUnavailable): a poll that waited in the queue while a newer one of its host was made.
+  std::function<bool()> wanted;
 };
 
 struct HttpResponse {

@@ -123,6 +123,29 @@ TEST_F(FleetTest, RunsAnAssignmentForItsScaledDurationAndReportsLikeTheAgent) {
   EXPECT_EQ(fleet_->counters().steps_done, 1u);
 }
 
+TEST_F(FleetTest, StartsTheStepAReportsAnswerHandsOutAndSaysItIsReady) {
+  startEnrolled({"h1"});
+  transport_.take(pollPrefix("h1")).done(reply(200, {{"assignment", diagAssignment("r-1:h1:1")}}));
+  loop_.advance(milliseconds(0));
+  auto stale = transport_.take(pollPrefix("h1"));  // running=r-1:h1:1
+  loop_.advance(milliseconds(1000));
+  auto report = transport_.take("/api/v1/assignments/r-1%3Ah1%3A1/result");
+  EXPECT_EQ(json::parse(report.req.body)["ready"], true);
+  report.done(reply(200, {{"acknowledged", true}, {"outcome", "accepted"}, {"assignment", diagAssignment("r-1:h1:2")}}));
+  loop_.advance(milliseconds(0));
+  // The handed-out step runs at once; the host polls with it as running=, not for work.
+  EXPECT_EQ(fleet_->counters().running, 1u);
+  EXPECT_EQ(fleet_->counters().assignments, 2u);
+  auto poll = transport_.take(pollPrefix("h1"));
+  EXPECT_NE(poll.req.target.find("running=r-1%3Ah1%3A2"), std::string::npos) << poll.req.target;
+  // The poll made for the first step is superseded: a connection taking it drops it unsent.
+  ASSERT_TRUE(stale.req.wanted);
+  EXPECT_FALSE(stale.req.wanted());
+  EXPECT_TRUE(poll.req.wanted());
+  loop_.advance(milliseconds(1000));
+  EXPECT_TRUE(transport_.has("/api/v1/assignments/r-1%3Ah1%3A2/result"));
+}
+
 TEST_F(FleetTest, RetriesAReportOnNetworkErrorsAndDropsItOn409) {
   startEnrolled({"h1"});
   transport_.take(pollPrefix("h1")).done(reply(200, {{"assignment", diagAssignment("a1")}}));

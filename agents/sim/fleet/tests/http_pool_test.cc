@@ -129,6 +129,24 @@ TEST_F(HttpPoolTest, HighPriorityRequestsJumpTheQueue) {
   EXPECT_EQ(server_.order[2], "/poll");
 }
 
+TEST_F(HttpPoolTest, ARequestNoLongerWantedWhenItsTurnComesIsDroppedUnsent) {
+  auto p = pool(1);
+  bool still_wanted = true;
+  std::vector<std::string> answers;
+  auto note = [&](const std::string& name) {
+    return [&answers, name](Result<HttpResponse> r) { answers.push_back(name + (r.ok() ? " ok" : " dropped")); };
+  };
+  p->send(HttpRequest{"GET", "/first"}, note("first"));
+  HttpRequest stale{"GET", "/stale-poll"};
+  stale.wanted = [&] { return still_wanted; };
+  p->send(stale, note("stale"));
+  p->send(HttpRequest{"GET", "/last"}, note("last"));
+  still_wanted = false;  // superseded while it waited for the one connection
+  runUntil([&] { return answers.size() == 3; });
+  EXPECT_EQ(answers, (std::vector<std::string>{"first ok", "stale dropped", "last ok"}));
+  EXPECT_EQ(server_.order, (std::vector<std::string>{"/first", "/last"}));
+}
+
 TEST_F(HttpPoolTest, ConnectionClosedByTheServerIsReplacedAndTheRequestRetried) {
   auto p = pool(1);
   std::vector<Result<HttpResponse>> got;
