@@ -144,27 +144,29 @@ void addRunRoutes(Router& router, Services& s) {
 
   router.add({.method = "POST", .pattern = "/api/v1/assignments/{id}/result", .role = core::Role::kAgent,
               .body_limit = 4 << 20,
-              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+              .async_fn = [&s](RequestContext& ctx, std::function<void(Result<http::Response>)> done) {
                 auto body = ctx.jsonBody();
-                if (!body.ok()) return body.error();
+                if (!body.ok()) return done(body.error());
                 if (body->is_object() && body->contains("host") && (*body)["host"] != ctx.agent_host)
-                  return Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host);
-                auto answer = s.agents->report(ctx.agent_host, ctx.param("id"), *body);
-                if (!answer.ok()) return answer.error();
-                const char* outcome = nullptr;
-                switch (answer->outcome) {
-                  case runs::ReportOutcome::kAccepted: outcome = "accepted"; break;
-                  case runs::ReportOutcome::kDuplicate: outcome = "duplicate"; break;
-                  case runs::ReportOutcome::kCancelled: outcome = "cancelled"; break;
-                  case runs::ReportOutcome::kStale: break;
-                }
-                if (outcome) {
-                  json reply = {{"acknowledged", true}, {"outcome", outcome}};
-                  if (answer->next) reply["assignment"] = std::move(*answer->next);
-                  return jsonResponse(200, reply);
-                }
-                return conflict("the lease of assignment " + ctx.param("id") +
-                                " is stale: the step was reassigned or expired; drop this report");
+                  return done(Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host));
+                const std::string id = ctx.param("id");
+                s.agents->report(ctx.agent_host, id, std::move(*body), ctx.req.body.size(),
+                                 [done, id](Result<runs::RunService::ReportAnswer> answer) {
+                                   if (!answer.ok()) return done(answer.error());
+                                   const char* outcome = nullptr;
+                                   switch (answer->outcome) {
+                                     case runs::ReportOutcome::kAccepted: outcome = "accepted"; break;
+                                     case runs::ReportOutcome::kDuplicate: outcome = "duplicate"; break;
+                                     case runs::ReportOutcome::kCancelled: outcome = "cancelled"; break;
+                                     case runs::ReportOutcome::kStale: break;
+                                   }
+                                   if (!outcome)
+                                     return done(conflict("the lease of assignment " + id +
+                                                          " is stale: the step was reassigned or expired; drop this report"));
+                                   json reply = {{"acknowledged", true}, {"outcome", outcome}};
+                                   if (answer->next) reply["assignment"] = std::move(*answer->next);
+                                   done(jsonResponse(200, reply));
+                                 });
               }});
 }
 

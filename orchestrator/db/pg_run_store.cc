@@ -43,10 +43,14 @@ RunRow runFromRow(const pqxx::row& r, int o = 0) {
   return run;
 }
 
-constexpr const char* kAssignmentColumns =
-    "id, run_id, group_key, host_id, step_id, type, parse, state, attempt, lease, argv::text, timeout_ms,"
-    " inventory_after, extract(epoch from dispatched_at)::float8, extract(epoch from lease_expires_at)::float8,"
-    " extract(epoch from finished_at)::float8, result::text";
+// The columns assignmentFromRow reads, of assignments under alias `a` ("" or "a.").
+std::string assignmentColumns(const std::string& a) {
+  return a + "id, " + a + "run_id, " + a + "group_key, " + a + "host_id, " + a + "step_id, " + a + "type, " + a +
+         "parse, " + a + "state, " + a + "attempt, " + a + "lease, " + a + "argv::text, " + a + "timeout_ms, " + a +
+         "inventory_after, extract(epoch from " + a + "dispatched_at)::float8, extract(epoch from " + a +
+         "lease_expires_at)::float8, extract(epoch from " + a + "finished_at)::float8, " + a + "result::text";
+}
+const std::string kAssignmentColumns = assignmentColumns("");
 
 AssignmentRow assignmentFromRow(const pqxx::row& r) {
   AssignmentRow a;
@@ -70,50 +74,73 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
   return a;
 }
 
-// The dispatch hot path (claim, report, lease checks), prepared on every pooled connection.
-// A group row is locked before any of its assignment rows, everywhere (claims skip locked rows).
+// The dispatch hot path (claim, report, lease checks, group writes), prepared on every pooled
+// connection. Many rows travel as one JSON parameter (jsonb_to_recordset): one round trip per
+// kind of row, however many reports a transaction carries. A group row is locked before any of
+// its assignment rows, everywhere, and several groups in (run, group) order (claims skip
+// locked rows and never wait).
 const std::string kLockGroup = "SELECT " + runColumns("r.") +
                                ", g.state::text FROM run_groups g JOIN workflow_runs r ON r.id = g.run_id"
                                " WHERE g.run_id = $1 AND g.group_key = $2 FOR UPDATE OF g";
-// An assignment's run, group and host never change: read with its group's lock.
-const std::string kReportLock = "SELECT a.host_id, a.group_key, " + runColumns("r.") +
+// Reported assignments with their groups, locked. An assignment's run, group and host never
+// change, so they are read with the lock.
+const std::string kReportLock = "SELECT a.id, a.host_id, a.group_key, " + runColumns("r.") +
                                 ", g.state::text FROM assignments a"
                                 " JOIN run_groups g ON g.run_id = a.run_id AND g.group_key = a.group_key"
-                                " JOIN workflow_runs r ON r.id = a.run_id WHERE a.id = $1 FOR UPDATE OF g";
+                                " JOIN workflow_runs r ON r.id = a.run_id"
+                                " WHERE a.id IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                                " ORDER BY g.run_id, g.group_key FOR UPDATE OF g";
 constexpr const char* kReportDone =
-    "UPDATE assignments SET state = 'done', finished_at = now(), result = $3::jsonb"
-    " WHERE id = $1 AND state = 'dispatched' AND lease = $2 RETURNING id";
-constexpr const char* kAssignmentState = "SELECT state, lease FROM assignments WHERE id = $1";
-constexpr const char* kUpdateGroup =
-    "UPDATE run_groups SET state = $3::jsonb, done = $4, next_wakeup = to_timestamp($5)"
-    " WHERE run_id = $1 AND group_key = $2";
-constexpr const char* kInsertAssignment =
-    "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms,"
-    " parse, inventory_after, state) VALUES ($1,$2,$3,$4,$5,$6,$7,$8::jsonb,$9,$10,$11,'pending')";
-constexpr const char* kCancelAssignment =
-    "UPDATE assignments SET state = 'cancelled', finished_at = now() WHERE id = $1 AND state IN ('pending', 'dispatched')";
-// The host's work for an agent that holds no step: first a step handed out before whose answer
+    "UPDATE assignments a SET state = 'done', finished_at = now(), result = v.result"
+    " FROM jsonb_to_recordset($1::jsonb) AS v(id text, lease int, result jsonb)"
+    " WHERE a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id";
+constexpr const char* kAssignmentStates =
+    "SELECT id, state, lease FROM assignments WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))";
+constexpr const char* kGroupRows = "AS v(run_id text, group_key text, state jsonb, done boolean, wake float8)";
+const std::string kInsertGroups = std::string(
+                                      "INSERT INTO run_groups (run_id, group_key, state, done, next_wakeup)"
+                                      " SELECT v.run_id, v.group_key, v.state, v.done, to_timestamp(v.wake)"
+                                      " FROM jsonb_to_recordset($1::jsonb) ") +
+                                  kGroupRows;
+const std::string kUpdateGroups = std::string(
+                                      "UPDATE run_groups g SET state = v.state, done = v.done, next_wakeup = to_timestamp(v.wake)"
+                                      " FROM jsonb_to_recordset($1::jsonb) ") +
+                                  kGroupRows + " WHERE g.run_id = v.run_id AND g.group_key = v.group_key";
+constexpr const char* kInsertAssignments =
+    "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms, parse,"
+    " inventory_after, state)"
+    " SELECT v.id, v.run_id, v.group_key, v.host_id, v.step_id, v.attempt, v.type, v.argv, v.timeout_ms, v.parse,"
+    " v.inventory_after, 'pending' FROM jsonb_to_recordset($1::jsonb) AS v(id text, run_id text, group_key text,"
+    " host_id text, step_id text, attempt int, type text, argv jsonb, timeout_ms bigint, parse text,"
+    " inventory_after boolean)";
+constexpr const char* kCancelAssignments =
+    "UPDATE assignments SET state = 'cancelled', finished_at = now()"
+    " WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) AND state IN ('pending', 'dispatched')";
+// The next work of hosts whose agents hold no step: first a step handed out before whose answer
 // never reached the agent (kilnd died between the commit and the reply, or the agent gave up
 // on the poll), the same id and lease again with the lease counted from now (kiln-agent's
-// journal knows an id it already ran); else its oldest pending step with a new lease.
+// journal knows an id it already ran); else the host's oldest pending step with a new lease.
+// At most one per host; $1 is a JSON array of host ids.
 const std::string kClaim =
-    std::string("UPDATE assignments a SET state = 'dispatched',"
-                " lease = CASE WHEN a.state = 'pending' THEN a.lease + 1 ELSE a.lease END,"
-                " dispatched_at = CASE WHEN a.state = 'pending' THEN now() ELSE a.dispatched_at END,"
-                " lease_expires_at = now() + (a.timeout_ms + $2) * interval '1 millisecond'"
-                " WHERE a.id = (SELECT id FROM assignments WHERE host_id = $1"
-                "   AND (state = 'pending' OR (state = 'dispatched' AND lease_expires_at > now()))"
-                "   ORDER BY state = 'pending', CASE WHEN state = 'pending' THEN created_at ELSE dispatched_at END, id"
-                "   LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING ") +
-    kAssignmentColumns;
-const std::string kAssignmentById = std::string("SELECT ") + kAssignmentColumns + " FROM assignments WHERE id = $1";
+    "UPDATE assignments a SET state = 'dispatched',"
+    " lease = CASE WHEN a.state = 'pending' THEN a.lease + 1 ELSE a.lease END,"
+    " dispatched_at = CASE WHEN a.state = 'pending' THEN now() ELSE a.dispatched_at END,"
+    " lease_expires_at = now() + (a.timeout_ms + $2) * interval '1 millisecond'"
+    " FROM (SELECT c.id FROM jsonb_array_elements_text($1::jsonb) AS h(host) CROSS JOIN LATERAL"
+    "   (SELECT id FROM assignments WHERE host_id = h.host"
+    "     AND (state = 'pending' OR (state = 'dispatched' AND lease_expires_at > now()))"
+    "     ORDER BY state = 'pending', CASE WHEN state = 'pending' THEN created_at ELSE dispatched_at END, id"
+    "     LIMIT 1 FOR UPDATE SKIP LOCKED) c) pick"
+    " WHERE a.id = pick.id RETURNING " +
+    assignmentColumns("a.");
+const std::string kAssignmentById = "SELECT " + kAssignmentColumns + " FROM assignments WHERE id = $1";
 
 std::vector<PreparedStatement> runStatements() {
-  return {{"lock_group", kLockGroup},          {"report_lock", kReportLock},
-          {"report_done", kReportDone},        {"assignment_state", kAssignmentState},
-          {"update_group", kUpdateGroup},      {"insert_assignment", kInsertAssignment},
-          {"cancel_assignment", kCancelAssignment}, {"claim", kClaim},
-          {"assignment_by_id", kAssignmentById}};
+  return {{"lock_group", kLockGroup},           {"report_lock", kReportLock},
+          {"report_done", kReportDone},         {"assignment_states", kAssignmentStates},
+          {"insert_groups", kInsertGroups},     {"update_groups", kUpdateGroups},
+          {"insert_assignments", kInsertAssignments}, {"cancel_assignments", kCancelAssignments},
+          {"claim", kClaim},                    {"assignment_by_id", kAssignmentById}};
 }
 
 runs::WorkflowRow workflowFromRow(const pqxx::row& r) {
@@ -122,30 +149,47 @@ runs::WorkflowRow workflowFromRow(const pqxx::row& r) {
 }
 
 
-// Writes what the engine and the service decided for one group.
+// What the engine and the service decided for one group, to be written.
+struct GroupWrite {
+  const RunRow* run;
+  std::string group_key;
+  const GroupUpdate* update;
+  core::Actor actor;  // of its host transitions
+};
+
+// Writes groups' new states, the assignments they dispatched or cancelled, and their host
+// transitions: one statement per kind of row (transitions one by one).
+void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool insert) {
+  json groups = json::array(), dispatches = json::array(), cancels = json::array();
+  for (const auto& w : writes) {
+    const GroupUpdate& u = *w.update;
+    const bool done = runs::Engine::done(u.state);
+    groups.push_back({{"run_id", w.run->id},
+                      {"group_key", w.group_key},
+                      {"state", runs::toJson(u.state)},
+                      {"done", done},
+                      {"wake", u.effects.next_wakeup && !done ? json(toEpoch(*u.effects.next_wakeup)) : json()}});
+    for (const auto& d : u.effects.dispatches)
+      dispatches.push_back({{"id", d.assignment_id}, {"run_id", w.run->id}, {"group_key", w.group_key},
+                            {"host_id", d.host}, {"step_id", d.step_id}, {"attempt", d.attempt}, {"type", d.type},
+                            {"argv", d.argv}, {"timeout_ms", d.timeout_ms}, {"parse", d.parse},
+                            {"inventory_after", d.inventory_after}});
+    for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
+  }
+  if (!groups.empty()) txn.exec_prepared(insert ? "insert_groups" : "update_groups", groups.dump());
+  if (!dispatches.empty()) txn.exec_prepared("insert_assignments", dispatches.dump());
+  if (!cancels.empty()) txn.exec_prepared("cancel_assignments", cancels.dump());
+  for (const auto& w : writes)
+    for (const auto& t : w.update->transitions) {
+      // A transition the host's current state refuses (an operator moved it meanwhile) is
+      // skipped: the run's verdict stands, the host stays where the operator put it.
+      (void)applyTransition(txn, t, w.actor);
+    }
+}
+
 void persistUpdate(pqxx::work& txn, const RunRow& run, const std::string& group_key, const GroupUpdate& u,
                    const core::Actor& actor, bool insert) {
-  const bool done = runs::Engine::done(u.state);
-  const std::string state = runs::toJson(u.state).dump();
-  std::optional<double> wake;
-  if (u.effects.next_wakeup && !done) wake = toEpoch(*u.effects.next_wakeup);
-  if (insert) {
-    txn.exec_params(
-        "INSERT INTO run_groups (run_id, group_key, state, done, next_wakeup)"
-        " VALUES ($1, $2, $3::jsonb, $4, to_timestamp($5))",
-        run.id, group_key, state, done, wake);
-  } else {
-    txn.exec_prepared("update_group", run.id, group_key, state, done, wake);
-  }
-  for (const auto& d : u.effects.dispatches)
-    txn.exec_prepared("insert_assignment", d.assignment_id, run.id, group_key, d.host, d.step_id, d.attempt, d.type,
-                      json(d.argv).dump(), d.timeout_ms, d.parse, d.inventory_after);
-  for (const auto& id : u.effects.cancel_assignments) txn.exec_prepared("cancel_assignment", id);
-  for (const auto& t : u.transitions) {
-    // A transition the host's current state refuses (an operator moved it meanwhile) is
-    // skipped: the run's verdict stands, the host stays where the operator put it.
-    (void)applyTransition(txn, t, actor);
-  }
+  persistUpdates(txn, {{&run, group_key, &u, actor}}, insert);
 }
 
 // A row of runColumns() at `offset` followed by the group's state.
@@ -234,11 +278,17 @@ class PgRunStore final : public runs::RunStore {
         auto applied = applyTransition(txn, t, actor);
         if (!applied.ok()) return applied.error();
       }
+      json run_hosts = json::array();
+      std::vector<GroupWrite> writes;
       for (const auto& g : nr.groups) {
-        for (const auto& h : g.hosts)
-          txn.exec_params("INSERT INTO run_hosts (run_id, host_id, group_key) VALUES ($1,$2,$3)", run.id, h, g.key);
-        persistUpdate(txn, run, g.key, g.update, actor, /*insert=*/true);
+        for (const auto& h : g.hosts) run_hosts.push_back({{"host_id", h}, {"group_key", g.key}});
+        writes.push_back({&run, g.key, &g.update, actor});
       }
+      txn.exec_params(
+          "INSERT INTO run_hosts (run_id, host_id, group_key) SELECT $1, v.host_id, v.group_key"
+          " FROM jsonb_to_recordset($2::jsonb) AS v(host_id text, group_key text)",
+          run.id, run_hosts.dump());
+      persistUpdates(txn, writes, /*insert=*/true);
       writeAudit(txn, actor, "run.create", run.id,
                  json{{"workflow", run.workflow}, {"purpose", run.purpose}, {"groups", nr.groups.size()}}.dump());
       return runFromRow(txn.exec_params1(std::string("SELECT ") + kRunColumns + " FROM workflow_runs WHERE id = $1", run.id));
@@ -415,46 +465,129 @@ class PgRunStore final : public runs::RunStore {
 
   Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) override {
     return pool_.transact<std::optional<AssignmentRow>>([&](pqxx::work& txn) -> Result<std::optional<AssignmentRow>> {
-      return claim(txn, host, grace_ms);
+      auto claimed = claim(txn, {host}, grace_ms);
+      if (claimed.empty()) return std::optional<AssignmentRow>();
+      return std::optional<AssignmentRow>(std::move(claimed.begin()->second));
     });
   }
 
-  Result<runs::ReportReply> report(const std::string& id, const std::string& host, int lease, const json& result,
-                                   const GroupFn& fn, bool claim_next, std::int64_t grace_ms) override {
-    return pool_.transact<runs::ReportReply>([&](pqxx::work& txn) -> Result<runs::ReportReply> {
-      auto locked_rows = txn.exec_prepared("report_lock", id);
-      if (locked_rows.empty()) return notFound("no assignment '" + id + "'");
-      const auto& lr = locked_rows[0];
-      if (lr[0].as<std::string>() != host)
-        return Error(ErrorCode::kPermissionDenied, "assignment '" + id + "' belongs to another host");
-      const std::string group_key = lr[1].as<std::string>();
-      runs::ReportReply reply;
-      if (txn.exec_prepared("report_done", id, lease, result.dump()).empty()) {
-        // Not a live lease: say which, under the group's lock.
-        auto row = txn.exec_prepared1("assignment_state", id);
-        const std::string state = row[0].as<std::string>();
-        const int current = row[1].as<int>();
-        if (state == "done" && current == lease) {
-          reply.outcome = runs::ReportOutcome::kDuplicate;
-        } else if (state == "cancelled") {
-          txn.exec_params("UPDATE assignments SET result = $2::jsonb WHERE id = $1 AND result IS NULL", id, result.dump());
-          reply.outcome = runs::ReportOutcome::kCancelled;
-        } else {
-          return runs::ReportReply{runs::ReportOutcome::kStale, std::nullopt};
-        }
-      } else {
-        auto locked = runAndGroup(lr, 2);
-        if (!locked.ok()) return locked.error();
-        // The versions the step left behind commit with its result: a kilnd killed after this
-        // commit must not lose them (the agent's retry is then only a duplicate).
-        if (result.contains("inventory")) writeInventory(txn, host, result["inventory"]);
-        auto update = fn(locked->first, std::move(locked->second));
-        if (!update.ok()) return update.error();
-        persistUpdate(txn, locked->first, group_key, *update, {"agent:" + host, host}, false);
-        reply.outcome = runs::ReportOutcome::kAccepted;
+  Result<std::vector<Result<runs::ReportReply>>> reportBatch(const std::vector<runs::ReportItem>& items,
+                                                             std::int64_t grace_ms) override {
+    using Replies = std::vector<Result<runs::ReportReply>>;
+    return pool_.transact<Replies>([&](pqxx::work& txn) -> Result<Replies> {
+      Replies replies(items.size(), Result<runs::ReportReply>(runs::ReportReply{}));
+      json ids = json::array();
+      for (const auto& it : items) ids.push_back(it.assignment_id);
+      // The reported assignments' groups, locked in (run, group) order; a group shared by
+      // several reports (a pod-scope run) once.
+      struct Group {
+        RunRow run;
+        GroupState state;
+        std::vector<std::size_t> live;  // its accepted reports, in batch order
+      };
+      std::map<std::pair<std::string, std::string>, Group> groups;
+      std::vector<std::pair<std::string, std::string>> lock_order;
+      std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>> found;  // id -> host, group
+      for (const auto& r : txn.exec_prepared("report_lock", ids.dump())) {
+        const std::pair<std::string, std::string> key{r[3].as<std::string>(), r[2].as<std::string>()};
+        found[r[0].as<std::string>()] = {r[1].as<std::string>(), key};
+        if (groups.count(key)) continue;
+        auto rg = runAndGroup(r, 3);
+        if (!rg.ok()) return rg.error();
+        groups.emplace(key, Group{std::move(rg->first), std::move(rg->second), {}});
+        lock_order.push_back(key);
       }
-      if (claim_next) reply.next = claim(txn, host, grace_ms);
-      return reply;
+      // Reports that may be live; a repeated id (a retry that caught up with the first) is
+      // looked at after the first was applied.
+      json live_rows = json::array();
+      std::set<std::string> first_seen;
+      std::vector<bool> candidate(items.size(), false);
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const auto& it = items[i];
+        auto f = found.find(it.assignment_id);
+        if (f == found.end()) {
+          replies[i] = notFound("no assignment '" + it.assignment_id + "'");
+        } else if (f->second.first != it.host) {
+          replies[i] = Error(ErrorCode::kPermissionDenied, "assignment '" + it.assignment_id + "' belongs to another host");
+        } else if (first_seen.insert(it.assignment_id).second) {
+          candidate[i] = true;
+          live_rows.push_back({{"id", it.assignment_id}, {"lease", it.lease}, {"result", *it.result}});
+        }
+      }
+      std::set<std::string> live;
+      if (!live_rows.empty())
+        for (const auto& r : txn.exec_prepared("report_done", live_rows.dump())) live.insert(r[0].as<std::string>());
+      // The rest: not a live lease. Say which, under the groups' locks.
+      json others = json::array();
+      for (std::size_t i = 0; i < items.size(); ++i)
+        if (replies[i].ok() && !(candidate[i] && live.count(items[i].assignment_id))) others.push_back(items[i].assignment_id);
+      std::map<std::string, std::pair<std::string, int>> states;
+      if (!others.empty())
+        for (const auto& r : txn.exec_prepared("assignment_states", others.dump()))
+          states[r[0].as<std::string>()] = {r[1].as<std::string>(), r[2].as<int>()};
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!replies[i].ok()) continue;
+        const auto& it = items[i];
+        if (candidate[i] && live.count(it.assignment_id)) {
+          replies[i]->outcome = runs::ReportOutcome::kAccepted;
+          groups.at(found.at(it.assignment_id).second).live.push_back(i);
+          continue;
+        }
+        const auto& [state, current] = states.at(it.assignment_id);
+        if (state == "done" && current == it.lease) {
+          replies[i]->outcome = runs::ReportOutcome::kDuplicate;
+        } else if (state == "cancelled") {
+          txn.exec_params("UPDATE assignments SET result = $2::jsonb WHERE id = $1 AND result IS NULL", it.assignment_id,
+                          it.result->dump());
+          replies[i]->outcome = runs::ReportOutcome::kCancelled;
+        } else {
+          replies[i]->outcome = runs::ReportOutcome::kStale;
+        }
+      }
+      // Each group's accepted reports through the engine in order, its state written once.
+      std::vector<GroupUpdate> updates;
+      updates.reserve(lock_order.size());  // writes point into it
+      std::vector<GroupWrite> writes;
+      std::vector<std::pair<core::HostTransition, core::Actor>> transitions;  // each by its report's agent
+      for (const auto& key : lock_order) {
+        Group& g = groups.at(key);
+        if (g.live.empty()) continue;
+        GroupUpdate merged{std::move(g.state), {}, {}};
+        for (std::size_t i : g.live) {
+          const auto& it = items[i];
+          // The versions the step left behind commit with its result: a kilnd killed after
+          // this commit must not lose them (the agent's retry is then only a duplicate).
+          if (it.result->contains("inventory")) writeInventory(txn, it.host, (*it.result)["inventory"]);
+          auto u = it.fn(g.run, std::move(merged.state));
+          if (!u.ok()) return u.error();  // nothing of the batch is written
+          merged.state = std::move(u->state);
+          auto& fx = merged.effects;
+          fx.dispatches.insert(fx.dispatches.end(), u->effects.dispatches.begin(), u->effects.dispatches.end());
+          fx.cancel_assignments.insert(fx.cancel_assignments.end(), u->effects.cancel_assignments.begin(),
+                                       u->effects.cancel_assignments.end());
+          fx.hosts_finished.insert(fx.hosts_finished.end(), u->effects.hosts_finished.begin(),
+                                   u->effects.hosts_finished.end());
+          fx.next_wakeup = u->effects.next_wakeup;  // the engine computes it from the whole group
+          for (auto& t : u->transitions) transitions.emplace_back(std::move(t), core::Actor{"agent:" + it.host, it.host});
+        }
+        updates.push_back(std::move(merged));
+        writes.push_back({&g.run, key.second, &updates.back(), {}});
+      }
+      persistUpdates(txn, writes, false);
+      // As persistUpdates would: a transition the host's state refuses now is skipped.
+      for (const auto& [t, actor] : transitions) (void)applyTransition(txn, t, actor);
+      // Hosts whose agents hold no other step get their next one in this transaction; a host
+      // with several reports in the batch gets it with its last.
+      std::map<std::string, std::size_t> claim_for;
+      for (std::size_t i = 0; i < items.size(); ++i)
+        if (items[i].claim_next && replies[i].ok() && replies[i]->outcome != runs::ReportOutcome::kStale)
+          claim_for[items[i].host] = i;
+      if (!claim_for.empty()) {
+        std::vector<std::string> hosts;
+        for (const auto& [h, _] : claim_for) hosts.push_back(h);
+        for (auto& [h, row] : claim(txn, hosts, grace_ms)) replies[claim_for.at(h)]->next = std::move(row);
+      }
+      return replies;
     });
   }
 
@@ -622,10 +755,15 @@ class PgRunStore final : public runs::RunStore {
   }
 
  private:
-  static std::optional<AssignmentRow> claim(pqxx::work& txn, const std::string& host, std::int64_t grace_ms) {
-    auto rows = txn.exec_prepared("claim", host, grace_ms);
-    if (rows.empty()) return std::nullopt;
-    return assignmentFromRow(rows[0]);
+  // The next work of each host (at most one each), by host.
+  static std::map<std::string, AssignmentRow> claim(pqxx::work& txn, const std::vector<std::string>& hosts,
+                                                    std::int64_t grace_ms) {
+    std::map<std::string, AssignmentRow> out;
+    for (const auto& r : txn.exec_prepared("claim", json(hosts).dump(), grace_ms)) {
+      AssignmentRow a = assignmentFromRow(r);
+      out.emplace(a.host, std::move(a));
+    }
+    return out;
   }
 
   static void writeInventory(pqxx::work& txn, const std::string& host, const json& inventory) {

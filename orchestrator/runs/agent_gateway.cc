@@ -1,6 +1,7 @@
 #include "orchestrator/runs/agent_gateway.h"
 
 #include <random>
+#include <set>
 
 namespace kiln::runs {
 
@@ -51,6 +52,9 @@ std::string AgentGateway::metrics() const {
   out += "kiln_agent_reports_total{answer=\"handed_out\"} " + std::to_string(reports_handed_out_.load()) + "\n";
   out += "# HELP kiln_agent_polls_parked Agent long polls parked now.\n# TYPE kiln_agent_polls_parked gauge\n";
   out += "kiln_agent_polls_parked " + std::to_string(parkedCount()) + "\n";
+  out += "# HELP kiln_agent_report_batches_total Transactions that applied agents' reports (several at once under load).\n"
+         "# TYPE kiln_agent_report_batches_total counter\n";
+  out += "kiln_agent_report_batches_total " + std::to_string(report_batches_.load()) + "\n";
   return out;
 }
 
@@ -153,29 +157,70 @@ void AgentGateway::park(const std::string& host, Parked p) {
   if (replaced) replaced->reply(std::optional<json>());
 }
 
-Result<RunService::ReportAnswer> AgentGateway::report(const std::string& host, const std::string& assignment_id,
-                                                      const json& body) {
-  std::uint64_t epoch;
+void AgentGateway::report(const std::string& host, const std::string& assignment_id, json body, std::size_t bytes,
+                          ReportReply reply) {
+  bool drain = false;
   {
     std::lock_guard lock(mu_);
-    epoch = epoch_[host];
-  }
-  auto answer = runs_.report(assignment_id, host, body);
-  if (!answer.ok() || answer->outcome == ReportOutcome::kStale) return answer;
-  ++reports_;
-  if (answer->next) ++reports_handed_out_;
-  std::optional<Parked> ended;
-  {
-    std::lock_guard lock(mu_);
-    last_report_[host] = {assignment_id, answer->next ? answer->next->value("id", "") : "", epoch};
-    if (auto it = parked_.find(host); it != parked_.end() && it->second.running == assignment_id) {
-      ended = std::move(it->second);
-      parked_.erase(it);
+    report_queue_.push_back({{assignment_id, host, std::move(body)}, bytes, std::move(reply)});
+    if (drains_ < options_.report_drains) {
+      ++drains_;
+      drain = true;
     }
   }
-  // Its step is over: the agent polls again with what it runs now.
-  if (ended) ended->reply(std::optional<json>());
-  return answer;
+  if (drain) executor_.post([this] { drainReports(); });
+}
+
+void AgentGateway::drainReports() {
+  for (;;) {
+    std::vector<QueuedReport> batch;
+    std::vector<std::uint64_t> epochs;
+    {
+      std::lock_guard lock(mu_);
+      std::set<std::string> ids;
+      std::size_t bytes = 0;
+      for (auto it = report_queue_.begin(); it != report_queue_.end() && batch.size() < options_.report_batch;) {
+        if (!batch.empty() && bytes + it->bytes > options_.report_batch_bytes) break;
+        // A repeat of a report in this batch (a retry that caught up) waits for the next one.
+        if (!ids.insert(it->request.assignment_id).second) {
+          ++it;
+          continue;
+        }
+        bytes += it->bytes;
+        epochs.push_back(epoch_[it->request.host]);
+        batch.push_back(std::move(*it));
+        it = report_queue_.erase(it);
+      }
+      if (batch.empty()) {
+        --drains_;
+        return;
+      }
+    }
+    std::vector<RunService::ReportRequest> requests;
+    requests.reserve(batch.size());
+    for (auto& q : batch) requests.push_back(std::move(q.request));
+    auto answers = runs_.reportBatch(requests);
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const std::string& host = requests[k].host;
+      const std::string& id = requests[k].assignment_id;
+      auto& answer = answers[k];
+      std::optional<Parked> ended;
+      if (answer.ok() && answer->outcome != ReportOutcome::kStale) {
+        ++reports_;
+        if (answer->next) ++reports_handed_out_;
+        std::lock_guard lock(mu_);
+        last_report_[host] = {id, answer->next ? answer->next->value("id", "") : "", epochs[k]};
+        if (auto it = parked_.find(host); it != parked_.end() && it->second.running == id) {
+          ended = std::move(it->second);
+          parked_.erase(it);
+        }
+      }
+      batch[k].reply(std::move(answer));
+      // Its step is over: the agent polls again with what it runs now.
+      if (ended) ended->reply(std::optional<json>());
+    }
+    ++report_batches_;
+  }
 }
 
 void AgentGateway::notify(const std::string& host) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,11 @@ struct AgentGatewayOptions {
   std::chrono::milliseconds scan_interval{100};          // parked-poll deadline checks
   std::chrono::milliseconds heartbeat_flush{5000};       // one batched UPDATE per interval
   std::chrono::milliseconds pending_refresh{5000};       // re-read hosts with work (other replicas)
+  // Reports waiting together go to the database in one transaction: at most this many, or
+  // about this many bytes of report bodies, each; at most report_drains transactions at once.
+  std::size_t report_batch = 64;
+  std::size_t report_batch_bytes = 8u << 20;
+  int report_drains = 2;
 };
 
 class AgentGateway {
@@ -50,12 +56,15 @@ class AgentGateway {
             PollReply reply);
   // The host has new work or a cancelled step (after the commit). Thread-safe.
   void notify(const std::string& host);
-  // An agent's report (RunService::report), then: a poll of the host with running=<this
-  // assignment>, parked or still on its way, is answered at once (the step is over), and the
-  // first poll with running=<the assignment handed out with the answer> parks without a
-  // database read unless the host was notified since. Thread-safe.
-  Result<RunService::ReportAnswer> report(const std::string& host, const std::string& assignment_id,
-                                          const nlohmann::json& body);
+  // An agent's report (`bytes`: the size of its body). Queued, and applied with the reports
+  // that arrived meanwhile in one transaction (RunService::reportBatch) on the executor; then
+  // `reply` gets the answer, a poll of the host with running=<this assignment>, parked or still
+  // on its way, is answered at once (the step is over), and the first poll with running=<the
+  // assignment handed out with the answer> parks without a database read unless the host was
+  // notified since. Thread-safe.
+  using ReportReply = std::function<void(Result<RunService::ReportAnswer>)>;
+  void report(const std::string& host, const std::string& assignment_id, nlohmann::json body, std::size_t bytes,
+              ReportReply reply);
 
   std::size_t parkedCount() const;
   // kiln_agent_polls_total by how each poll was answered or parked, kiln_agent_reports_total,
@@ -69,6 +78,12 @@ class AgentGateway {
     std::string running;
   };
   void check(const std::string& host, Parked parked);  // on the executor
+  void drainReports();                                 // on the executor
+  struct QueuedReport {
+    RunService::ReportRequest request;
+    std::size_t bytes = 0;
+    ReportReply reply;
+  };
   void park(const std::string& host, Parked parked);
   void loop();
 
@@ -93,10 +108,12 @@ class AgentGateway {
     std::uint64_t epoch = 0;
   };
   std::unordered_map<std::string, LastReport> last_report_;
+  std::deque<QueuedReport> report_queue_;
+  int drains_ = 0;  // drainReports() tasks posted or running
 
   // Polls by what answered them: parked without a read, a read of the running step, a claim.
   std::atomic<std::uint64_t> polls_parked_{0}, polls_step_read_{0}, polls_claim_{0};
-  std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0};
+  std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0}, report_batches_{0};
   std::thread thread_;
 };
 

@@ -488,27 +488,62 @@ Result<std::optional<json>> RunService::claimWork(const std::string& host) {
   return std::optional<json>(assignmentJson(**a));
 }
 
-Result<RunService::ReportAnswer> RunService::report(const std::string& assignment_id, const std::string& host,
-                                                    const json& body) {
-  if (!body.is_object()) return invalidContent("expected a JSON object");
-  if (!body.contains("lease") || !body["lease"].is_number_integer())
-    return Error(invalidContent("the report needs its lease")).with("field", "lease");
-  if (body.contains("ready") && !body["ready"].is_boolean())
-    return Error(invalidContent("ready must be true or false")).with("field", "ready");
-  const bool ready = body.value("ready", false);
-  const StepResult result = stepResultFrom(body);
-  Effects produced;
-  auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
-    auto fx = e.onResult(g, assignment_id, result, clock_.now());
-    if (fx.ok()) produced = *fx;
-    return fx;
-  });
-  auto reply = store_.report(assignment_id, host, body["lease"].get<int>(), body, fn, ready, options_.lease_grace_ms);
-  if (!reply.ok()) return reply.error();
-  ReportAnswer answer{reply->outcome, std::nullopt};
-  if (reply->next) answer.next = assignmentJson(*reply->next);
-  if (reply->outcome == ReportOutcome::kAccepted) notify(produced, reply->next ? reply->next->id : "");
-  return answer;
+std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std::vector<ReportRequest>& reports) {
+  std::vector<Result<ReportAnswer>> answers(reports.size(), Result<ReportAnswer>(ReportAnswer{}));
+  std::vector<ReportItem> items;
+  std::vector<std::size_t> index;  // items[k] answers reports[index[k]]
+  std::vector<Effects> produced(reports.size());
+  const auto now = clock_.now();
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const json& body = reports[i].body;
+    if (!body.is_object()) {
+      answers[i] = invalidContent("expected a JSON object");
+      continue;
+    }
+    if (!body.contains("lease") || !body["lease"].is_number_integer()) {
+      answers[i] = Error(invalidContent("the report needs its lease")).with("field", "lease");
+      continue;
+    }
+    if (body.contains("ready") && !body["ready"].is_boolean()) {
+      answers[i] = Error(invalidContent("ready must be true or false")).with("field", "ready");
+      continue;
+    }
+    const std::string id = reports[i].assignment_id;
+    auto result = std::make_shared<const StepResult>(stepResultFrom(body));
+    Effects* out = &produced[i];
+    items.push_back({id, reports[i].host, body["lease"].get<int>(), &body,
+                     engineFn([id, result, out, now](const Engine& e, GroupState& g) -> Result<Effects> {
+                       auto fx = e.onResult(g, id, *result, now);
+                       if (fx.ok()) *out = *fx;
+                       return fx;
+                     }),
+                     body.value("ready", false)});
+    index.push_back(i);
+  }
+  auto apply = [&](std::size_t k, const Result<ReportReply>& reply) {
+    const std::size_t i = index[k];
+    if (!reply.ok()) {
+      answers[i] = reply.error();
+      return;
+    }
+    ReportAnswer a{reply->outcome, std::nullopt};
+    if (reply->next) a.next = assignmentJson(*reply->next);
+    if (reply->outcome == ReportOutcome::kAccepted) notify(produced[i], reply->next ? reply->next->id : "");
+    answers[i] = std::move(a);
+  };
+  if (items.empty()) return answers;
+  auto batch = store_.reportBatch(items, options_.lease_grace_ms);
+  if (batch.ok()) {
+    for (std::size_t k = 0; k < items.size(); ++k) apply(k, (*batch)[k]);
+    return answers;
+  }
+  // The batch failed as a whole: each report alone, so that only a bad one fails.
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    auto one = items.size() == 1 ? batch : store_.reportBatch({items[k]}, options_.lease_grace_ms);
+    if (one.ok()) apply(k, (*one)[0]);
+    else answers[index[k]] = one.error();
+  }
+  return answers;
 }
 
 int RunService::tick() {

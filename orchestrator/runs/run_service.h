@@ -72,9 +72,15 @@ class RunService {
     ReportOutcome outcome = ReportOutcome::kStale;
     std::optional<nlohmann::json> next;  // the host's next assignment, when the body said "ready"
   };
-  // An agent's report. A body with "ready": true says the agent holds no other step: its next
-  // assignment is handed out with the acknowledgement (and the host is not notified of it).
-  Result<ReportAnswer> report(const std::string& assignment_id, const std::string& host, const nlohmann::json& body);
+  struct ReportRequest {
+    std::string assignment_id, host;
+    nlohmann::json body;
+  };
+  // Agents' reports, applied in one transaction (RunStore::reportBatch); if that fails, one by
+  // one, so one bad report costs only its own answer. A body with "ready": true says the agent
+  // holds no other step: its next assignment is handed out with the acknowledgement (and the
+  // host is not notified of it). One answer per report, in order.
+  std::vector<Result<ReportAnswer>> reportBatch(const std::vector<ReportRequest>& reports);
 
   // One controller pass: due timers, expired leases, finished runs, unreachable agents.
   // Returns how many things it did (for tests and metrics).

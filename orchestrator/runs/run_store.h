@@ -71,6 +71,14 @@ struct AssignmentRow {
 
 enum class ReportOutcome { kAccepted, kDuplicate, kStale, kCancelled };
 
+struct ReportItem {
+  std::string assignment_id, host;
+  int lease = 0;
+  const nlohmann::json* result = nullptr;  // the agent's report body; outlives the call
+  GroupFn fn;                              // the engine's step, applied when accepted
+  bool claim_next = false;
+};
+
 struct ReportReply {
   ReportOutcome outcome = ReportOutcome::kStale;
   std::optional<AssignmentRow> next;  // claimed in the report's transaction (claim_next)
@@ -132,13 +140,15 @@ class RunStore {
   // no step: a still-leased 'dispatched' assignment of the host is handed out again first (its
   // first answer was lost), same id and lease, its lease counted from now.
   virtual Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) = 0;
-  // An agent's report. Accepted: stored with the inventory it carries, then fn applied to the
-  // group, all in one transaction. With `claim_next` (the agent holds no other step) the host's
-  // next work is claimed in that same transaction, as claimWork would hand it out, unless the
-  // report is stale: one commit per step instead of a report and a claim.
-  virtual Result<ReportReply> report(const std::string& assignment_id, const std::string& host, int lease,
-                                     const nlohmann::json& result, const GroupFn& fn, bool claim_next,
-                                     std::int64_t grace_ms) = 0;
+  // Agents' reports, applied together in one transaction. An accepted one is stored with the
+  // inventory it carries and its group's fn applied (a group's reports in batch order, its
+  // state written once). With `claim_next` (the agent holds no other step) the host's next work
+  // is claimed in that same transaction, as claimWork would hand it out, unless the report is
+  // stale: one commit per batch instead of a report and a claim per step. Per item: its reply,
+  // or kNotFound / kPermissionDenied. An error of any fn, or of the database, fails the whole
+  // batch and writes nothing (the caller may apply the items one by one).
+  virtual Result<std::vector<Result<ReportReply>>> reportBatch(const std::vector<ReportItem>& items,
+                                                               std::int64_t grace_ms) = 0;
   // Dispatched assignments whose lease ran out: marked lost and fn applied (one transaction each).
   virtual Result<std::vector<AssignmentRow>> expiredLeases(TimePoint now, int limit) = 0;
   virtual Result<bool> expireLease(const std::string& assignment_id, int lease, const GroupFn& fn) = 0;

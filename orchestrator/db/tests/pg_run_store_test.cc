@@ -1,0 +1,154 @@
+// Tier `store`: reports applied in batches (RunService::reportBatch over PgRunStore) on a real
+// PostgreSQL: what each report of a batch answers, what lands in the run, and that one bad
+// report of a batch costs only its own answer.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/core/clock.h"
+#include "orchestrator/db/pg_run_store.h"
+#include "orchestrator/db/pg_store.h"
+#include "orchestrator/runs/run_service.h"
+#include "tests/support/test_db.h"
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using runs::ReportOutcome;
+using runs::RunService;
+
+// Two quick steps on every host, for a host- or pod-scope run.
+std::string twoSteps(const std::string& name, const std::string& scope) {
+  return "name: " + name + "\nversion: \"1\"\nscope: " + scope +
+         "\nsteps:\n  - id: first\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n"
+         "  - id: second\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n";
+}
+
+class PgRunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    json doc = {{"sites", {{{"name", "t01"}, {"buildings", {{{"name", "t01-b01"}, {"pods", {{{"name", "t01-b01-p01"}, {"platform", "clemente"}}}}}}}}}}};
+    auto spec = core::parseFleetSpec(doc);
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE(fleet_->importFleet(*spec, admin_).ok());
+    auto pod = fleet_->getPod("t01-b01-p01");
+    ASSERT_TRUE(pod.ok());
+    for (const auto& h : pod->hosts) hosts_.push_back(h.id);
+    ASSERT_EQ(hosts_.size(), 18u);
+    ASSERT_TRUE(service_.putWorkflow("two-steps", twoSteps("two-steps", "host"), admin_).ok());
+    ASSERT_TRUE(service_.putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), admin_).ok());
+  }
+
+  json claim(const std::string& host) {
+    auto a = service_.claimWork(host);
+    EXPECT_TRUE(a.ok() && a->has_value()) << host;
+    return a.ok() && *a ? **a : json::object();
+  }
+
+  static RunService::ReportRequest passed(const std::string& host, const json& a, bool ready = true) {
+    return {a.value("id", ""), host,
+            json{{"lease", a.value("lease", 0)}, {"host", host}, {"started", true}, {"exit_code", 0},
+                 {"duration_ms", 3}, {"ready", ready}}};
+  }
+
+  std::string step(const json& a) { return a.value("step_id", ""); }
+
+  kiln::testing::TestDatabase db_;
+  std::unique_ptr<core::Store> fleet_ = makePgStore({db_.url(), 2});
+  std::unique_ptr<runs::RunStore> store_ = makePgRunStore({db_.url(), 2});
+  core::FakeClock clock_;
+  RunService service_{*fleet_, *store_, clock_, {}, nullptr};
+  core::Actor admin_{"test-admin", "test"};
+  std::vector<std::string> hosts_;
+};
+
+TEST_F(PgRunStoreTest, ABatchAnswersEachReportAndHandsEachReadyHostItsNextStep) {
+  auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1], hosts_[2]}, {}, json::object(), "manual", ""}, admin_);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  const json a0 = claim(hosts_[0]), a1 = claim(hosts_[1]), a2 = claim(hosts_[2]);
+
+  auto wrong_host = passed(hosts_[1], a0);  // host 1's agent reporting host 0's step
+  auto unknown = passed(hosts_[2], a2);
+  unknown.assignment_id = "r-9:nowhere:1";
+  auto answers = service_.reportBatch({passed(hosts_[0], a0), wrong_host, passed(hosts_[1], a1, false), unknown,
+                                       passed(hosts_[2], a2), passed(hosts_[0], a0)});
+  ASSERT_EQ(answers.size(), 6u);
+  ASSERT_TRUE(answers[0].ok()) << answers[0].error().message;
+  EXPECT_EQ(answers[0]->outcome, ReportOutcome::kAccepted);
+  // Host 0 reported twice in the batch (its retry caught up with the first attempt, whose
+  // answer the agent will not read): the next step goes with the last answer.
+  EXPECT_FALSE(answers[0]->next.has_value());
+  ASSERT_FALSE(answers[1].ok());
+  EXPECT_EQ(answers[1].error().code, ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(answers[2].ok());
+  EXPECT_EQ(answers[2]->outcome, ReportOutcome::kAccepted);
+  EXPECT_FALSE(answers[2]->next.has_value()) << "not ready: nothing handed out";
+  ASSERT_FALSE(answers[3].ok());
+  EXPECT_EQ(answers[3].error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(answers[4].ok());
+  EXPECT_EQ(answers[4]->outcome, ReportOutcome::kAccepted);
+  EXPECT_TRUE(answers[4]->next.has_value());
+  // The same report twice in one batch (a retry that caught up): applied once.
+  ASSERT_TRUE(answers[5].ok());
+  EXPECT_EQ(answers[5]->outcome, ReportOutcome::kDuplicate);
+  ASSERT_TRUE(answers[5]->next.has_value());
+  EXPECT_EQ(step(*answers[5]->next), "second");
+  EXPECT_EQ((*answers[5]->next)["lease"], 1);
+
+  EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE state = 'done'"), "3");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE step_id = 'second' AND state = 'dispatched'"), "2");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE step_id = 'second' AND state = 'pending'"), "1");
+  // Host 1 was not ready: its next step waits for its idle poll.
+  EXPECT_EQ(step(claim(hosts_[1])), "second");
+  // A stale lease is refused and hands out nothing.
+  auto stale = passed(hosts_[0], *answers[5]->next);
+  stale.body["lease"] = 7;
+  auto refused = service_.reportBatch({stale});
+  ASSERT_TRUE(refused[0].ok());
+  EXPECT_EQ(refused[0]->outcome, ReportOutcome::kStale);
+  EXPECT_FALSE(refused[0]->next.has_value());
+}
+
+TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToItsState) {
+  auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  const std::string id = (*run)["id"];
+  std::vector<RunService::ReportRequest> batch;
+  for (int i = 0; i < 5; ++i) batch.push_back(passed(hosts_[i], claim(hosts_[i])));
+  auto answers = service_.reportBatch(batch);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(answers[i].ok()) << answers[i].error().message;
+    EXPECT_EQ(answers[i]->outcome, ReportOutcome::kAccepted) << i;
+    ASSERT_TRUE(answers[i]->next.has_value()) << i;
+    EXPECT_EQ(step(*answers[i]->next), "second");
+  }
+  // One group row holds all five results: each host of the five is on its second step.
+  auto view = service_.runView(id);
+  ASSERT_TRUE(view.ok());
+  int on_second = 0, records = 0;
+  for (const auto& h : (*view)["hosts"]) {
+    on_second += h["current_step"] == "second";
+    records += static_cast<int>(h["steps"].size());
+  }
+  EXPECT_EQ(on_second, 5);
+  EXPECT_EQ(records, 5);
+  EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE run_id = '" + id + "' AND step_id = 'second'"), "5");
+}
+
+TEST_F(PgRunStoreTest, AReportThatIsNotAnObjectFailsAloneAndTheRestOfTheBatchLands) {
+  auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
+  ASSERT_TRUE(run.ok());
+  const json a0 = claim(hosts_[0]), a1 = claim(hosts_[1]);
+  RunService::ReportRequest bad{a1.value("id", ""), hosts_[1], json{{"lease", "one"}}};
+  auto answers = service_.reportBatch({bad, passed(hosts_[0], a0)});
+  ASSERT_FALSE(answers[0].ok());
+  EXPECT_EQ(answers[0].error().code, ErrorCode::kInvalidContent);
+  ASSERT_TRUE(answers[1].ok());
+  EXPECT_EQ(answers[1]->outcome, ReportOutcome::kAccepted);
+  EXPECT_EQ(db_.query("SELECT state FROM assignments WHERE id = '" + a1.value("id", "") + "'"), "dispatched");
+}
+
+}  // namespace
+}  // namespace kiln::db
