@@ -45,37 +45,53 @@ std::optional<http::Response> Api::admit(const http::Request& head,
 
 void Api::handle(http::Request request, http::Reply reply) {
   const auto start = std::chrono::steady_clock::now();
-  // The catch below must still be able to answer (serve() used to take the only Reply, and an
+  // The catch must still be able to answer (serve() used to take the only Reply, and an
   // exception then ended kilnd with bad_function_call), and never answers twice.
   auto answered = std::make_shared<std::atomic<bool>>(false);
   http::Reply once = [reply = std::move(reply), answered](http::Response r) {
     if (!answered->exchange(true)) reply(std::move(r));
   };
+  // A route that never blocks, with a token in the cache, is served here on the network thread:
+  // an agent's idle poll costs no hop to the executor and back.
+  bool served = false;
+  guarded(once, [&] {
+    auto m = router_.match(request.method, request.path);
+    if (!m.route || !m.route->inline_ok || !m.route->role) return;
+    auto principal = authenticate(request, /*cached_only=*/true);
+    if (!principal.ok() || !*principal) return;
+    served = true;
+    serve(std::move(request), once, start, **principal);
+  });
+  if (served) return;
   executor_.post([this, req = std::move(request), once, start]() mutable {
-    try {
-      serve(std::move(req), once, start);
-    } catch (const nlohmann::json::type_error& e) {
-      // A body field of the wrong type that a handler read without checking: bad input (422),
-      // not a server error. Handlers should check types; this is the safety net.
-      log_->warn("wrong JSON type in a request body: {}", e.what());
-      once(errorResponse(invalidContent(std::string("a field of the body has the wrong type: ") + e.what())));
-    } catch (const std::exception& e) {
-      // One top-level catch per request (STYLE.md): a bug answers 500, it does not kill kilnd.
-      log_->error("unhandled exception: {}", e.what());
-      once(errorResponse(internalError("internal error")));
-    } catch (...) {
-      log_->error("unhandled exception of unknown type");
-      once(errorResponse(internalError("internal error")));
-    }
+    guarded(once, [&] { serve(std::move(req), once, start, std::nullopt); });
   });
 }
 
-void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start) {
+void Api::guarded(const http::Reply& reply, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const nlohmann::json::type_error& e) {
+    // A body field of the wrong type that a handler read without checking: bad input (422),
+    // not a server error. Handlers should check types; this is the safety net.
+    log_->warn("wrong JSON type in a request body: {}", e.what());
+    reply(errorResponse(invalidContent(std::string("a field of the body has the wrong type: ") + e.what())));
+  } catch (const std::exception& e) {
+    // One top-level catch per request (STYLE.md): a bug answers 500, it does not kill kilnd.
+    log_->error("unhandled exception: {}", e.what());
+    reply(errorResponse(internalError("internal error")));
+  } catch (...) {
+    log_->error("unhandled exception of unknown type");
+    reply(errorResponse(internalError("internal error")));
+  }
+}
+
+void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start,
+                std::optional<Principal> pre) {
   auto m = router_.match(req.method, req.path);
   if (!m.route) {
     if (m.allowed_methods.empty()) {
-      finish(req, "unmatched", "-", start, errorResponse(notFound("no route for " + req.method + " " + req.path)),
-             reply);
+      finish(req, nullptr, "-", start, errorResponse(notFound("no route for " + req.method + " " + req.path)), reply);
       return;
     }
     std::string allow;
@@ -83,59 +99,58 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
     Error e(ErrorCode::kMethodNotAllowed, "method " + req.method + " is not allowed on " + req.path);
     http::Response resp = errorResponse(e.with("allow", allow));
     resp.headers.emplace_back("Allow", allow);
-    finish(req, "unmatched", "-", start, std::move(resp), reply);
+    finish(req, nullptr, "-", start, std::move(resp), reply);
     return;
   }
   const Route& route = *m.route;
   RequestContext ctx{req, std::move(m.params), {"anonymous", "anonymous"}, core::Role::kViewer, ""};
   if (route.role) {
-    auto principal = authenticate(req);
-    if (!principal.ok()) {
-      http::Response resp = errorResponse(principal.error());
+    Result<std::optional<Principal>> found = pre ? Result<std::optional<Principal>>(pre) : authenticate(req, false);
+    if (!found.ok()) {
+      http::Response resp = errorResponse(found.error());
       resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-      finish(req, route.pattern, "-", start, std::move(resp), reply);
+      finish(req, &route, "-", start, std::move(resp), reply);
       return;
     }
-    if (!core::roleAllows(principal->role, *route.role)) {
+    const Principal& principal = **found;
+    if (!core::roleAllows(principal.role, *route.role)) {
       Error e(ErrorCode::kPermissionDenied, "this call needs the " + std::string(core::roleName(*route.role)) +
                                                 " role; the token has " +
-                                                std::string(core::roleName(principal->role)));
-      finish(req, route.pattern, principal->token_id, start, errorResponse(e), reply);
+                                                std::string(core::roleName(principal.role)));
+      finish(req, &route, principal.token_id, start, errorResponse(e), reply);
       return;
     }
-    ctx.actor = {principal->token_id, principal->name};
-    ctx.role = principal->role;
-    ctx.agent_host = principal->host;
+    ctx.actor = {principal.token_id, principal.name};
+    ctx.role = principal.role;
+    ctx.agent_host = principal.host;
   }
   if (route.async_fn) {
     const std::string token_id = ctx.actor.token_id;
     // The handler may answer later from another thread; req stays alive in the closure.
     auto shared_req = std::make_shared<http::Request>(std::move(req));
     RequestContext async_ctx{*shared_req, std::move(ctx.params), ctx.actor, ctx.role, ctx.agent_host};
-    route.async_fn(async_ctx, [this, shared_req, pattern = route.pattern, token_id, start, reply](
-                                  Result<http::Response> r) {
-      finish(*shared_req, pattern, token_id, start, r.ok() ? std::move(r.value()) : errorResponse(r.error()),
-             reply);
+    route.async_fn(async_ctx, [this, shared_req, route_ptr = &route, token_id, start, reply](Result<http::Response> r) {
+      finish(*shared_req, route_ptr, token_id, start, r.ok() ? std::move(r.value()) : errorResponse(r.error()), reply);
     });
     return;
   }
   Result<http::Response> result = route.fn(ctx);
-  finish(req, route.pattern, ctx.actor.token_id, start,
-         result.ok() ? std::move(result.value()) : errorResponse(result.error()), reply);
+  finish(req, &route, ctx.actor.token_id, start, result.ok() ? std::move(result.value()) : errorResponse(result.error()),
+         reply);
 }
 
-void Api::finish(const http::Request& req, const std::string& route, const std::string& token_id,
-                 std::chrono::steady_clock::time_point start, http::Response resp,
-                 const http::Reply& reply) {
+void Api::finish(const http::Request& req, const Route* route, const std::string& token_id,
+                 std::chrono::steady_clock::time_point start, http::Response resp, const http::Reply& reply) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int status = resp.status;
   // Counted before the reply: a client reading /metrics right after sees its own request.
-  metrics_.record(req.method, route, status, secs);
+  metrics_.record(req.method, route ? route->pattern : "unmatched", status, secs);
   reply(std::move(resp));
-  log_->info("{} {} {} {:.1f}ms token={}", req.method, req.path, status, secs * 1000, token_id);
+  const auto level = route && route->quiet && status < 400 ? spdlog::level::debug : spdlog::level::info;
+  log_->log(level, "{} {} {} {:.1f}ms token={}", req.method, req.path, status, secs * 1000, token_id);
 }
 
-Result<Api::Principal> Api::authenticate(const http::Request& req) {
+Result<std::optional<Api::Principal>> Api::authenticate(const http::Request& req, bool cached_only) {
   const std::string header = req.header("authorization");
   constexpr std::string_view kBearer = "Bearer ";
   if (header.empty()) return Error(ErrorCode::kUnauthenticated, "missing Authorization: Bearer token");
@@ -154,6 +169,7 @@ Result<Api::Principal> Api::authenticate(const http::Request& req) {
       record = it->second.record;
   }
   if (!record) {
+    if (cached_only) return std::optional<Principal>();
     auto found = services_.store->findToken(parsed->id);
     if (!found.ok()) return found.error();
     if (!found->has_value()) return bad;
@@ -168,7 +184,7 @@ Result<Api::Principal> Api::authenticate(const http::Request& req) {
   }
   if (!constantTimeEquals(sha256Hex(parsed->secret), record->secret_hash)) return bad;
   if (record->info.revoked_at) return bad;
-  return Principal{record->info.role, record->info.id, record->info.name, record->info.host};
+  return std::optional<Principal>(Principal{record->info.role, record->info.id, record->info.name, record->info.host});
 }
 
 void Api::forgetToken(const std::string& id) {

@@ -96,9 +96,14 @@ class Api final : public http::Handler {
     core::Role role;
     std::string token_id, name, host;
   };
-  Result<Principal> authenticate(const http::Request& req);
-  void serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start);
-  void finish(const http::Request& req, const std::string& route, const std::string& token_id,
+  // The request's principal; only from the token cache when `cached_only` (nullopt on a miss).
+  Result<std::optional<Principal>> authenticate(const http::Request& req, bool cached_only);
+  // `principal`: already authenticated (the inline path), else serve authenticates.
+  void serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start,
+             std::optional<Principal> principal);
+  // Runs fn under the one top-level catch of a request: a bug answers 500, it does not end kilnd.
+  void guarded(const http::Reply& reply, const std::function<void()>& fn);
+  void finish(const http::Request& req, const Route* route, const std::string& token_id,
               std::chrono::steady_clock::time_point start, http::Response resp,
               const http::Reply& reply);
 

@@ -45,6 +45,12 @@ struct Route {
   std::string pattern;
   std::optional<core::Role> role;  // nullopt: no authentication (only /healthz and the console)
   std::size_t body_limit = 1 << 20;
+  // The handler never blocks (no database work before it returns): with a cached token it runs
+  // on the network thread instead of the executor (agent polls: no thread hop per poll).
+  bool inline_ok = false;
+  // High-volume traffic (agent polls and reports): successful calls log at debug (counted in
+  // /metrics); errors still log at info.
+  bool quiet = false;
   RouteFn fn;
   AsyncRouteFn async_fn;
   std::vector<std::string> segments;

@@ -107,6 +107,7 @@ void addRunRoutes(Router& router, Services& s) {
               }});
 
   router.add({.method = "GET", .pattern = "/api/v1/agents/{host}/work", .role = core::Role::kAgent,
+              .inline_ok = true, .quiet = true,
               .async_fn = [&s](RequestContext& ctx, std::function<void(Result<http::Response>)> done) {
                 if (ctx.param("host") != ctx.agent_host) {
                   done(Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host));
@@ -143,7 +144,7 @@ void addRunRoutes(Router& router, Services& s) {
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/assignments/{id}/result", .role = core::Role::kAgent,
-              .body_limit = 4 << 20,
+              .body_limit = 4 << 20, .quiet = true,
               .async_fn = [&s](RequestContext& ctx, std::function<void(Result<http::Response>)> done) {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return done(body.error());

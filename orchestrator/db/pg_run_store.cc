@@ -670,30 +670,21 @@ class PgRunStore final : public runs::RunStore {
 
   Status recordHeartbeats(const std::vector<runs::Heartbeat>& beats) override {
     if (beats.empty()) return Ok{};
+    json rows = json::array();
+    for (const auto& b : beats) rows.push_back({{"id", b.host}, {"t", toEpoch(b.at)}, {"b", b.boot_id}});
+    const std::string text = rows.dump();
     return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
-      for (std::size_t start = 0; start < beats.size(); start += 1000) {
-        const std::size_t end = std::min(beats.size(), start + 1000);
-        std::string values;
-        std::vector<std::string> params;
-        for (std::size_t i = start; i < end; ++i) {
-          const std::size_t n = params.size();
-          values += (values.empty() ? "" : ",") + std::string("($") + std::to_string(n + 1) + ", to_timestamp($" +
-                    std::to_string(n + 2) + "::float8), $" + std::to_string(n + 3) + ")";
-          params.push_back(beats[i].host);
-          params.push_back(std::to_string(toEpoch(beats[i].at)));
-          params.push_back(beats[i].boot_id);
-        }
-        const std::string from = " FROM (VALUES " + values + ") v(id, t, b) WHERE h.id = v.id";
-        auto back = txn.exec_params("UPDATE hosts h SET unreachable = false" + from + " AND h.unreachable RETURNING h.id, h.state",
-                                    pqxx::prepare::make_dynamic_params(params));
-        for (const auto& r : back)
-          txn.exec_params(
-              "INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
-              " VALUES ($1, 'reachable', $2, $2, 'system', 'the agent polls again')",
-              r[0].as<std::string>(), r[1].as<std::string>());
-        txn.exec_params("UPDATE hosts h SET last_seen = v.t, boot_id = NULLIF(v.b, '')" + from,
-                        pqxx::prepare::make_dynamic_params(params));
-      }
+      // Hosts that were unreachable get a `reachable` event; then everyone's last poll.
+      txn.exec_params(
+          "WITH back AS (UPDATE hosts h SET unreachable = false FROM jsonb_to_recordset($1::jsonb) AS v(id text)"
+          " WHERE h.id = v.id AND h.unreachable RETURNING h.id, h.state)"
+          " INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
+          " SELECT id, 'reachable', state, state, 'system', 'the agent polls again' FROM back",
+          text);
+      txn.exec_params(
+          "UPDATE hosts h SET last_seen = to_timestamp(v.t), boot_id = NULLIF(v.b, '')"
+          " FROM jsonb_to_recordset($1::jsonb) AS v(id text, t float8, b text) WHERE h.id = v.id",
+          text);
       return Ok{};
     });
   }

@@ -66,6 +66,8 @@ std::vector<Setting> settings() {
        [](Config& c, const std::string& v) { return setInt(c.threads, v, "--threads", 1, 256); }},
       {"--db-pool", "KILN_DB_POOL", "db_pool", false,
        [](Config& c, const std::string& v) { return setInt(c.db_pool, v, "--db-pool", 1, 256); }},
+      {"--network-threads", "KILN_NETWORK_THREADS", "network_threads", false,
+       [](Config& c, const std::string& v) { return setInt(c.network_threads, v, "--network-threads", 1, 64); }},
   };
 }
 
@@ -82,7 +84,8 @@ std::string usage() {
   return "usage: kilnd [--config FILE] [--listen HOST:PORT] [--database-url URL]\n"
          "             [--admin-token-file FILE] [--log-level LEVEL] [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
-         "             [--unreachable-after SECONDS] [--lease-grace SECONDS] [--scheduler-hook URL]\n"
+         "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
+         "             [--scheduler-hook URL]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

@@ -19,6 +19,7 @@ void AgentGateway::start() {
     pending_.insert(hosts->begin(), hosts->end());
   }
   thread_ = std::thread([this] { loop(); });
+  writer_ = std::thread([this] { writerLoop(); });
 }
 
 void AgentGateway::stop() {
@@ -31,6 +32,7 @@ void AgentGateway::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (writer_.joinable()) writer_.join();
   for (auto& [_, p] : parked) p.reply(std::optional<json>());
 }
 
@@ -151,6 +153,8 @@ void AgentGateway::park(const std::string& host, Parked p) {
     } else {
       auto it = parked_.find(host);
       if (it != parked_.end()) replaced = std::move(it->second);  // the agent gave up on it
+      p.seq = ++park_seq_;
+      deadlines_.push({p.deadline, host, p.seq});
       parked_[host] = std::move(p);
     }
   }
@@ -239,32 +243,46 @@ void AgentGateway::notify(const std::string& host) {
 }
 
 void AgentGateway::loop() {
-  auto next_flush = std::chrono::steady_clock::now() + options_.heartbeat_flush;
-  auto next_refresh = std::chrono::steady_clock::now() + options_.pending_refresh;
   std::unique_lock lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, options_.scan_interval);
     if (stopping_) break;
     const auto now = std::chrono::steady_clock::now();
     std::vector<Parked> expired;
-    for (auto it = parked_.begin(); it != parked_.end();) {
-      if (it->second.deadline <= now) {
-        expired.push_back(std::move(it->second));
-        it = parked_.erase(it);
-      } else {
-        ++it;
-      }
+    while (!deadlines_.empty() && deadlines_.top().at <= now) {
+      const Deadline d = deadlines_.top();
+      deadlines_.pop();
+      auto it = parked_.find(d.host);
+      if (it == parked_.end() || it->second.seq != d.seq) continue;  // answered or parked anew since
+      expired.push_back(std::move(it->second));
+      parked_.erase(it);
     }
+    lock.unlock();
+    for (auto& p : expired) p.reply(std::optional<json>());
+    lock.lock();
+  }
+}
+
+void AgentGateway::writerLoop() {
+  // The database work of the gateway, on its own thread so that a slow write (a 100,000-host
+  // fleet's heartbeats) never delays the parked polls' deadlines.
+  auto next_flush = std::chrono::steady_clock::now() + options_.heartbeat_flush;
+  auto next_refresh = std::chrono::steady_clock::now() + options_.pending_refresh;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_until(lock, std::min(next_flush, next_refresh));
+    if (stopping_) break;
+    const auto now = std::chrono::steady_clock::now();
     std::vector<Heartbeat> beats;
     if (now >= next_flush) {
       next_flush = now + options_.heartbeat_flush;
+      beats.reserve(beats_.size());
       for (auto& [_, b] : beats_) beats.push_back(std::move(b));
       beats_.clear();
     }
     const bool refresh = now >= next_refresh;
     if (refresh) next_refresh = now + options_.pending_refresh;
     lock.unlock();
-    for (auto& p : expired) p.reply(std::optional<json>());
     if (!beats.empty()) (void)store_.recordHeartbeats(beats);
     if (refresh) {
       auto hosts = store_.hostsWithOpenWork();

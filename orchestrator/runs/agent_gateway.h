@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -76,6 +77,13 @@ class AgentGateway {
     PollReply reply;
     std::chrono::steady_clock::time_point deadline;
     std::string running;
+    std::uint64_t seq = 0;  // which parking of the host its deadline entry is for
+  };
+  struct Deadline {
+    std::chrono::steady_clock::time_point at;
+    std::string host;
+    std::uint64_t seq;
+    bool operator>(const Deadline& o) const { return at > o.at; }
   };
   void check(const std::string& host, Parked parked);  // on the executor
   void drainReports();                                 // on the executor
@@ -85,7 +93,8 @@ class AgentGateway {
     ReportReply reply;
   };
   void park(const std::string& host, Parked parked);
-  void loop();
+  void loop();        // parked polls' deadlines
+  void writerLoop();  // batched heartbeats, hosts with work from other replicas
 
   RunService& runs_;
   RunStore& store_;
@@ -97,6 +106,10 @@ class AgentGateway {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::unordered_map<std::string, Parked> parked_;
+  // Parked polls by deadline (an entry whose poll was answered or replaced is skipped): the
+  // scan touches only the polls that are due, not every parked one.
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  std::uint64_t park_seq_ = 0;
   std::unordered_set<std::string> pending_;
   std::unordered_map<std::string, Heartbeat> beats_;
   // Counts notify() per host, so that what the gateway learnt about a host can be dated.
@@ -114,7 +127,7 @@ class AgentGateway {
   // Polls by what answered them: parked without a read, a read of the running step, a claim.
   std::atomic<std::uint64_t> polls_parked_{0}, polls_step_read_{0}, polls_claim_{0};
   std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0}, report_batches_{0};
-  std::thread thread_;
+  std::thread thread_, writer_;
 };
 
 }  // namespace kiln::runs

@@ -1,6 +1,7 @@
 // The agent protocol over HTTP with a hand-driven agent: what a poll hands out, again after a
 // lost answer; and a rollout aborted while no agent takes its steps.
 
+#include <algorithm>
 #include <functional>
 #include <thread>
 
@@ -162,6 +163,53 @@ TEST_F(AgentWorkTest, AReadyReportIsAnsweredWithTheHostsNextStep) {
   EXPECT_EQ(plain.doc()["outcome"], "accepted");
   EXPECT_FALSE(plain.doc().contains("assignment"));
   EXPECT_EQ(assignmentFor(1).value("step_id", ""), "second");
+}
+
+class AgentLivenessTest : public AgentWorkTest {
+ protected:
+  // Longer than the heartbeat flush (5 s) plus the test's poll gaps, as production's must be
+  // longer than the agents' long-poll wait plus that flush.
+  std::vector<std::string> extraKilndArgs() const override { return {"--unreachable-after", "8"}; }
+  // The actions of the host's events, oldest first.
+  std::vector<std::string> eventActions(const std::string& host) {
+    const json doc = call(*admin_, "GET", "/api/v1/hosts/" + host + "/events?limit=100").doc();
+    std::vector<std::string> out;
+    for (const auto& e : doc["items"]) out.insert(out.begin(), e["action"].get<std::string>());
+    return out;
+  }
+  bool waitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return true;
+  }
+};
+
+TEST_F(AgentLivenessTest, AnAgentThatStopsPollingMakesItsHostUnreachableOnceAndReachableWhenItPollsAgain) {
+  ASSERT_EQ(poll(0).status, 204);
+  auto count = [&](const std::string& action) {
+    auto a = eventActions(hosts_[0]);
+    return std::count(a.begin(), a.end(), action);
+  };
+  // Silent for more than --unreachable-after (checked about every 10 s): one event, not one
+  // per check. The other host never polled: it has no agent to miss.
+  ASSERT_TRUE(waitFor([&] { return count("unreachable") == 1; }, std::chrono::seconds(30)));
+  std::this_thread::sleep_for(std::chrono::seconds(11));
+  EXPECT_EQ(count("unreachable"), 1);
+  EXPECT_EQ(call(*admin_, "GET", "/api/v1/hosts/" + hosts_[0]).doc().value("state", ""), "available")
+      << "unreachable is an event, not a lifecycle state";
+  // It polls again: the batched heartbeat write (every 5 s) records it back, once.
+  ASSERT_EQ(poll(0).status, 204);
+  ASSERT_TRUE(waitFor([&] { return count("reachable") == 1; }, std::chrono::seconds(15)));
+  // Polling on, through a few flushes and checks: nothing more is recorded.
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_EQ(poll(0).status, 204);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  EXPECT_EQ(count("reachable"), 1);
+  EXPECT_EQ(count("unreachable"), 1);
 }
 
 TEST_F(AgentWorkTest, AbortingARolloutWhoseAgentsAreGoneEndsInsteadOfWaitingForever) {
