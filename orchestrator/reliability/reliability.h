@@ -63,4 +63,35 @@ struct ServiceSeries {
 ServiceSeries serviceSeries(const std::vector<std::pair<TimePoint, int>>& deltas, TimePoint from, TimePoint to,
                             int gpus_per_host);
 
+// 00:00 UTC of the day holding t.
+TimePoint dayStart(TimePoint t);
+
+// The same step function rolled up per UTC day (db/migrations/0005_service_days.sql, summed
+// over a scope): the day's deltas added up, and each delta times the microseconds from its
+// change to the day's end added up. The level at a day's start is the sum of net_hosts over the
+// days before it; a whole day's host-seconds are level x 86400 + tail_host_us / 1e6.
+struct ServiceDay {
+  TimePoint day;  // 00:00 UTC
+  std::int64_t net_hosts = 0;
+  std::int64_t tail_host_us = 0;
+};
+
+// What serviceSeriesFromDays needs for [from, to): the level at first_day (the sum of every
+// delta before it), the rolled-up days in [first_day, days_end), and the raw deltas in the
+// `edges` ranges [begin, end): the days the window covers only in part (from or to not at
+// midnight), each from its midnight to the earlier of its end and `to`.
+struct DailyWindow {
+  TimePoint first_day, days_end;
+  std::vector<std::pair<TimePoint, TimePoint>> edges;
+};
+DailyWindow dailyWindow(TimePoint from, TimePoint to);
+
+// serviceSeries(deltas, from, to, gpus_per_host) computed from the rollup instead of every
+// delta: level_at_first_day, `days` (sorted by day, missing days had no change) and
+// edge_deltas (the deltas inside dailyWindow(from, to).edges, sorted by time) as described
+// there. Equal to serviceSeries over the full delta list up to rounding (tested).
+ServiceSeries serviceSeriesFromDays(std::int64_t level_at_first_day, const std::vector<ServiceDay>& days,
+                                    const std::vector<std::pair<TimePoint, int>>& edge_deltas, TimePoint from,
+                                    TimePoint to, int gpus_per_host);
+
 }  // namespace kiln::reliability

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace kiln::reliability {
 namespace {
 
@@ -87,6 +89,102 @@ TEST(ReliabilityTest, FleetSeriesEqualsTheSumOverHosts) {
   for (const auto& [_, gh] : series.weekly_gpu_hours) weekly += gh;
   EXPECT_NEAR(weekly, expected, 1e-6);
   EXPECT_GE(series.weekly_gpu_hours.size(), 3u);
+}
+
+// What service_days holds (db/migrations/0005_service_days.sql), computed from the deltas.
+std::map<TimePoint, ServiceDay> rollUp(const std::vector<std::pair<TimePoint, int>>& deltas) {
+  std::map<TimePoint, ServiceDay> days;
+  for (const auto& [at, delta] : deltas) {
+    ServiceDay& d = days[dayStart(at)];
+    d.day = dayStart(at);
+    d.net_hosts += delta;
+    d.tail_host_us += delta * std::chrono::duration_cast<std::chrono::microseconds>(d.day + hours(24) - at).count();
+  }
+  return days;
+}
+
+// serviceSeriesFromDays fed the way PgReliabilityStore::data() feeds it: the level before the
+// window's first day, the rolled-up days of the window, the raw deltas of its partial days.
+ServiceSeries fromRollUp(const std::vector<std::pair<TimePoint, int>>& deltas, TimePoint from, TimePoint to) {
+  const DailyWindow w = dailyWindow(from, to);
+  std::int64_t level = 0;
+  std::vector<ServiceDay> days;
+  for (const auto& [day, d] : rollUp(deltas)) {
+    if (day < w.first_day) level += d.net_hosts;
+    else if (day < w.days_end) days.push_back(d);
+  }
+  std::vector<std::pair<TimePoint, int>> edge;
+  for (const auto& d : deltas)
+    for (const auto& [begin, end] : w.edges)
+      if (d.first >= begin && d.first < end) edge.push_back(d);
+  return serviceSeriesFromDays(level, days, edge, from, to, 4);
+}
+
+void expectSameSeries(const ServiceSeries& got, const ServiceSeries& want, const std::string& what) {
+  EXPECT_NEAR(got.gpu_hours, want.gpu_hours, 1e-9 * std::max(1.0, std::abs(want.gpu_hours))) << what;
+  ASSERT_EQ(got.weekly_gpu_hours.size(), want.weekly_gpu_hours.size()) << what;
+  for (const auto& [week, gh] : want.weekly_gpu_hours) {
+    ASSERT_TRUE(got.weekly_gpu_hours.count(week)) << what;
+    EXPECT_NEAR(got.weekly_gpu_hours.at(week), gh, 1e-9 * std::max(1.0, std::abs(gh))) << what;
+  }
+}
+
+TEST(ReliabilityTest, DailyWindowSplitsOffThePartialDays) {
+  const TimePoint day = dayStart(t0);
+  EXPECT_TRUE(dailyWindow(day, day + hours(48)).edges.empty());
+  EXPECT_EQ(dailyWindow(day, day + hours(48)).days_end, day + hours(48));
+  const DailyWindow both = dailyWindow(day + hours(5), day + hours(50));
+  EXPECT_EQ(both.first_day, day);
+  EXPECT_EQ(both.days_end, day + hours(48));
+  EXPECT_EQ(both.edges, (std::vector<std::pair<TimePoint, TimePoint>>{{day, day + hours(24)}, {day + hours(48), day + hours(50)}}));
+  // Inside one day: one edge, up to `to`, whether from is at midnight or not.
+  EXPECT_EQ(dailyWindow(day + hours(5), day + hours(7)).edges, (std::vector<std::pair<TimePoint, TimePoint>>{{day, day + hours(7)}}));
+  EXPECT_EQ(dailyWindow(day, day + hours(7)).edges, (std::vector<std::pair<TimePoint, TimePoint>>{{day, day + hours(7)}}));
+}
+
+TEST(ReliabilityTest, TheDailyRollUpGivesTheSameSeriesAsEveryDelta) {
+  std::mt19937_64 rng(20261203);
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const TimePoint base = dayStart(t0);
+  for (int round = 0; round < 300; ++round) {
+    // Random hosts over ~60 days, at microsecond times (as timestamptz keeps them), some changes at midnight.
+    std::map<TimePoint, int> by_time;
+    const int hosts = static_cast<int>(uniform(0, 12));
+    for (int h = 0; h < hosts; ++h) {
+      bool serving = false;
+      TimePoint at = base + std::chrono::microseconds(uniform(-5LL * 86400 * 1000000, 10LL * 86400 * 1000000));
+      for (int n = static_cast<int>(uniform(1, 15)); n > 0; --n) {
+        const bool next = uniform(0, 1) == 0;
+        if (next != serving) by_time[at] += next ? 1 : -1;
+        serving = next;
+        at += uniform(0, 3) == 0 ? hours(24 * uniform(0, 3)) : std::chrono::microseconds(uniform(1, 5LL * 86400 * 1000000));
+        if (uniform(0, 5) == 0) at = dayStart(at);
+      }
+    }
+    std::vector<std::pair<TimePoint, int>> deltas;
+    for (const auto& [at, d] : by_time)
+      if (d != 0) deltas.emplace_back(at, d);
+    // Windows at midnight or not, before, across and after every change, inside one day, empty.
+    auto point = [&]() -> TimePoint {
+      const TimePoint p = base + std::chrono::microseconds(uniform(-20LL * 86400 * 1000000, 80LL * 86400 * 1000000));
+      return uniform(0, 1) == 0 ? dayStart(p) : p;
+    };
+    for (int w = 0; w < 20; ++w) {
+      TimePoint from = point(), to = point();
+      if (w % 5 == 0) to = from + std::chrono::microseconds(uniform(0, 86400LL * 1000000));  // within a day or two
+      if (w % 7 == 0) to = from;
+      if (to < from && uniform(0, 1) == 0) std::swap(from, to);
+      const std::string what = "round " + std::to_string(round) + " window " + std::to_string(w);
+      expectSameSeries(fromRollUp(deltas, from, to), serviceSeries(deltas, from, to, 4), what);
+    }
+    if (deltas.empty()) continue;
+    const TimePoint first = deltas.front().first, last = deltas.back().first;
+    for (const auto& [from, to] : std::vector<std::pair<TimePoint, TimePoint>>{
+             {first - hours(72), first - hours(1)}, {dayStart(first) - hours(48), dayStart(first)},
+             {last + hours(1), last + hours(53)}, {dayStart(last) + hours(24), dayStart(last) + hours(24 * 9)},
+             {first - hours(30), last + hours(30)}})
+      expectSameSeries(fromRollUp(deltas, from, to), serviceSeries(deltas, from, to, 4), "round " + std::to_string(round));
+  }
 }
 
 }  // namespace
