@@ -14,7 +14,44 @@ using reliability::LedgerData;
 
 
 // Hosts (alias h) and pods (alias p) in scope; $1 site, $2 building, $3 platform ('' = any).
-constexpr const char* kScope = "($1 = '' OR p.site_id = $1) AND ($2 = '' OR p.building_id = $2) AND ($3 = '' OR p.platform = $3)";
+#define KILN_SCOPE "($1 = '' OR p.site_id = $1) AND ($2 = '' OR p.building_id = $2) AND ($3 = '' OR p.platform = $3)"
+constexpr const char* kScope = KILN_SCOPE;
+
+// The same scope over service_days (alias s) and buildings (alias b).
+#define KILN_SERVICE_DAYS_IN_SCOPE                                                   \
+  " FROM service_days s JOIN buildings b ON b.id = s.building_id"                    \
+  " WHERE ($1 = '' OR b.site_id = $1) AND ($2 = '' OR s.building_id = $2) AND ($3 = '' OR s.platform = $3)"
+#define KILN_UTC_DAY(param) " (to_timestamp(" param ") AT TIME ZONE 'UTC')::date"
+
+// Hosts in service at the start of the day $4 (epoch seconds at midnight UTC).
+constexpr const char* kServiceLevel =
+    "SELECT coalesce(sum(s.net_hosts), 0)::bigint" KILN_SERVICE_DAYS_IN_SCOPE " AND s.day <" KILN_UTC_DAY("$4");
+
+// The rolled-up days in [$4, $5).
+constexpr const char* kServiceDays =
+    "SELECT extract(epoch FROM s.day::timestamp)::float8, sum(s.net_hosts)::bigint, sum(s.tail_host_us)::bigint"
+    KILN_SERVICE_DAYS_IN_SCOPE " AND s.day >=" KILN_UTC_DAY("$4") " AND s.day <" KILN_UTC_DAY("$5")
+    " GROUP BY s.day ORDER BY s.day";
+
+// Hosts entering (+) or leaving (-) service at each instant of [$4, $5) and [$6, $7), by the
+// rule service_days follows (kiln_service_delta).
+constexpr const char* kServiceEdgeDeltas =
+    "SELECT extract(epoch FROM e.at)::float8, sum(kiln_service_delta(e.from_state, e.to_state))::int"
+    " FROM host_events e JOIN hosts h ON h.id = e.host_id JOIN pods p ON p.id = h.pod_id"
+    " WHERE ((e.at >= to_timestamp($4) AND e.at < to_timestamp($5)) OR (e.at >= to_timestamp($6) AND e.at < to_timestamp($7)))"
+    " AND " KILN_SCOPE
+    " GROUP BY e.at HAVING sum(kiln_service_delta(e.from_state, e.to_state)) <> 0 ORDER BY e.at";
+
+// Interruptions in [$4, $5) in scope (by one of their hosts or their pod), counted by week
+// (Monday 00:00 UTC, whatever the session's time zone), cause and candidate flag.
+constexpr const char* kInterruptionCounts =
+    "SELECT extract(epoch FROM date_trunc('week', i.at AT TIME ZONE 'UTC'))::float8, i.cause, i.candidate, count(*)"
+    " FROM interruptions i WHERE i.at >= to_timestamp($4) AND i.at < to_timestamp($5) AND ("
+    " ($1 = '' AND $2 = '' AND $3 = '')"
+    " OR EXISTS (SELECT 1 FROM interruption_hosts ih JOIN hosts h ON h.id = ih.host_id"
+    "   JOIN pods p ON p.id = h.pod_id WHERE ih.interruption_id = i.id AND " KILN_SCOPE ")"
+    " OR EXISTS (SELECT 1 FROM pods p WHERE p.id = i.pod AND " KILN_SCOPE "))"
+    " GROUP BY 1, 2, 3";
 
 class PgReliabilityStore final : public reliability::ReliabilityStore {
  public:
@@ -87,29 +124,27 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
 
   Result<LedgerData> data(core::TimePoint from, core::TimePoint to, const reliability::Scope& s, int threshold) override {
     return pool_.transact<LedgerData>([&](pqxx::work& txn) -> Result<LedgerData> {
+      // One snapshot for every query: the rolled-up days and the raw edge deltas must agree.
+      txn.exec0("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+      // JIT compiling the larger queries costs more than it saves at this size (measured in
+      // bench/reliability/README.md).
+      txn.exec0("SET LOCAL jit = off");
       LedgerData d;
-      // Hosts entering (+1) or leaving (-1) serving states, summed per instant.
-      for (const auto& r : txn.exec_params(
-               std::string("WITH ev AS (SELECT e.at, e.to_state,"
-                           " lag(e.to_state) OVER (PARTITION BY e.host_id ORDER BY e.id) AS prev"
-                           " FROM host_events e JOIN hosts h ON h.id = e.host_id JOIN pods p ON p.id = h.pod_id"
-                           " WHERE e.action NOT IN ('unreachable', 'reachable') AND e.at < to_timestamp($4) AND ") +
-                   kScope +
-                   ") SELECT extract(epoch from at)::float8, sum((to_state IN ('available', 'allocated'))::int"
-                   " - coalesce((prev IN ('available', 'allocated'))::int, 0)) AS delta"
-                   " FROM ev GROUP BY at HAVING sum((to_state IN ('available', 'allocated'))::int"
-                   " - coalesce((prev IN ('available', 'allocated'))::int, 0)) <> 0 ORDER BY at",
-               s.site, s.building, s.platform, toEpoch(to)))
-        d.service_deltas.emplace_back(fromEpoch(r[0].as<double>()), r[1].as<int>());
-      for (const auto& r : txn.exec_params(
-               std::string("SELECT extract(epoch from i.at)::float8, i.cause, i.candidate FROM interruptions i"
-                           " WHERE i.at >= to_timestamp($4) AND i.at < to_timestamp($5) AND ("
-                           " ($1 = '' AND $2 = '' AND $3 = '')"
-                           " OR EXISTS (SELECT 1 FROM interruption_hosts ih JOIN hosts h ON h.id = ih.host_id"
-                           "   JOIN pods p ON p.id = h.pod_id WHERE ih.interruption_id = i.id AND ") +
-                   kScope + ") OR EXISTS (SELECT 1 FROM pods p WHERE p.id = i.pod AND " + kScope + "))",
-               s.site, s.building, s.platform, toEpoch(from), toEpoch(to)))
-        d.interruptions.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::string>(), r[2].as<bool>()});
+      const reliability::DailyWindow w = reliability::dailyWindow(from, to);
+      d.service_level_at_first_day =
+          txn.exec_params1(kServiceLevel, s.site, s.building, s.platform, toEpoch(w.first_day))[0].as<std::int64_t>();
+      for (const auto& r : txn.exec_params(kServiceDays, s.site, s.building, s.platform, toEpoch(w.first_day), toEpoch(w.days_end)))
+        d.service_days.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()});
+      if (!w.edges.empty()) {
+        // One or two ranges (the one twice when there is one).
+        const auto& a = w.edges.front();
+        const auto& b = w.edges.back();
+        for (const auto& r : txn.exec_params(kServiceEdgeDeltas, s.site, s.building, s.platform, toEpoch(a.first),
+                                             toEpoch(a.second), toEpoch(b.first), toEpoch(b.second)))
+          d.service_edge_deltas.emplace_back(fromEpoch(r[0].as<double>()), r[1].as<int>());
+      }
+      for (const auto& r : txn.exec_params(kInterruptionCounts, s.site, s.building, s.platform, toEpoch(from), toEpoch(to)))
+        d.interruptions.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::string>(), r[2].as<bool>(), r[3].as<std::int64_t>()});
       for (const auto& r : txn.exec_params(
                std::string("WITH i AS (SELECT ih.host_id, count(*) n FROM interruption_hosts ih JOIN interruptions x"
                            "   ON x.id = ih.interruption_id WHERE x.at >= to_timestamp($4) AND x.at < to_timestamp($5)"
