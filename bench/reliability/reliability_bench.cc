@@ -100,7 +100,10 @@ bool parseArgs(int argc, char** argv, Options& o) {
 // (pods start at random within its first 10 days; drain -> drained -> maintenance_done ->
 // validation_pass takes 1.3-3 h per host). Repair cycles take the other slots, at most one
 // cycle per host and slot, so a host's events never interleave and their ids (bigserial,
-// inserted in time order) follow time, as kilnd's do: the report orders a host's events by id.
+// inserted in time order) follow time, as kilnd's do: the independent SQL below orders a host's
+// events by id, and every event's from_state is the previous one's to_state (checked), which
+// service_days relies on. The triggers on host_events keep service_days as the rows go in; the
+// backdating UPDATE of the import events moves their share through the update trigger.
 // A cycle starts 1 h-3 days into its slot and lasts at most 10 days:
 //   repair:        fail -> repair (2-24 h) -> repair_complete (1-4 d) -> quarantine_pass (6-48 h)
 //   requarantine:  ... repair_complete -> quarantine_fail (6-24 h) -> repair_complete (1-2 d)
@@ -263,6 +266,22 @@ constexpr const char* kExpectedInterruptions =
     "SELECT count(*) FROM interruptions i WHERE NOT candidate AND at >= to_timestamp($1) AND at < to_timestamp($2)"
     " AND (($3 = '' AND $4 = '' AND $5 = '') OR EXISTS (SELECT 1 FROM pods p WHERE p.id = i.pod"
     "   AND ($3 = '' OR p.site_id = $3) AND ($4 = '' OR p.building_id = $4) AND ($5 = '' OR p.platform = $5)))";
+
+// The rule service_days relies on: every event's from_state is its host's previous to_state
+// (NULL for the first). Counts the events that break it.
+constexpr const char* kFromStateBreaks =
+    "SELECT count(*) FROM (SELECT from_state, lag(to_state) OVER (PARTITION BY host_id ORDER BY id) AS prev"
+    "   FROM host_events) e WHERE from_state IS DISTINCT FROM prev";
+
+// service_days as the triggers kept it through the seeding (the backdating UPDATE included)
+// against kiln_rebuild_service_days() from host_events; run in a transaction rolled back
+// afterwards. A missing row is a row of zeros.
+constexpr const char* kKeepServiceDays = "CREATE TEMP TABLE kept_service_days AS SELECT * FROM service_days";
+constexpr const char* kRebuildServiceDays = "SELECT kiln_rebuild_service_days()";
+constexpr const char* kServiceDaysDiffer =
+    "SELECT count(*), (SELECT count(*) FROM service_days)"
+    " FROM kept_service_days k FULL JOIN service_days s USING (day, building_id, platform)"
+    " WHERE coalesce(k.net_hosts, 0) <> coalesce(s.net_hosts, 0) OR coalesce(k.tail_host_us, 0) <> coalesce(s.tail_host_us, 0)";
 
 struct Stats {
   std::size_t n = 0;
@@ -442,7 +461,7 @@ int main(int argc, char** argv) {
   {
     // Autovacuum would get there on its own; the figure is the steady state, not the minute after a bulk load.
     const auto t = Clock::now();
-    pqxx::nontransaction(conn).exec0("ANALYZE host_events, hosts, pods, interruptions, interruption_hosts");
+    pqxx::nontransaction(conn).exec0("ANALYZE host_events, service_days, hosts, pods, interruptions, interruption_hosts");
     steps.push_back({"ANALYZE", seconds(t), 0});
     std::printf("  %-53s %10s      %8.1f s\n", "ANALYZE", "", steps.back().s);
   }
@@ -451,7 +470,7 @@ int main(int argc, char** argv) {
   json counts = json::object();
   {
     pqxx::nontransaction t(conn);
-    for (const char* table : {"pods", "hosts", "host_events", "interruptions", "interruption_hosts"})
+    for (const char* table : {"pods", "hosts", "host_events", "service_days", "interruptions", "interruption_hosts"})
       counts[table] = t.exec1(std::string("SELECT count(*) FROM ") + table)[0].as<std::int64_t>();
     counts["retired_hosts"] = t.exec1("SELECT count(*) FROM hosts WHERE state = 'retired'")[0].as<std::int64_t>();
     counts["repair_cycles"] = t.exec1("SELECT count(*) FROM seed_cycles")[0].as<std::int64_t>();
@@ -496,6 +515,23 @@ int main(int argc, char** argv) {
       expected.emplace_back(gh, n);
     }
   }
+  std::int64_t from_state_breaks = 0, service_days_differ = 0, service_days_rebuilt = 0;
+  double rebuild_s = 0;
+  {
+    pqxx::nontransaction t(conn);
+    from_state_breaks = t.exec1(kFromStateBreaks)[0].as<std::int64_t>();
+  }
+  {
+    pqxx::work t(conn);
+    t.exec0(kKeepServiceDays);
+    const auto tr = Clock::now();
+    t.exec(kRebuildServiceDays);
+    rebuild_s = seconds(tr);
+    const auto r = t.exec1(kServiceDaysDiffer);
+    service_days_differ = r[0].as<std::int64_t>();
+    service_days_rebuilt = r[1].as<std::int64_t>();
+    t.abort();
+  }
   const Stats hz = stats(healthz_ms);
   std::printf("\nkiln-bench-reliability: %lld GPUs (%lld hosts), year %s .. %s; load average %s at the start, %s at the end\n\n",
               static_cast<long long>(o.gpus), static_cast<long long>(hosts), isoTime(from).c_str(), isoTime(to).c_str(),
@@ -503,6 +539,8 @@ int main(int argc, char** argv) {
   std::printf("  %-53s %10.1f s\n", "POST /fleet/import", import_s);
   std::printf("  %-53s %10.1f s\n", "seeding a year of history (SQL, incl. ANALYZE)", seed_s);
   std::printf("  rows: %s\n", counts.dump().c_str());
+  std::printf("  %-53s %10.1f s (%lld rows)\n", "kiln_rebuild_service_days() (the migration on this data)", rebuild_s,
+              static_cast<long long>(service_days_rebuilt));
 
   std::printf("\n  %-44s %6s %9s %9s %9s %9s   %s\n", "latency, ms", "n", "p50", "p90", "max", "/healthz", "target");
   auto row = [&](const std::string& what, const Stats& s, const char* target) {
@@ -564,6 +602,11 @@ int main(int argc, char** argv) {
   checks.push_back({"whole year: causes add up (" + std::to_string(year["causes"].size()) + " causes)",
                     cause_sum == o.interruptions && year["causes"].size() == 12});
   checks.push_back({"whole year: lemons found", !year["lemons"].empty()});
+  checks.push_back({"every event's from_state is its host's previous to_state (" + std::to_string(from_state_breaks) + " not)",
+                    from_state_breaks == 0});
+  checks.push_back({"service_days kept by the triggers equals kiln_rebuild_service_days() (" +
+                        std::to_string(service_days_differ) + " rows differ)",
+                    service_days_differ == 0});
   std::printf("\n  causes (year): ");
   for (const auto& c : year["causes"])
     std::printf("%s %lld (%.1f%%)  ", c["cause"].get<std::string>().c_str(), static_cast<long long>(c["count"].get<std::int64_t>()),
