@@ -152,8 +152,9 @@ TEST_F(PgStoreTest, ConcurrentTransitionsOfOneHostSerialise) {
   EXPECT_EQ(refused.load(), 3);
 }
 
-// service_days (migration 0005) follows host_events whoever writes them: the import's COPY,
-// transitions, and an UPDATE or DELETE by hand; a rebuild from host_events gives the same rows.
+// service_days and service_hours (migration 0005) follow host_events whoever writes them: the
+// import's COPY, transitions, and an UPDATE or DELETE by hand; a rebuild from host_events gives
+// the same rows.
 TEST_F(PgStoreTest, ServiceDaysFollowEveryWriterOfHostEvents) {
   ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
   auto serving = [&](const std::string& building) {
@@ -170,8 +171,11 @@ TEST_F(PgStoreTest, ServiceDaysFollowEveryWriterOfHostEvents) {
   // The rows kept by the triggers, then the rows kiln_rebuild_service_days() computes.
   auto kept_and_rebuilt = [&] {
     const std::string rows =
-        "SELECT coalesce(string_agg(day || ' ' || building_id || ' ' || platform || ' ' || net_hosts || ' ' || tail_host_us,"
-        " ', ' ORDER BY day, building_id, platform), '') FROM service_days WHERE net_hosts <> 0 OR tail_host_us <> 0";
+        "SELECT coalesce(string_agg(t, ', ' ORDER BY t), '') FROM ("
+        " SELECT day || ' ' || building_id || ' ' || platform || ' ' || net_hosts || ' ' || tail_host_us AS t"
+        "   FROM service_days WHERE net_hosts <> 0 OR tail_host_us <> 0"
+        " UNION ALL SELECT extract(epoch FROM hour) || ' ' || building_id || ' ' || platform || ' ' || net_hosts || ' ' ||"
+        "   tail_host_us FROM service_hours WHERE net_hosts <> 0 OR tail_host_us <> 0) x";
     const std::string kept = db_.query(rows);
     db_.query("SELECT kiln_rebuild_service_days()");
     return std::make_pair(kept, db_.query(rows));
