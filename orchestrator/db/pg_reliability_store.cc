@@ -16,30 +16,38 @@ using reliability::LedgerData;
 // Hosts (alias h) and pods (alias p) in scope; $1 site, $2 building, $3 platform ('' = any).
 #define KILN_SCOPE "($1 = '' OR p.site_id = $1) AND ($2 = '' OR p.building_id = $2) AND ($3 = '' OR p.platform = $3)"
 
-// The same scope over service_days (alias s) and buildings (alias b).
-#define KILN_SERVICE_DAYS_IN_SCOPE                                                   \
-  " FROM service_days s JOIN buildings b ON b.id = s.building_id"                    \
+// The same scope over a rollup table (alias s) and buildings (alias b).
+#define KILN_ROLLUP_IN_SCOPE(table)                                  \
+  " FROM " table " s JOIN buildings b ON b.id = s.building_id"       \
   " WHERE ($1 = '' OR b.site_id = $1) AND ($2 = '' OR s.building_id = $2) AND ($3 = '' OR s.platform = $3)"
 #define KILN_UTC_DAY(param) " (to_timestamp(" param ") AT TIME ZONE 'UTC')::date"
+// Two time ranges [$4, $5) and [$6, $7) of a column, epoch seconds.
+#define KILN_IN_RANGES(column)                                                      \
+  " ((" column " >= to_timestamp($4) AND " column " < to_timestamp($5))"            \
+  " OR (" column " >= to_timestamp($6) AND " column " < to_timestamp($7)))"
 
 // Hosts in service at the start of the day $4 (epoch seconds at midnight UTC).
 constexpr const char* kServiceLevel =
-    "SELECT coalesce(sum(s.net_hosts), 0)::bigint" KILN_SERVICE_DAYS_IN_SCOPE " AND s.day <" KILN_UTC_DAY("$4");
+    "SELECT coalesce(sum(s.net_hosts), 0)::bigint" KILN_ROLLUP_IN_SCOPE("service_days") " AND s.day <" KILN_UTC_DAY("$4");
 
 // The rolled-up days in [$4, $5).
 constexpr const char* kServiceDays =
     "SELECT extract(epoch FROM s.day::timestamp)::float8, sum(s.net_hosts)::bigint, sum(s.tail_host_us)::bigint"
-    KILN_SERVICE_DAYS_IN_SCOPE " AND s.day >=" KILN_UTC_DAY("$4") " AND s.day <" KILN_UTC_DAY("$5")
+    KILN_ROLLUP_IN_SCOPE("service_days") " AND s.day >=" KILN_UTC_DAY("$4") " AND s.day <" KILN_UTC_DAY("$5")
     " GROUP BY s.day ORDER BY s.day";
 
-// Hosts entering (+) or leaving (-) service at each instant of [$4, $5) and [$6, $7), by the
-// rule service_days follows (kiln_service_delta).
-constexpr const char* kServiceEdgeDeltas =
-    "SELECT extract(epoch FROM e.at)::float8, sum(kiln_service_delta(e.from_state, e.to_state))::int"
+// The rolled-up hours in [$4, $5) and [$6, $7).
+constexpr const char* kServiceHours =
+    "SELECT extract(epoch FROM s.hour)::float8, sum(s.net_hosts)::bigint, sum(s.tail_host_us)::bigint"
+    KILN_ROLLUP_IN_SCOPE("service_hours") " AND" KILN_IN_RANGES("s.hour") " GROUP BY s.hour ORDER BY s.hour";
+
+// Hosts entering (+) or leaving (-) service in [$4, $5) and [$6, $7), by the rule the rollup
+// follows (kiln_service_delta); several at one instant are fine.
+constexpr const char* kServiceRawDeltas =
+    "SELECT extract(epoch FROM e.at)::float8, kiln_service_delta(e.from_state, e.to_state)"
     " FROM host_events e JOIN hosts h ON h.id = e.host_id JOIN pods p ON p.id = h.pod_id"
-    " WHERE ((e.at >= to_timestamp($4) AND e.at < to_timestamp($5)) OR (e.at >= to_timestamp($6) AND e.at < to_timestamp($7)))"
-    " AND " KILN_SCOPE
-    " GROUP BY e.at HAVING sum(kiln_service_delta(e.from_state, e.to_state)) <> 0 ORDER BY e.at";
+    " WHERE" KILN_IN_RANGES("e.at") " AND kiln_service_delta(e.from_state, e.to_state) <> 0 AND " KILN_SCOPE
+    " ORDER BY e.at";
 
 // Interruptions in [$4, $5) in scope (by their pod or one of their hosts), counted by week
 // (Monday 00:00 UTC, whatever the session's time zone), cause and candidate flag. IN rather
@@ -138,7 +146,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
 
   Result<LedgerData> data(core::TimePoint from, core::TimePoint to, const reliability::Scope& s, int threshold) override {
     return pool_.transact<LedgerData>([&](pqxx::work& txn) -> Result<LedgerData> {
-      // One snapshot for every query: the rolled-up days and the raw edge deltas must agree.
+      // One snapshot for every query: the rolled-up days and hours and the raw deltas must agree.
       txn.exec0("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
       // JIT compiling costs more than it saves at this size: the correlated-EXISTS form of the
       // interruption query crossed jit_above_cost on the 1M-GPU bench data and took 0.4-0.5 s
@@ -149,19 +157,23 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
       // without, on the 1M-GPU bench data (2 cores).
       txn.exec0("SET LOCAL max_parallel_workers_per_gather = 0");
       LedgerData d;
-      const reliability::DailyWindow w = reliability::dailyWindow(from, to);
+      const reliability::RollupWindow w = reliability::rollupWindow(from, to);
       d.service_level_at_first_day =
           txn.exec_params1(kServiceLevel, s.site, s.building, s.platform, toEpoch(w.first_day))[0].as<std::int64_t>();
-      for (const auto& r : txn.exec_params(kServiceDays, s.site, s.building, s.platform, toEpoch(w.first_day), toEpoch(w.days_end)))
-        d.service_days.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()});
-      if (!w.edges.empty()) {
-        // One or two ranges (the one twice when there is one).
-        const auto& a = w.edges.front();
-        const auto& b = w.edges.back();
-        for (const auto& r : txn.exec_params(kServiceEdgeDeltas, s.site, s.building, s.platform, toEpoch(a.first),
-                                             toEpoch(a.second), toEpoch(b.first), toEpoch(b.second)))
-          d.service_edge_deltas.emplace_back(fromEpoch(r[0].as<double>()), r[1].as<int>());
-      }
+      auto periods = [&](const pqxx::result& rows, std::vector<reliability::ServicePeriod>& out) {
+        for (const auto& r : rows) out.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()});
+      };
+      periods(txn.exec_params(kServiceDays, s.site, s.building, s.platform, toEpoch(w.first_day), toEpoch(w.days_end)),
+              d.service_days);
+      // One or two ranges each (the one twice when there is one).
+      auto ranges = [&](const char* sql, const std::vector<std::pair<core::TimePoint, core::TimePoint>>& r) {
+        return txn.exec_params(sql, s.site, s.building, s.platform, toEpoch(r.front().first), toEpoch(r.front().second),
+                               toEpoch(r.back().first), toEpoch(r.back().second));
+      };
+      if (!w.hour_ranges.empty()) periods(ranges(kServiceHours, w.hour_ranges), d.service_hours);
+      if (!w.raw_ranges.empty())
+        for (const auto& r : ranges(kServiceRawDeltas, w.raw_ranges))
+          d.service_raw_deltas.emplace_back(fromEpoch(r[0].as<double>()), r[1].as<int>());
       for (const auto& r : txn.exec_params(kInterruptionCounts, s.site, s.building, s.platform, toEpoch(from), toEpoch(to)))
         d.interruptions.push_back({fromEpoch(r[0].as<double>()), r[1].as<std::string>(), r[2].as<bool>(), r[3].as<std::int64_t>()});
       for (const auto& r : txn.exec_params(kLemons, s.site, s.building, s.platform, toEpoch(from), toEpoch(to), threshold))

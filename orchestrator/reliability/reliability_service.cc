@@ -126,8 +126,8 @@ Result<json> ReliabilityService::report(const std::string& from, const std::stri
   auto [f, t] = *w;
   auto data = store_.data(f, t, scope, lemon_threshold);
   if (!data.ok()) return data.error();
-  const ServiceSeries series = serviceSeriesFromDays(data->service_level_at_first_day, data->service_days,
-                                                     data->service_edge_deltas, f, t, 4);
+  const ServiceSeries series = serviceSeriesFromRollup(data->service_level_at_first_day, data->service_days,
+                                                       data->service_hours, data->service_raw_deltas, f, t, 4);
   std::map<std::string, std::int64_t> by_cause;
   std::map<TimePoint, std::int64_t> weekly_count;
   std::int64_t confirmed = 0, candidates = 0;

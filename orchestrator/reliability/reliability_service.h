@@ -32,12 +32,12 @@ struct Scope {
 
 // What a report needs for [from, to) in a scope.
 struct LedgerData {
-  // Hosts in service, as serviceSeriesFromDays takes them for dailyWindow(from, to): the level
-  // at its first day, the rolled-up days, the raw deltas (hosts entering (+) / leaving (-)
-  // service) of the partial days.
+  // Hosts in service, as serviceSeriesFromRollup takes them for rollupWindow(from, to): the
+  // level at its first day, the rolled-up days and hours, the raw deltas (hosts entering (+) /
+  // leaving (-) service) of the partial hours.
   std::int64_t service_level_at_first_day = 0;
-  std::vector<ServiceDay> service_days;
-  std::vector<std::pair<TimePoint, int>> service_edge_deltas;
+  std::vector<ServicePeriod> service_days, service_hours;
+  std::vector<std::pair<TimePoint, int>> service_raw_deltas;
   // Interruptions counted by week (weekStart), cause and candidate flag.
   struct Count {
     TimePoint week;
