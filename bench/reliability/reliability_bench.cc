@@ -100,7 +100,10 @@ bool parseArgs(int argc, char** argv, Options& o) {
 // (pods start at random within its first 10 days; drain -> drained -> maintenance_done ->
 // validation_pass takes 1.3-3 h per host). Repair cycles take the other slots, at most one
 // cycle per host and slot, so a host's events never interleave and their ids (bigserial,
-// inserted in time order) follow time, as kilnd's do: the report orders a host's events by id.
+// inserted in time order) follow time, as kilnd's do: the independent SQL below orders a host's
+// events by id, and every event's from_state is the previous one's to_state (checked), which
+// the rollup relies on. The triggers on host_events keep service_days/_hours as rows go in; the
+// backdating UPDATE of the import events moves their share through the update trigger.
 // A cycle starts 1 h-3 days into its slot and lasts at most 10 days:
 //   repair:        fail -> repair (2-24 h) -> repair_complete (1-4 d) -> quarantine_pass (6-48 h)
 //   requarantine:  ... repair_complete -> quarantine_fail (6-24 h) -> repair_complete (1-2 d)
@@ -264,6 +267,25 @@ constexpr const char* kExpectedInterruptions =
     " AND (($3 = '' AND $4 = '' AND $5 = '') OR EXISTS (SELECT 1 FROM pods p WHERE p.id = i.pod"
     "   AND ($3 = '' OR p.site_id = $3) AND ($4 = '' OR p.building_id = $4) AND ($5 = '' OR p.platform = $5)))";
 
+// The rule the rollup relies on: every event's from_state is its host's previous to_state
+// (NULL for the first). Counts the events that break it.
+constexpr const char* kFromStateBreaks =
+    "SELECT count(*) FROM (SELECT from_state, lag(to_state) OVER (PARTITION BY host_id ORDER BY id) AS prev"
+    "   FROM host_events) e WHERE from_state IS DISTINCT FROM prev";
+
+// service_days and service_hours as the triggers kept them through the seeding (the
+// backdating UPDATE included) against kiln_rebuild_service_days() from host_events; run in a
+// transaction rolled back afterwards. A missing row is a row of zeros.
+constexpr const char* kKeepRollup =
+    "CREATE TEMP TABLE kept_days AS SELECT * FROM service_days; CREATE TEMP TABLE kept_hours AS SELECT * FROM service_hours";
+constexpr const char* kRebuildRollup = "SELECT kiln_rebuild_service_days()";
+constexpr const char* kRollupDiffers =
+    "SELECT (SELECT count(*) FROM kept_days k FULL JOIN service_days s USING (day, building_id, platform)"
+    "   WHERE coalesce(k.net_hosts, 0) <> coalesce(s.net_hosts, 0) OR coalesce(k.tail_host_us, 0) <> coalesce(s.tail_host_us, 0))"
+    " + (SELECT count(*) FROM kept_hours k FULL JOIN service_hours s USING (hour, building_id, platform)"
+    "   WHERE coalesce(k.net_hosts, 0) <> coalesce(s.net_hosts, 0) OR coalesce(k.tail_host_us, 0) <> coalesce(s.tail_host_us, 0)),"
+    " (SELECT count(*) FROM service_days) + (SELECT count(*) FROM service_hours)";
+
 struct Stats {
   std::size_t n = 0;
   double p50 = 0, p90 = 0, max = 0;
@@ -325,6 +347,7 @@ std::int64_t parseIso(const std::string& s) {
 struct Series {
   std::string label, path;
   std::string site, building, platform;  // the scope, for the expected figures
+  std::int64_t from = 0, to = 0;         // the window, epoch seconds; 0 = the year
   std::vector<double> ms;
   json last;
 };
@@ -442,7 +465,7 @@ int main(int argc, char** argv) {
   {
     // Autovacuum would get there on its own; the figure is the steady state, not the minute after a bulk load.
     const auto t = Clock::now();
-    pqxx::nontransaction(conn).exec0("ANALYZE host_events, hosts, pods, interruptions, interruption_hosts");
+    pqxx::nontransaction(conn).exec0("ANALYZE host_events, service_days, service_hours, hosts, pods, interruptions, interruption_hosts");
     steps.push_back({"ANALYZE", seconds(t), 0});
     std::printf("  %-53s %10s      %8.1f s\n", "ANALYZE", "", steps.back().s);
   }
@@ -451,7 +474,7 @@ int main(int argc, char** argv) {
   json counts = json::object();
   {
     pqxx::nontransaction t(conn);
-    for (const char* table : {"pods", "hosts", "host_events", "interruptions", "interruption_hosts"})
+    for (const char* table : {"pods", "hosts", "host_events", "service_days", "service_hours", "interruptions", "interruption_hosts"})
       counts[table] = t.exec1(std::string("SELECT count(*) FROM ") + table)[0].as<std::int64_t>();
     counts["retired_hosts"] = t.exec1("SELECT count(*) FROM hosts WHERE state = 'retired'")[0].as<std::int64_t>();
     counts["repair_cycles"] = t.exec1("SELECT count(*) FROM seed_cycles")[0].as<std::int64_t>();
@@ -467,6 +490,15 @@ int main(int argc, char** argv) {
       {"GET /reliability?platform=clemente", "/api/v1/reliability?" + window + "&platform=clemente", "", "", "clemente"},
       {"GET /reliability?lemon_threshold=0", "/api/v1/reliability?" + window + "&lemon_threshold=0", "", "", ""},
   };
+  {
+    // As the console asks (from and to not on midnight nor on the hour), the end in the third
+    // rollout's slot of the default four: the partial days and hours of the rollup at their busiest.
+    const std::int64_t f = from + 210 * 86400 + 13 * 3600 + 17 * 60 + 23, t = from + 228 * 86400 + 9 * 3600 + 41 * 60 + 7;
+    const std::string w = "from=" + isoTime(f) + "&to=" + isoTime(t);
+    series.push_back({"GET /reliability (18 days, mid-hour edges)", "/api/v1/reliability?" + w, "", "", "", f, t});
+    series.push_back({"GET /reliability?building=" + building + " (18 d)", "/api/v1/reliability?" + w + "&building=" + building, "",
+                      building, "", f, t});
+  }
   std::vector<double> healthz_ms, list_ms, list_cause_ms;
   for (int i = 0; i < o.healthz / 2; ++i) timed(client, "/healthz", healthz_ms);
   std::printf("timing %zu report series x %d requests...\n", series.size(), o.reports);
@@ -490,11 +522,29 @@ int main(int argc, char** argv) {
     pqxx::nontransaction t(conn);
     for (const auto& s : series) {
       const auto tq = Clock::now();
-      const double gh = t.exec_params1(kExpectedGpuHours, from, to, s.site, s.building, s.platform)[0].as<double>();
+      const std::int64_t f = s.from ? s.from : from, e = s.to ? s.to : to;
+      const double gh = t.exec_params1(kExpectedGpuHours, f, e, s.site, s.building, s.platform)[0].as<double>();
       expected_s = std::max(expected_s, seconds(tq));
-      const auto n = t.exec_params1(kExpectedInterruptions, from, to, s.site, s.building, s.platform)[0].as<std::int64_t>();
+      const auto n = t.exec_params1(kExpectedInterruptions, f, e, s.site, s.building, s.platform)[0].as<std::int64_t>();
       expected.emplace_back(gh, n);
     }
+  }
+  std::int64_t from_state_breaks = 0, rollup_differs = 0, rollup_rebuilt = 0;
+  double rebuild_s = 0;
+  {
+    pqxx::nontransaction t(conn);
+    from_state_breaks = t.exec1(kFromStateBreaks)[0].as<std::int64_t>();
+  }
+  {
+    pqxx::work t(conn);
+    t.exec0(kKeepRollup);
+    const auto tr = Clock::now();
+    t.exec(kRebuildRollup);
+    rebuild_s = seconds(tr);
+    const auto r = t.exec1(kRollupDiffers);
+    rollup_differs = r[0].as<std::int64_t>();
+    rollup_rebuilt = r[1].as<std::int64_t>();
+    t.abort();
   }
   const Stats hz = stats(healthz_ms);
   std::printf("\nkiln-bench-reliability: %lld GPUs (%lld hosts), year %s .. %s; load average %s at the start, %s at the end\n\n",
@@ -503,6 +553,8 @@ int main(int argc, char** argv) {
   std::printf("  %-53s %10.1f s\n", "POST /fleet/import", import_s);
   std::printf("  %-53s %10.1f s\n", "seeding a year of history (SQL, incl. ANALYZE)", seed_s);
   std::printf("  rows: %s\n", counts.dump().c_str());
+  std::printf("  %-53s %10.1f s (%lld rows)\n", "kiln_rebuild_service_days() (the migration on this data)", rebuild_s,
+              static_cast<long long>(rollup_rebuilt));
 
   std::printf("\n  %-44s %6s %9s %9s %9s %9s   %s\n", "latency, ms", "n", "p50", "p90", "max", "/healthz", "target");
   auto row = [&](const std::string& what, const Stats& s, const char* target) {
@@ -564,6 +616,11 @@ int main(int argc, char** argv) {
   checks.push_back({"whole year: causes add up (" + std::to_string(year["causes"].size()) + " causes)",
                     cause_sum == o.interruptions && year["causes"].size() == 12});
   checks.push_back({"whole year: lemons found", !year["lemons"].empty()});
+  checks.push_back({"every event's from_state is its host's previous to_state (" + std::to_string(from_state_breaks) + " not)",
+                    from_state_breaks == 0});
+  checks.push_back({"service_days/_hours kept by the triggers equal kiln_rebuild_service_days() (" +
+                        std::to_string(rollup_differs) + " rows differ)",
+                    rollup_differs == 0});
   std::printf("\n  causes (year): ");
   for (const auto& c : year["causes"])
     std::printf("%s %lld (%.1f%%)  ", c["cause"].get<std::string>().c_str(), static_cast<long long>(c["count"].get<std::int64_t>()),

@@ -48,11 +48,24 @@ TimePoint weekStart(TimePoint t) {
   return TimePoint(duration_cast<TimePoint::duration>(days_since_epoch - days(weekday)));
 }
 
+namespace {
+
+constexpr auto kDay = std::chrono::hours(24);
+constexpr auto kHour = std::chrono::hours(1);
+
+// Every week [from, to) touches, at zero GPU-hours.
+ServiceSeries emptyWeeks(TimePoint from, TimePoint to) {
+  ServiceSeries out;
+  for (TimePoint w = weekStart(from); w < to; w += 7 * kDay) out.weekly_gpu_hours[w] = 0;
+  return out;
+}
+
+}  // namespace
+
 ServiceSeries serviceSeries(const std::vector<std::pair<TimePoint, int>>& deltas, TimePoint from, TimePoint to,
                             int gpus_per_host) {
-  ServiceSeries out;
-  if (to <= from) return out;
-  for (TimePoint w = weekStart(from); w < to; w += std::chrono::hours(24 * 7)) out.weekly_gpu_hours[w] = 0;
+  if (to <= from) return {};
+  ServiceSeries out = emptyWeeks(from, to);
   std::int64_t level = 0;
   TimePoint cursor = from;
   auto integrate = [&](TimePoint until) {
@@ -72,6 +85,86 @@ ServiceSeries serviceSeries(const std::vector<std::pair<TimePoint, int>>& deltas
     level += delta;
   }
   integrate(to);
+  return out;
+}
+
+namespace {
+
+// The start of the period of `grain` (a whole number of hours, counted from the epoch) holding t.
+TimePoint floorTo(TimePoint t, std::chrono::hours grain) {
+  const auto h = std::chrono::floor<std::chrono::hours>(t.time_since_epoch()).count();
+  const auto g = grain.count();
+  const auto periods = h / g - (h % g < 0 ? 1 : 0);
+  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::hours(periods * g)));
+}
+
+// The periods of `grain` (a day or an hour, counted from the epoch) that [from, to) covers only
+// in part, each [its start, the earlier of its end and to).
+std::vector<std::pair<TimePoint, TimePoint>> partialPeriods(TimePoint from, TimePoint to, std::chrono::hours grain) {
+  std::vector<std::pair<TimePoint, TimePoint>> out;
+  if (to <= from) return out;
+  const TimePoint first = floorTo(from, grain), last = floorTo(to, grain);
+  if (from != first) out.emplace_back(first, std::min(first + grain, to));
+  if (to != last && (last != first || from == first)) out.emplace_back(last, to);
+  return out;
+}
+
+// Adds [from, to) within [begin, end) to `out`, period by period of `grain` from `begin` (a
+// period's start) at `level` when begin starts: a whole period from its row of `rows` (sorted,
+// none = no change), the others by part(level at the period's start, period, start, stop).
+template <typename Part>
+void integrate(std::int64_t level, TimePoint begin, TimePoint end, std::chrono::hours grain,
+               const std::vector<ServicePeriod>& rows, TimePoint from, TimePoint to, int gpus_per_host, ServiceSeries& out,
+               Part&& part) {
+  auto row = std::lower_bound(rows.begin(), rows.end(), begin,
+                              [](const ServicePeriod& r, TimePoint t) { return r.start < t; });
+  const double grain_seconds = std::chrono::duration<double>(grain).count();
+  for (TimePoint p = begin; p < end && p < to; p += grain) {
+    while (row != rows.end() && row->start < p) ++row;
+    const ServicePeriod* r = row != rows.end() && row->start == p ? &*row : nullptr;
+    const TimePoint start = std::max(p, from), stop = std::min(p + grain, to);
+    if (start == p && stop == p + grain) {
+      const double host_seconds =
+          static_cast<double>(level) * grain_seconds + (r ? static_cast<double>(r->tail_host_us) / 1e6 : 0.0);
+      const double gh = host_seconds / 3600.0 * gpus_per_host;
+      out.gpu_hours += gh;
+      out.weekly_gpu_hours[weekStart(p)] += gh;
+    } else if (start < stop) {
+      part(level, p, start, stop);
+    }
+    if (r) level += r->net_hosts;
+  }
+}
+
+}  // namespace
+
+TimePoint dayStart(TimePoint t) { return floorTo(t, kDay); }
+
+RollupWindow rollupWindow(TimePoint from, TimePoint to) {
+  return {dayStart(from), dayStart(to), partialPeriods(from, to, kDay), partialPeriods(from, to, kHour)};
+}
+
+ServiceSeries serviceSeriesFromRollup(std::int64_t level_at_first_day, const std::vector<ServicePeriod>& days,
+                                      const std::vector<ServicePeriod>& hours,
+                                      const std::vector<std::pair<TimePoint, int>>& raw_deltas, TimePoint from,
+                                      TimePoint to, int gpus_per_host) {
+  if (to <= from) return {};
+  ServiceSeries out = emptyWeeks(from, to);
+  // Whole days from `days`; the hours of a partial day from `hours`; a partial hour from its raw
+  // deltas, starting at the level at the hour's start.
+  auto partial_hour = [&](std::int64_t level, TimePoint hour, TimePoint start, TimePoint stop) {
+    std::vector<std::pair<TimePoint, int>> deltas = {{hour, static_cast<int>(level)}};
+    auto d = std::lower_bound(raw_deltas.begin(), raw_deltas.end(), hour,
+                              [](const std::pair<TimePoint, int>& x, TimePoint t) { return x.first < t; });
+    for (; d != raw_deltas.end() && d->first < hour + kHour; ++d) deltas.push_back(*d);
+    const ServiceSeries part = serviceSeries(deltas, start, stop, gpus_per_host);
+    out.gpu_hours += part.gpu_hours;
+    for (const auto& [week, gh] : part.weekly_gpu_hours) out.weekly_gpu_hours[week] += gh;
+  };
+  auto partial_day = [&](std::int64_t level, TimePoint day, TimePoint, TimePoint) {
+    integrate(level, day, day + kDay, kHour, hours, from, to, gpus_per_host, out, partial_hour);
+  };
+  integrate(level_at_first_day, dayStart(from), to, kDay, days, from, to, gpus_per_host, out, partial_day);
   return out;
 }
 

@@ -126,18 +126,19 @@ Result<json> ReliabilityService::report(const std::string& from, const std::stri
   auto [f, t] = *w;
   auto data = store_.data(f, t, scope, lemon_threshold);
   if (!data.ok()) return data.error();
-  const ServiceSeries series = serviceSeries(data->service_deltas, f, t, 4);
+  const ServiceSeries series = serviceSeriesFromRollup(data->service_level_at_first_day, data->service_days,
+                                                       data->service_hours, data->service_raw_deltas, f, t, 4);
   std::map<std::string, std::int64_t> by_cause;
   std::map<TimePoint, std::int64_t> weekly_count;
   std::int64_t confirmed = 0, candidates = 0;
-  for (const auto& r : data->interruptions) {
-    if (r.candidate) {
-      ++candidates;
+  for (const auto& c : data->interruptions) {
+    if (c.candidate) {
+      candidates += c.n;
       continue;
     }
-    ++confirmed;
-    ++by_cause[r.cause];
-    ++weekly_count[weekStart(r.at)];
+    confirmed += c.n;
+    by_cause[c.cause] += c.n;
+    weekly_count[c.week] += c.n;
   }
   const Rates total = rates(series.gpu_hours, confirmed);
   auto num = [](const std::optional<double>& v) { return v ? json(*v) : json(); };

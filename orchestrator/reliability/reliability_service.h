@@ -30,14 +30,22 @@ struct Scope {
   std::string site, building, platform;
 };
 
+// What a report needs for [from, to) in a scope.
 struct LedgerData {
-  std::vector<std::pair<TimePoint, int>> service_deltas;  // hosts entering (+) / leaving (-) service
-  struct Row {
-    TimePoint at;
+  // Hosts in service, as serviceSeriesFromRollup takes them for rollupWindow(from, to): the
+  // level at its first day, the rolled-up days and hours, the raw deltas (hosts entering (+) /
+  // leaving (-) service) of the partial hours.
+  std::int64_t service_level_at_first_day = 0;
+  std::vector<ServicePeriod> service_days, service_hours;
+  std::vector<std::pair<TimePoint, int>> service_raw_deltas;
+  // Interruptions counted by week (weekStart), cause and candidate flag.
+  struct Count {
+    TimePoint week;
     std::string cause;
     bool candidate;
+    std::int64_t n;
   };
-  std::vector<Row> interruptions;
+  std::vector<Count> interruptions;
   struct Lemon {
     std::string host, pod, state;
     int interruptions = 0, repairs = 0;

@@ -152,6 +152,48 @@ TEST_F(PgStoreTest, ConcurrentTransitionsOfOneHostSerialise) {
   EXPECT_EQ(refused.load(), 3);
 }
 
+// service_days and service_hours (migration 0005) follow host_events whoever writes them: the
+// import's COPY, transitions, and an UPDATE or DELETE by hand; a rebuild from host_events gives
+// the same rows.
+TEST_F(PgStoreTest, ServiceDaysFollowEveryWriterOfHostEvents) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  auto serving = [&](const std::string& building) {
+    return db_.query("SELECT coalesce(sum(net_hosts), 0) FROM service_days WHERE building_id = '" + building + "'");
+  };
+  EXPECT_EQ(serving("prn-b01"), "18");
+  EXPECT_EQ(serving("prn-b02"), "18");
+  for (auto a : {core::HostAction::kFail, core::HostAction::kRepair, core::HostAction::kRepairComplete})
+    ASSERT_TRUE(store_->transitionHost({"prn-b01-p1-h03", a, std::nullopt, "xid 79"}, admin_).ok());
+  for (auto a : {core::HostAction::kAllocate, core::HostAction::kRelease, core::HostAction::kDrain})
+    ASSERT_TRUE(store_->transitionHost({"prn-b02-p1-h07", a, std::nullopt, "rollout"}, admin_).ok());
+  EXPECT_EQ(serving("prn-b01"), "17");
+  EXPECT_EQ(serving("prn-b02"), "17");
+  // The rows kept by the triggers, then the rows kiln_rebuild_service_days() computes.
+  auto kept_and_rebuilt = [&] {
+    const std::string rows =
+        "SELECT coalesce(string_agg(t, ', ' ORDER BY t), '') FROM ("
+        " SELECT day || ' ' || building_id || ' ' || platform || ' ' || net_hosts || ' ' || tail_host_us AS t"
+        "   FROM service_days WHERE net_hosts <> 0 OR tail_host_us <> 0"
+        " UNION ALL SELECT extract(epoch FROM hour) || ' ' || building_id || ' ' || platform || ' ' || net_hosts || ' ' ||"
+        "   tail_host_us FROM service_hours WHERE net_hosts <> 0 OR tail_host_us <> 0) x";
+    const std::string kept = db_.query(rows);
+    db_.query("SELECT kiln_rebuild_service_days()");
+    return std::make_pair(kept, db_.query(rows));
+  };
+  auto [kept, rebuilt] = kept_and_rebuilt();
+  EXPECT_EQ(kept, rebuilt);
+  EXPECT_FALSE(kept.empty());
+  // By hand (kilnd never does): events moved to another day, an event deleted.
+  db_.query("UPDATE host_events SET at = at - interval '30 days' WHERE action = 'import'");
+  std::tie(kept, rebuilt) = kept_and_rebuilt();
+  EXPECT_EQ(kept, rebuilt);
+  EXPECT_EQ(serving("prn-b02"), "17");
+  db_.query("DELETE FROM host_events WHERE host_id = 'prn-b02-p1-h07' AND action = 'drain'");
+  EXPECT_EQ(serving("prn-b02"), "18");
+  std::tie(kept, rebuilt) = kept_and_rebuilt();
+  EXPECT_EQ(kept, rebuilt);
+}
+
 TEST_F(PgStoreTest, TokensAreStoredAsHashesAndRevocable) {
   ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
   auto t = store_->createToken(core::Role::kOperator, "ci", "", admin_);
