@@ -1,5 +1,7 @@
 #include "orchestrator/db/pg_run_store.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
@@ -574,7 +576,11 @@ class PgRunStore final : public runs::RunStore {
         writes.push_back({&g.run, key.second, &updates.back(), {}});
       }
       persistUpdates(txn, writes, false);
-      // As persistUpdates would: a transition the host's state refuses now is skipped.
+      // As persistUpdates would: a transition the host's state refuses now is skipped. In host
+      // order (each host's in its own order), so that concurrent batches lock host rows and the
+      // reliability rollup's building rows in one order.
+      std::stable_sort(transitions.begin(), transitions.end(),
+                       [](const auto& a, const auto& b) { return a.first.host < b.first.host; });
       for (const auto& [t, actor] : transitions) (void)applyTransition(txn, t, actor);
       // Hosts whose agents hold no other step get their next one in this transaction; a host
       // with several reports in the batch gets it with its last.
