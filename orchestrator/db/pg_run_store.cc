@@ -473,6 +473,12 @@ class PgRunStore final : public runs::RunStore {
     });
   }
 
+  Result<std::map<std::string, AssignmentRow>> claimBatch(const std::vector<std::string>& hosts,
+                                                          std::int64_t grace_ms) override {
+    return pool_.transact<std::map<std::string, AssignmentRow>>(
+        [&](pqxx::work& txn) -> Result<std::map<std::string, AssignmentRow>> { return claim(txn, hosts, grace_ms); });
+  }
+
   Result<std::vector<Result<runs::ReportReply>>> reportBatch(const std::vector<runs::ReportItem>& items,
                                                              std::int64_t grace_ms) override {
     using Replies = std::vector<Result<runs::ReportReply>>;

@@ -1,6 +1,7 @@
 #include "orchestrator/runs/agent_gateway.h"
 
 #include <random>
+#include <map>
 #include <set>
 
 namespace kiln::runs {
@@ -73,14 +74,14 @@ void AgentGateway::poll(const std::string& host, const std::string& boot_id, int
     std::lock_guard lock(mu_);
     beats_[host] = {host, boot_id, clock_.now()};
     has_work = pending_.count(host) > 0;
-    if (auto it = last_report_.find(host); !running.empty() && it != last_report_.end()) {
+    if (auto it = known_.find(host); !running.empty() && it != known_.end()) {
       // A poll sent before its step's report arrived: the step is over.
-      known_done = it->second.reported == running;
-      // The step the last report was answered with, nothing happened to the host since: it
-      // still runs, no read needed (once; later polls of the step read it).
-      if (it->second.next == running) {
+      known_done = it->second.done == running;
+      // The step just handed out, and nothing happened to the host since: it still runs, no
+      // read needed (once; later polls of the step read it).
+      if (it->second.handed_out == running) {
         known_running = it->second.epoch == epoch_[host];
-        it->second.next.clear();
+        it->second.handed_out.clear();
       }
     }
   }
@@ -124,17 +125,17 @@ void AgentGateway::check(const std::string& host, Parked p) {
     }
     if (pending) {
       ++polls_claim_;
-      auto work = runs_.claimWork(host);
-      if (!work.ok()) {
-        p.reply(work.error());
-        return;
+      bool drain = false;
+      {
+        std::lock_guard lock(mu_);
+        claim_queue_.push_back({host, std::move(p), epoch_[host]});
+        if (claim_drains_ < options_.claim_drains) {
+          ++claim_drains_;
+          drain = true;
+        }
       }
-      if (*work) {
-        p.reply(std::optional<json>(json{{"assignment", **work}}));
-        return;
-      }
-      std::lock_guard lock(mu_);
-      pending_.erase(host);
+      if (drain) drainClaims();  // already on the executor
+      return;
     }
   }
   park(host, std::move(p));
@@ -175,6 +176,57 @@ void AgentGateway::report(const std::string& host, const std::string& assignment
   if (drain) executor_.post([this] { drainReports(); });
 }
 
+void AgentGateway::drainClaims() {
+  for (;;) {
+    std::map<std::string, QueuedClaim> batch;  // one claim per host: its newest poll
+    std::vector<Parked> superseded;             // older polls of a host (its agent gave up on them)
+    {
+      std::lock_guard lock(mu_);
+      while (!claim_queue_.empty() && batch.size() < options_.claim_batch) {
+        QueuedClaim c = std::move(claim_queue_.front());
+        claim_queue_.pop_front();
+        auto [it, fresh] = batch.try_emplace(c.host);
+        if (!fresh) superseded.push_back(std::move(it->second.poll));
+        it->second = std::move(c);
+      }
+      if (batch.empty()) {
+        --claim_drains_;
+        return;
+      }
+    }
+    for (auto& p : superseded) p.reply(std::optional<json>());
+    std::vector<std::string> hosts;
+    for (const auto& [h, _] : batch) hosts.push_back(h);
+    auto work = runs_.claimBatch(hosts);
+    for (auto& [host, c] : batch) {
+      if (!work.ok()) {
+        c.poll.reply(work.error());
+        continue;
+      }
+      if (auto w = work->find(host); w != work->end()) {
+        {
+          std::lock_guard lock(mu_);
+          auto& k = known_[host];
+          k.handed_out = w->second.value("id", "");
+          k.epoch = c.epoch;
+        }
+        c.poll.reply(std::optional<json>(json{{"assignment", std::move(w->second)}}));
+        continue;
+      }
+      // Nothing for the host. Unless it was notified since the claim began (new work that the
+      // claim may not have seen), it has nothing pending: the poll parks.
+      bool again;
+      {
+        std::lock_guard lock(mu_);
+        again = epoch_[host] != c.epoch;
+        if (!again) pending_.erase(host);
+      }
+      if (again) executor_.post([this, host = host, p = std::move(c.poll)]() mutable { check(host, std::move(p)); });
+      else park(host, std::move(c.poll));
+    }
+  }
+}
+
 void AgentGateway::drainReports() {
   for (;;) {
     std::vector<QueuedReport> batch;
@@ -213,7 +265,7 @@ void AgentGateway::drainReports() {
         ++reports_;
         if (answer->next) ++reports_handed_out_;
         std::lock_guard lock(mu_);
-        last_report_[host] = {id, answer->next ? answer->next->value("id", "") : "", epochs[k]};
+        known_[host] = {id, answer->next ? answer->next->value("id", "") : "", epochs[k]};
         if (auto it = parked_.find(host); it != parked_.end() && it->second.running == id) {
           ended = std::move(it->second);
           parked_.erase(it);

@@ -36,6 +36,9 @@ struct AgentGatewayOptions {
   std::size_t report_batch = 64;
   std::size_t report_batch_bytes = 8u << 20;
   int report_drains = 2;
+  // Idle polls of hosts with work claim together too (one transaction for many hosts).
+  std::size_t claim_batch = 256;
+  int claim_drains = 1;
 };
 
 class AgentGateway {
@@ -87,6 +90,7 @@ class AgentGateway {
   };
   void check(const std::string& host, Parked parked);  // on the executor
   void drainReports();                                 // on the executor
+  void drainClaims();                                  // on the executor
   struct QueuedReport {
     RunService::ReportRequest request;
     std::size_t bytes = 0;
@@ -114,13 +118,21 @@ class AgentGateway {
   std::unordered_map<std::string, Heartbeat> beats_;
   // Counts notify() per host, so that what the gateway learnt about a host can be dated.
   std::unordered_map<std::string, std::uint64_t> epoch_;
-  // The host's last report: `reported` is done for good; `next`, handed out with its answer at
-  // `epoch`, is still dispatched to the host while the epoch has not moved.
-  struct LastReport {
-    std::string reported, next;
+  // What the gateway itself saw of a host's steps: `done` (its last report) is over for good;
+  // `handed_out` (with that report's answer, or to an idle poll), at `epoch`, is still
+  // dispatched to the host while the epoch has not moved.
+  struct Known {
+    std::string done, handed_out;
     std::uint64_t epoch = 0;
   };
-  std::unordered_map<std::string, LastReport> last_report_;
+  std::unordered_map<std::string, Known> known_;
+  struct QueuedClaim {
+    std::string host;
+    Parked poll;
+    std::uint64_t epoch = 0;
+  };
+  std::deque<QueuedClaim> claim_queue_;
+  int claim_drains_ = 0;
   std::deque<QueuedReport> report_queue_;
   int drains_ = 0;  // drainReports() tasks posted or running
 

@@ -488,6 +488,14 @@ Result<std::optional<json>> RunService::claimWork(const std::string& host) {
   return std::optional<json>(assignmentJson(**a));
 }
 
+Result<std::map<std::string, json>> RunService::claimBatch(const std::vector<std::string>& hosts) {
+  auto rows = store_.claimBatch(hosts, options_.lease_grace_ms);
+  if (!rows.ok()) return rows.error();
+  std::map<std::string, json> out;
+  for (const auto& [host, row] : *rows) out.emplace(host, assignmentJson(row));
+  return out;
+}
+
 std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std::vector<ReportRequest>& reports) {
   std::vector<Result<ReportAnswer>> answers(reports.size(), Result<ReportAnswer>(ReportAnswer{}));
   std::vector<ReportItem> items;

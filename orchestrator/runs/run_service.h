@@ -68,6 +68,8 @@ class RunService {
 
   // Agent side.
   Result<std::optional<nlohmann::json>> claimWork(const std::string& host);
+  // claimWork for many hosts in one transaction: the assignment of each host that got one.
+  Result<std::map<std::string, nlohmann::json>> claimBatch(const std::vector<std::string>& hosts);
   struct ReportAnswer {
     ReportOutcome outcome = ReportOutcome::kStale;
     std::optional<nlohmann::json> next;  // the host's next assignment, when the body said "ready"

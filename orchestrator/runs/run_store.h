@@ -5,6 +5,7 @@
 // the run service derived, together. Thread-safe.
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -140,6 +141,9 @@ class RunStore {
   // no step: a still-leased 'dispatched' assignment of the host is handed out again first (its
   // first answer was lost), same id and lease, its lease counted from now.
   virtual Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) = 0;
+  // claimWork for many hosts in one transaction: at most one assignment each, by host.
+  virtual Result<std::map<std::string, AssignmentRow>> claimBatch(const std::vector<std::string>& hosts,
+                                                                  std::int64_t grace_ms) = 0;
   // Agents' reports, applied together in one transaction. An accepted one is stored with the
   // inventory it carries and its group's fn applied (a group's reports in batch order, its
   // state written once). With `claim_next` (the agent holds no other step) the host's next work
