@@ -630,12 +630,15 @@ int main(int argc, char** argv) {
       const double per_poll_us = 1e6 * u.kilnd_cores / polls_per_s;
       const double polls_100k = polls_per_s * 100000.0 / static_cast<double>(bulk_hosts);
       add("  kilnd CPU per poll                                     %10.1f us", per_poll_us);
-      add("  EXTRAPOLATED (linear in hosts, NOT measured; fixed background costs make it an upper bound) to 100,000 hosts:");
-      add("    polls/s %.0f, kilnd %.2f cores, DB backends %.2f cores, %.0f commits/s", polls_100k,
-          per_poll_us * polls_100k / 1e6, u.db_cores * 100000.0 / static_cast<double>(bulk_hosts),
-          u.commits_per_s * 100000.0 / static_cast<double>(bulk_hosts));
-      add("    (kiln-vfleet itself would need %.2f cores; this machine has 2 shared cores)",
-          vfleet_cores * 100000.0 / static_cast<double>(bulk_hosts));
+      if (bulk_hosts < 100000) {
+        add("  EXTRAPOLATED (linear in hosts, NOT measured; fixed background costs make it an upper bound) to 100,000 "
+            "hosts:");
+        add("    polls/s %.0f, kilnd %.2f cores, DB backends %.2f cores, %.0f commits/s", polls_100k,
+            per_poll_us * polls_100k / 1e6, u.db_cores * 100000.0 / static_cast<double>(bulk_hosts),
+            u.commits_per_s * 100000.0 / static_cast<double>(bulk_hosts));
+        add("    (kiln-vfleet itself would need %.2f cores; this machine has 2 shared cores)",
+            vfleet_cores * 100000.0 / static_cast<double>(bulk_hosts));
+      }
     }
     if (agent_pid > 0) {
       const double agent_cpu = kiln::bench::cpuSeconds(agent_pid) - agent_cpu0;
@@ -695,6 +698,7 @@ int main(int argc, char** argv) {
     const std::size_t offset = fileSize(bulk_dir + "/vfleet.log");
     const Snapshot a = watch.snapshot(kilnd.pid());
     const auto counters_before = agentCounters(api);
+    const double vfleet_cpu0 = kiln::bench::cpuSeconds(bulk_fleet->pid());
     const RunOutcome r = runWorkflow(api, json{{"workflow", "bench-dispatch"}, {"pods", pods}, {"purpose", "manual"}},
                                      o.run_timeout_s, 1.0, false, [&](double s) {
                                        const auto l = statusLinesSince(bulk_dir + "/vfleet.log", offset);
@@ -721,8 +725,15 @@ int main(int argc, char** argv) {
     add("  run wall time (created_at -> finished_at, kilnd's clock) %8.1f s   (POST -> seen finished: %.1f s)", wall_s,
         r.client_s);
     add("  kilnd: steps dispatched and acknowledged per second     %8.0f /s", rate);
-    add("  during the run: kilnd CPU %.0f %%, DB backends %.0f %%, %.0f commits/s = %.2f commits per step", 100 * u.kilnd_cores,
-        100 * u.db_cores, u.commits_per_s, acked > 0 ? static_cast<double>(u.commits) / static_cast<double>(acked) : 0.0);
+    add("  during the run: kilnd CPU %.0f %%, DB backends %.0f %%, kiln-vfleet %.0f %%, %.0f commits/s = %.2f commits "
+        "per step",
+        100 * u.kilnd_cores, 100 * u.db_cores,
+        100 * (kiln::bench::cpuSeconds(bulk_fleet->pid()) - vfleet_cpu0) / u.seconds, u.commits_per_s,
+        acked > 0 ? static_cast<double>(u.commits) / static_cast<double>(acked) : 0.0);
+    if (acked > 0)
+      add("  CPU per step: kilnd %.0f us, DB backends %.0f us",
+          1e6 * u.kilnd_cores * u.seconds / static_cast<double>(acked),
+          1e6 * u.db_cores * u.seconds / static_cast<double>(acked));
     {
       std::string counts;
       for (const auto& [series, after] : agentCounters(api)) {
