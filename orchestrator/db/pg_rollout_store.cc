@@ -354,9 +354,12 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       txn.exec_params("UPDATE rollout_pods SET waiting_reason = '' WHERE rollout_id = $1 AND phase = 'pending'"
                       " AND waiting_reason <> '' AND NOT (pod_id IN (SELECT jsonb_object_keys($2::jsonb)))",
                       id, json(reasons).dump());
-      for (const auto& [pod, why] : reasons)
-        txn.exec_params("UPDATE rollout_pods SET waiting_reason = $3 WHERE rollout_id = $1 AND pod_id = $2 AND waiting_reason <> $3",
-                        id, pod, why);
+      // One statement for every pod (the controller calls this on every pass, for every
+      // pending pod of a rollout).
+      if (!reasons.empty())
+        txn.exec_params("UPDATE rollout_pods rp SET waiting_reason = w.value FROM jsonb_each_text($2::jsonb) w"
+                        " WHERE rp.rollout_id = $1 AND rp.pod_id = w.key AND rp.waiting_reason <> w.value",
+                        id, json(reasons).dump());
       return Ok{};
     });
   }

@@ -68,7 +68,9 @@ class RolloutService {
   Result<Loaded> load(const std::string& id);
   Result<Bundle> bundleFor(const std::string& ref);
   Result<Plan> plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts);
-  int reconcile(const Loaded& ro, RolloutPodRow& pod);
+  // One in-flight pod's next step. `run_states`: run id -> state of the pods' runs, read once
+  // per pass (runStatus is read only for a run that finished).
+  int reconcile(const Loaded& ro, RolloutPodRow& pod, const std::map<std::string, std::string>& run_states);
   int admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& pods);
   // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently;
   // `allocated_hosts` is called only when an ask is due.

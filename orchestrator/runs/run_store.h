@@ -5,6 +5,7 @@
 // the run service derived, together. Thread-safe.
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -158,6 +159,10 @@ class RunStore {
   virtual Result<std::vector<std::string>> markUnreachable(TimePoint cutoff) = 0;
 
   virtual Result<std::vector<QuarantineRow>> quarantine() = 0;
+
+  // The state of each run of `ids` that exists (running | passed | failed | cancelled), read
+  // in one query.
+  virtual Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) = 0;
 };
 
 }  // namespace kiln::runs

@@ -1,0 +1,119 @@
+// RolloutService's controller pass (tick) against the in-memory fakes: what it reads and writes
+// per pod, and the decisions it records.
+
+#include "orchestrator/rollouts/rollout_service.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/rollouts/tests/fakes.h"
+
+namespace kiln::rollouts {
+namespace {
+
+using nlohmann::json;
+using testing::FakeFleet;
+using testing::FakeRunStore;
+
+class RolloutServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bundle_.id = "b-1";
+    bundle_.name = "fw";
+    bundle_.version = "2";
+    bundle_.platforms = {"catalina"};
+    bundle_.workflow = "upgrade";
+    bundle_.components = {{"driver", "580.1", "https://a/d.run", std::string(64, 'a')}};
+    for (int i = 1; i <= 4; ++i) fleet_.addPod("b1-p" + std::to_string(i), "b1");
+  }
+  RolloutService& service(RolloutServiceOptions o = {}) {
+    o.validation_workflow = "validate";
+    service_ = std::make_unique<RolloutService>(fleet_, rollouts_, runs_, clock_, std::move(o));
+    return *service_;
+  }
+  // Nothing but max_concurrent_pods limits admission.
+  static json policy(int max_concurrent) {
+    return {{"canary_pods", 0}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", max_concurrent},
+            {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"percent", 100}}},
+            {"max_rebooting_pods_per_building", 100}};
+  }
+  PodPhase phase(const std::string& pod) { return rollouts_.pod("ro-1", pod).phase; }
+
+  Bundle bundle_;
+  FakeFleet fleet_;
+  testing::FakeRolloutStore rollouts_{fleet_};
+  FakeRunStore run_store_;
+  core::FakeClock clock_;
+  runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  std::unique_ptr<RolloutService> service_;
+};
+
+TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnlyOnceARunFinished) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));
+  auto& svc = service();
+  svc.tick();  // admits both pods
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
+  EXPECT_EQ(rollouts_.update_pods_calls, 1);  // both admissions in one write
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").before_versions, (json{{"driver", {{"570.1", 18}}}}));
+
+  const int get_pods = fleet_.get_pod_calls;
+  svc.tick();  // drains: one batch per pod for 18 x (drain + drained)
+  // Per pod one read by the controller and one by startRun (once per pod, not per host).
+  EXPECT_EQ(fleet_.get_pod_calls - get_pods, 2 * 2);
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  EXPECT_EQ(fleet_.transition_batches, 2);
+  EXPECT_EQ(fleet_.transitions_applied, 2 * 36);
+  EXPECT_EQ(fleet_.transition_host_calls, 0);
+  EXPECT_EQ(fleet_.state("b1-p1-h07"), "maintenance");
+
+  // Runs in flight: one state query per pass, no run or group read.
+  const int get_runs = run_store_.get_run_calls, groups = run_store_.run_groups_calls;
+  const int states = run_store_.run_states_calls;
+  for (int i = 0; i < 5; ++i) svc.tick();
+  EXPECT_EQ(run_store_.run_states_calls, states + 5);
+  EXPECT_EQ(run_store_.get_run_calls, get_runs);
+  EXPECT_EQ(run_store_.run_groups_calls, groups);
+
+  // p1's upgrade finishes with one host failed: one batch (validation_fail + 17 maintenance_done).
+  const std::string upgrade = rollouts_.pod("ro-1", "b1-p1").run_id;
+  run_store_.finishRun(upgrade, {"b1-p1-h03"});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  EXPECT_EQ(fleet_.transition_batches, 3);
+  EXPECT_EQ(fleet_.state("b1-p1-h03"), "failed");
+  EXPECT_EQ(fleet_.state("b1-p1-h04"), "validating");
+
+  // Validation passes: one batch (17 validation_pass + repair of the failed host).
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(fleet_.transition_batches, 4);
+  EXPECT_EQ(fleet_.transition_host_calls, 0);
+  EXPECT_EQ(fleet_.state("b1-p1-h03"), "repair");
+  EXPECT_EQ(fleet_.state("b1-p1-h04"), "available");
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").message, "17 hosts back in service (68 GPUs); spares cover 1 hosts sent to repair");
+}
+
+TEST_F(RolloutServiceTest, APassReplayedAfterACrashRefusesTheMovesItAlreadyMadeAndCarriesOn) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").run_id);
+  // A kilnd killed after the hosts moved to validating but before the pod row changed: the
+  // next pass finds the pod still upgrading with every host moved already.
+  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = "validating";
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  EXPECT_EQ(run_store_.runsOf("validate").size(), 1u);
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(fleet_.state("b1-p1-h18"), "available");
+}
+
+}  // namespace
+}  // namespace kiln::rollouts
