@@ -389,14 +389,21 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         });
   }
 
-  Result<std::set<std::string>> allocatedPods(const std::set<std::string>& pods) override {
-    return pool_.transact<std::set<std::string>>([&](pqxx::work& txn) -> Result<std::set<std::string>> {
-      std::set<std::string> out;
+  Result<std::map<std::string, rollouts::PodHostStates>> podHostStates(const std::set<std::string>& pods) override {
+    using States = std::map<std::string, rollouts::PodHostStates>;
+    return pool_.transact<States>([&](pqxx::work& txn) -> Result<States> {
+      States out;
       const std::string list = json(std::vector<std::string>(pods.begin(), pods.end())).dump();
+      // The states listed, not "NOT IN (available, ...)": hosts_state finds the few such hosts.
       for (const auto& r : txn.exec_params(
-               "SELECT DISTINCT pod_id FROM hosts WHERE state = 'allocated' AND pod_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
-               list))
-        out.insert(r[0].as<std::string>());
+               "SELECT h.pod_id, p.platform, h.state, count(*) FROM hosts h JOIN pods p ON p.id = h.pod_id"
+               " WHERE h.state IN ('allocated', 'failed', 'repair', 'quarantine', 'retired', 'incoming', 'burn_in')"
+               " AND h.pod_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY h.pod_id, p.platform, h.state",
+               list)) {
+        auto& pod = out[r[0].as<std::string>()];
+        pod.platform = r[1].as<std::string>();
+        pod.hosts[r[2].as<std::string>()] = r[3].as<int>();
+      }
       return out;
     });
   }

@@ -361,6 +361,8 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
   else if (verb == "pause") r = store_.transition(id, {"running"}, "paused", "paused by " + actor.token_id, actor);
   else if (verb == "resume") {
     // Resuming a halted rollout retries its failed pods (clear the fault first, or skip them).
+    // A retried pod whose hosts are still in repair waits at admission (PodHostFacts) instead
+    // of failing again.
     auto before = store_.getRollout(id);
     if (!before.ok()) return before.error();
     r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id, actor);
@@ -664,9 +666,23 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
     }
   }
   if (!pending.empty()) {
-    auto allocated = store_.allocatedPods(pending);
-    if (allocated.ok())
-      for (auto& p : in.pods) p.allocated = allocated->count(p.id) > 0;
+    auto states = store_.podHostStates(pending);
+    if (!states.ok()) return 0;
+    for (auto& p : in.pods) {
+      auto it = states->find(p.id);
+      if (it == states->end()) continue;
+      for (const auto& [state, n] : it->second.hosts) {
+        if (state == "allocated") p.allocated = true;
+        else p.hosts.out[state] = n;
+      }
+      if (p.hosts.out.empty()) continue;
+      const auto platform = core::parsePlatform(it->second.platform);
+      if (!platform) continue;
+      const auto& g = core::geometry(*platform);
+      p.hosts.total = g.gpus_per_pod / g.gpus_per_tray;
+      p.hosts.slice_gpus = g.active_gpus_per_pod();
+      p.hosts.needed = (p.hosts.slice_gpus + g.gpus_per_tray - 1) / g.gpus_per_tray;
+    }
     auto loads = store_.buildingLoads(buildings);
     if (!loads.ok()) return 0;
     in.buildings = *loads;

@@ -253,11 +253,16 @@ class FakeRolloutStore final : public RolloutStore {
         }
     return out;
   }
-  Result<std::set<std::string>> allocatedPods(const std::set<std::string>& pods) override {
-    std::set<std::string> out;
-    for (const auto& id : pods)
-      for (const auto& h : fleet_.pods_.at(id).hosts)
-        if (h.state == "allocated") out.insert(id);
+  Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) override {
+    std::map<std::string, PodHostStates> out;
+    for (const auto& id : pods) {
+      const auto& d = fleet_.pods_.at(id);
+      for (const auto& h : d.hosts)
+        if (h.state != "available" && h.state != "draining" && h.state != "maintenance" && h.state != "validating") {
+          out[id].platform = d.pod.platform;
+          ++out[id].hosts[h.state];
+        }
+    }
     return out;
   }
   Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override { return fakeUnsupported(); }

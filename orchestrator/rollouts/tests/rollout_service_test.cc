@@ -115,5 +115,44 @@ TEST_F(RolloutServiceTest, APassReplayedAfterACrashRefusesTheMovesItAlreadyMadeA
   EXPECT_EQ(fleet_.state("b1-p1-h18"), "available");
 }
 
+TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFailingAgain) {
+  json pol = policy(1);
+  pol["failure_budget"] = {{"pods", 0}};
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, pol);
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  // Three hosts fail the upgrade: 15 of 18 serve, below a 64-GPU slice; they go to repair.
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").run_id, {"b1-p1-h01", "b1-p1-h02", "b1-p1-h03"});
+  svc.tick();
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  EXPECT_EQ(fleet_.state("b1-p1-h02"), "repair");
+  svc.tick();
+  ASSERT_EQ(rollouts_.rollouts_.at("ro-1").state, "halted");
+
+  // Resumed while the three hosts are still in repair: the pod waits; the rollout goes on.
+  ASSERT_TRUE(svc.verb("ro-1", "resume", {"t-1", "sre"}).ok());
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  for (int i = 0; i < 3; ++i) svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason,
+            "repair: 3 hosts in repair; the pod needs 16 of 18 to serve 64 GPUs");
+  EXPECT_EQ(rollouts_.rollouts_.at("ro-1").state, "running");
+  EXPECT_TRUE(inFlight(phase("b1-p2")));  // p1 holds no slot
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").attempt, 1);
+
+  // Repair and quarantine validation give two hosts back: 17 can serve, the pod starts again.
+  fleet_.setState("b1-p1-h01", "available");
+  fleet_.setState("b1-p1-h02", "available");
+  rollouts_.pod("ro-1", "b1-p2").phase = PodPhase::kSucceeded;  // frees the slot
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").attempt, 2);
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason, "");
+}
+
 }  // namespace
 }  // namespace kiln::rollouts
