@@ -631,24 +631,41 @@ void RolloutService::askRelease(const std::string& rollout, const std::string& p
   const std::string key = rollout + "/" + pod;
   const auto now = clock_.now();
   {
-    std::lock_guard lock(hook_mu_);
-    auto it = hooked_.find(key);
-    if (it != hooked_.end() && now < it->second) return;
-    hooked_[key] = now + options_.hook_repeat;
+    std::lock_guard lock(asks_->mu);
+    auto it = asks_->by_pod.find(key);
+    if (it != asks_->by_pod.end() && (it->second.pending || now < it->second.next)) return;
   }
   // Only when an ask is due: the controller comes here for a waiting pod on every pass.
-  const std::vector<std::string> hosts = allocated_hosts();
+  std::vector<std::string> hosts = allocated_hosts();
   if (hosts.empty()) return;
-  const bool told = options_.release_hook(rollout, pod, hosts);
-  if (!told) {
-    std::lock_guard lock(hook_mu_);
-    hooked_[key] = now + options_.hook_retry;
+  {
+    std::lock_guard lock(asks_->mu);
+    asks_->by_pod[key] = ReleaseAsk{rollout, pod, hosts.size(), now, now + options_.hook_repeat, true, std::nullopt};
   }
-  (void)store_.updatePods(rollout, {},
-                          {{pod, "release",
-                            told ? "asked the job scheduler to release " + std::to_string(hosts.size()) + " allocated hosts"
-                                 : "the job scheduler could not be reached; asking again in " +
-                                       std::to_string(options_.hook_retry.count()) + " s"}});
+  // The hook returns at once; its answer is learned by a later pass (learnReleaseAnswers).
+  options_.release_hook({rollout, pod, std::move(hosts)}, [asks = asks_, key](bool told) {
+    std::lock_guard lock(asks->mu);
+    if (auto it = asks->by_pod.find(key); it != asks->by_pod.end() && it->second.pending) it->second.told = told;
+  });
+}
+
+void RolloutService::learnReleaseAnswers() {
+  std::vector<ReleaseAsk> answered;
+  {
+    std::lock_guard lock(asks_->mu);
+    for (auto& [_, a] : asks_->by_pod)
+      if (a.pending && a.told) {
+        a.pending = false;
+        a.next = a.asked_at + (*a.told ? options_.hook_repeat : options_.hook_retry);
+        answered.push_back(a);
+      }
+  }
+  for (const auto& a : answered)
+    (void)store_.updatePods(a.rollout, {},
+                            {{a.pod, "release",
+                              *a.told ? "asked the job scheduler to release " + std::to_string(a.hosts) + " allocated hosts"
+                                      : "the job scheduler could not be reached; asking again in " +
+                                            std::to_string(options_.hook_retry.count()) + " s"}});
 }
 
 int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& rows) {
@@ -745,6 +762,7 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
 }
 
 int RolloutService::tick() {
+  learnReleaseAnswers();
   auto ids = store_.activeRollouts();
   if (!ids.ok()) return 0;
   int changes = 0;

@@ -154,5 +154,83 @@ TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFa
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason, "");
 }
 
+// A scheduler that takes requests and answers only when the test says so, as a slow or hung
+// one would: the pass that asks must not wait for it.
+struct HeldHook {
+  struct Ask {
+    ReleaseRequest request;
+    std::function<void(bool)> done;
+  };
+  std::vector<Ask> asks;
+  ReleaseHook hook() {
+    return [this](const ReleaseRequest& r, std::function<void(bool)> done) { asks.push_back({r, std::move(done)}); };
+  }
+};
+
+TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLearnedOnALaterPass) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
+  for (int i = 1; i <= 16; ++i) fleet_.setState("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i), "allocated");
+  HeldHook scheduler;
+  RolloutServiceOptions o;
+  o.release_hook = scheduler.hook();
+  auto& svc = service(o);
+
+  svc.tick();
+  ASSERT_EQ(scheduler.asks.size(), 1u);
+  EXPECT_EQ(scheduler.asks[0].request.pod, "b1-p1");
+  EXPECT_EQ(scheduler.asks[0].request.rollout, "ro-1");
+  EXPECT_EQ(scheduler.asks[0].request.hosts.size(), 16u);
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  EXPECT_NE(rollouts_.pod("ro-1", "b1-p1").waiting_reason.find("allocated"), std::string::npos);
+  // p1 holds the one slot while the scheduler answers.
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kPending);
+  EXPECT_TRUE(rollouts_.eventsOf("release").empty());  // nothing is known yet
+
+  // No answer: passes go on and do not ask again, even past the retry and repeat times.
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(std::chrono::minutes(6));
+    svc.tick();
+  }
+  EXPECT_EQ(scheduler.asks.size(), 1u);
+
+  // The scheduler could not be told: the next pass records it, and asks again 15 s after the ask.
+  scheduler.asks[0].done(false);
+  svc.tick();
+  EXPECT_EQ(rollouts_.eventsOf("release"),
+            (std::vector<std::string>{"b1-p1: the job scheduler could not be reached; asking again in 15 s"}));
+  EXPECT_EQ(scheduler.asks.size(), 2u);  // the first ask is long past 15 s: asked again at once
+
+  // Told: asked again only every 5 minutes while the pod stays allocated.
+  scheduler.asks[1].done(true);
+  svc.tick();
+  EXPECT_EQ(rollouts_.eventsOf("release").back(), "b1-p1: asked the job scheduler to release 16 allocated hosts");
+  clock_.advance(std::chrono::seconds(299));
+  svc.tick();
+  EXPECT_EQ(scheduler.asks.size(), 2u);
+  clock_.advance(std::chrono::seconds(1));
+  svc.tick();
+  EXPECT_EQ(scheduler.asks.size(), 3u);
+
+  // The job leaves: the pod drains. A late answer to the last ask is still recorded.
+  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = "available";
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  scheduler.asks[2].done(true);
+  svc.tick();
+  EXPECT_EQ(rollouts_.eventsOf("release").size(), 3u);
+}
+
+TEST_F(RolloutServiceTest, AnAnswerArrivingAfterTheServiceIsGoneIsHarmless) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  fleet_.setState("b1-p1-h01", "allocated");
+  HeldHook scheduler;
+  RolloutServiceOptions o;
+  o.release_hook = scheduler.hook();
+  service(o).tick();
+  ASSERT_EQ(scheduler.asks.size(), 1u);
+  service_.reset();
+  scheduler.asks[0].done(true);  // from the hook's thread, in kilnd, during shutdown
+}
+
 }  // namespace
 }  // namespace kiln::rollouts
