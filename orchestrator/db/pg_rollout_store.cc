@@ -162,15 +162,27 @@ class PgRolloutStore final : public rollouts::RolloutStore {
 
   Result<std::vector<rollouts::PodSnapshot>> podSnapshots(const rollouts::Selector& s) override {
     return pool_.transact<std::vector<rollouts::PodSnapshot>>([&](pqxx::work& txn) -> Result<std::vector<rollouts::PodSnapshot>> {
-      auto arr = [](const std::vector<std::string>& v) { return json(v).dump(); };
-      const bool filtered = !s.sites.empty() || !s.buildings.empty() || !s.platforms.empty() || !s.pods.empty() || !s.labels.empty();
-      const std::string where =
-          " WHERE (jsonb_array_length($1::jsonb) = 0 OR p.site_id IN (SELECT jsonb_array_elements_text($1::jsonb)))"
-          " AND (jsonb_array_length($2::jsonb) = 0 OR p.building_id IN (SELECT jsonb_array_elements_text($2::jsonb)))"
-          " AND (jsonb_array_length($3::jsonb) = 0 OR p.platform IN (SELECT jsonb_array_elements_text($3::jsonb)))"
-          " AND (jsonb_array_length($4::jsonb) = 0 OR p.id IN (SELECT jsonb_array_elements_text($4::jsonb)))"
-          " AND p.labels @> $5::jsonb";
-      std::vector<std::string> params = {arr(s.sites), arr(s.buildings), arr(s.platforms), arr(s.pods), json(s.labels).dump()};
+      // Only the selector's own conditions: "($n = '[]' OR p.id IN (...))" hid a short pod list
+      // from the planner, which then walked half of components for three pods (~0.2 s on the
+      // 1M-GPU fleet against ~4 ms through components_pod).
+      std::vector<std::string> conditions, params;
+      auto in = [&](const char* column, const std::vector<std::string>& values) {
+        if (values.empty()) return;
+        params.push_back(json(values).dump());
+        conditions.push_back(std::string(column) + " IN (SELECT jsonb_array_elements_text($" + std::to_string(params.size()) +
+                             "::jsonb))");
+      };
+      in("p.site_id", s.sites);
+      in("p.building_id", s.buildings);
+      in("p.platform", s.platforms);
+      in("p.id", s.pods);
+      if (!s.labels.empty()) {
+        params.push_back(json(s.labels).dump());
+        conditions.push_back("p.labels @> $" + std::to_string(params.size()) + "::jsonb");
+      }
+      std::string where;
+      for (const auto& c : conditions) where += (where.empty() ? " WHERE " : " AND ") + c;
+      const bool filtered = !conditions.empty();
       std::vector<rollouts::PodSnapshot> out;
       std::unordered_map<std::string, std::size_t> index;  // pod id -> position in out
       for (const auto& r : txn.exec_params(
