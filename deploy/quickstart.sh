@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Kiln demo in one command: installs missing Debian packages, builds with -j2, starts a private
 # PostgreSQL 15 cluster under .kiln/ (user "kiln", socket only), kilnd on 127.0.0.1:8080, imports
-# a demo fleet, starts a simulated fleet of agents, and prints the console URL and admin token.
-# Running it again reuses what exists.
+# a demo fleet, starts a simulated fleet of agents and a simulated job scheduler (kiln-jobsim,
+# holding two pods with jobs), and prints the console URL and admin token. Running it again
+# reuses what exists.
 #
 #   deploy/quickstart.sh          # start (or restart kilnd with a fresh build)
 #   deploy/quickstart.sh stop     # stop everything it started
@@ -15,30 +16,21 @@ PGDIR=$STATE/pg
 PGPORT=${KILN_DEMO_PG_PORT:-54329}
 LISTEN=${KILN_DEMO_LISTEN:-127.0.0.1:8080}
 URL=http://$LISTEN
+# kiln-jobsim (deploy/lib/demo-extras.sh) answers kilnd's job-scheduler hook here.
+JOBSIM_LISTEN=${KILN_DEMO_JOBSIM_LISTEN:-127.0.0.1:8091}
 BUILD=$KILN_ROOT/build
 DBURL=$(pg_url "$PGDIR" "$PGPORT" kiln)
 
-stop_pidfile() {
-  local f=$1
-  [ -f "$f" ] || return 0
-  local pid; pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
-
 case "${1:-start}" in
   stop)
-    stop_pidfile "$STATE/fleet.pid"
+    stop_pidfile "$STATE/jobsim.pid"
+    stop_pidfile "$STATE/fleet.pid" 100
     stop_pidfile "$STATE/kilnd.pid"
     pg_down "$PGDIR"
     log "stopped (data kept in $STATE; rm -rf it for a clean start)"
     exit 0 ;;
   status)
-    for p in kilnd fleet; do
+    for p in kilnd fleet jobsim; do
       if [ -f "$STATE/$p.pid" ] && kill -0 "$(cat "$STATE/$p.pid")" 2>/dev/null; then
         echo "$p: running (pid $(cat "$STATE/$p.pid"))"; else echo "$p: stopped"; fi
     done
@@ -58,9 +50,11 @@ pg_createdb "$PGDIR" "$PGPORT" kiln
 
 stop_pidfile "$STATE/kilnd.pid"
 log "starting kilnd on $URL"
+hook=()
+[ -x "$BUILD/agents/sim/jobsim/kiln-jobsim" ] && hook=(--scheduler-hook "http://$JOBSIM_LISTEN/release")
 nohup "$BUILD/orchestrator/kilnd/kilnd" --listen "$LISTEN" --database-url "$DBURL" \
   --admin-token-file "$STATE/admin-token" --web-root "$KILN_ROOT/web/dist" \
-  --workflows-dir "$KILN_ROOT/workflows" \
+  --workflows-dir "$KILN_ROOT/workflows" "${hook[@]}" \
   >>"$STATE/kilnd.log" 2>&1 &
 echo $! >"$STATE/kilnd.pid"
 wait_http "$URL/healthz" 30 || die "kilnd did not come up, see $STATE/kilnd.log"
@@ -77,7 +71,8 @@ curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/yaml' 
   || die "loading the example bundle failed"
 
 if [ -x "$KILN_ROOT/deploy/lib/demo-extras.sh" ]; then
-  KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD "$KILN_ROOT/deploy/lib/demo-extras.sh"
+  KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD KILN_JOBSIM_LISTEN=$JOBSIM_LISTEN \
+    "$KILN_ROOT/deploy/lib/demo-extras.sh"
 fi
 
 cat <<MSG
@@ -86,7 +81,8 @@ cat <<MSG
     console:      $URL/
     API:          $URL/api/v1   (curl -H "Authorization: Bearer \$(cat .kiln/admin-token)" $URL/api/v1/pods)
     admin token:  $TOKEN   (also in .kiln/admin-token)
-    logs:         .kiln/kilnd.log (kilnd), .kiln/fleet.log (simulated agents)
+    logs:         .kiln/kilnd.log (kilnd), .kiln/fleet.log (simulated agents),
+                  .kiln/jobsim.log (simulated job scheduler: jobs on prn-b01-p01 and prn-b02-p02)
     stop:         deploy/quickstart.sh stop
 
   Try a rollout of the example bundle (see README.md):
@@ -94,5 +90,7 @@ cat <<MSG
     build/cli/kilnctl rollout plan --bundle gb200-fw-2026.12@1.0.0
     build/cli/kilnctl rollout create --bundle gb200-fw-2026.12@1.0.0 --start
     build/cli/kilnctl rollout watch ro-1
+  The canary prn-b01-p01 runs a job: the rollout waits ("allocated"), asks kiln-jobsim to
+  release it, and drains it once the job has checkpointed and left (30 s).
 
 MSG

@@ -59,12 +59,13 @@ struct Options {
   std::string state_dir;        // kiln-vfleet --state-dir (agent tokens; useful only on one database)
   int idle_poll = 2;            // kiln-vfleet --idle-poll: hosts without a long-poll slot poll this often
   int connections = 0;          // kiln-vfleet --connections; 0: enough for every host to long-poll (<= 16000)
+  bool keep = false;            // leave the --api-plan database behind (EXPLAIN ANALYZE by hand)
 };
 
 const char* kUsage =
     "usage: kiln-bench-rollout [--gpus N] [--api-plan] [--plan-repeats N] [--skip-plan]\n"
     "                          [--pods N] [--max-concurrent N] [--time-scale X] [--timeout-min N]\n"
-    "                          [--state-dir DIR] [--idle-poll S] [--connections N] [--skip-rollout]\n"
+    "                          [--state-dir DIR] [--idle-poll S] [--connections N] [--skip-rollout] [--keep]\n"
     "Starts its own kilnd (and kiln-vfleet) on fresh databases of the server in KILN_TEST_PG.\n";
 
 bool parseArgs(int argc, char** argv, Options& o) {
@@ -89,6 +90,7 @@ bool parseArgs(int argc, char** argv, Options& o) {
     else if (a == "--connections") o.connections = std::stoi(next());
     else if (a == "--skip-plan") o.skip_plan = true;
     else if (a == "--skip-rollout") o.skip_rollout = true;
+    else if (a == "--keep") o.keep = true;
     else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       std::exit(0);
@@ -248,9 +250,10 @@ struct ApiPlan {
   std::size_t excluded = 0, waves = 0;
 };
 
-ApiPlan planThroughApi(const json& fleet, int repeats) {
+ApiPlan planThroughApi(const json& fleet, int repeats, bool keep) {
   ApiPlan out;
-  kiln::testing::TestDatabase db;
+  auto db_owner = std::make_unique<kiln::testing::TestDatabase>();
+  const kiln::testing::TestDatabase& db = *db_owner;
   kiln::testing::KilndProcess kilnd(kilndOptions(db.url()));
   if (auto st = kilnd.start(); !st.ok()) {
     std::cerr << "cannot start kilnd: " << st.error().message << "\n";
@@ -282,6 +285,10 @@ ApiPlan planThroughApi(const json& fleet, int repeats) {
     std::printf("[plan/api] dry run %d: %.2f s, %zu bytes\n", i + 1, s, out.body_bytes);
   }
   kilnd.stop();
+  if (keep) {
+    std::printf("[plan/api] database kept: %s\n", db.url().c_str());
+    (void)db_owner.release();  // NOLINT: leaves it behind on purpose
+  }
   return out;
 }
 
@@ -611,7 +618,7 @@ int main(int argc, char** argv) {
     in_process = planInProcess(fleet, o.plan_repeats);
     std::printf("[plan] in process: %zu pods, %d eligible, %zu waves\n", in_process->pods, in_process->eligible,
                 in_process->waves);
-    if (o.api_plan) api = planThroughApi(fleet, o.plan_repeats);
+    if (o.api_plan) api = planThroughApi(fleet, o.plan_repeats, o.keep);
   }
   std::optional<SimFigures> sim;
   if (!o.skip_rollout) sim = simulatedRollout(o);

@@ -100,3 +100,17 @@ wait_http() {
   done
   return 1
 }
+
+# stop_pidfile FILE [TENTHS]: SIGTERM the process whose pid FILE holds, SIGKILL it if it is
+# still there after TENTHS tenths of a second (default 50), remove FILE.
+stop_pidfile() {
+  local f=$1 tenths=${2:-50} pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq "$tenths"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}

@@ -169,6 +169,15 @@ class Store {
   // Applies one lifecycle transition (checked by core::nextState under a row lock), writes the
   // host event and audit record, and refreshes the pod's state. kNotFound, kConflict.
   virtual Result<HostSummary> transitionHost(const HostTransition& t, const Actor& actor) = 0;
+  // Applies many transitions in ONE transaction: each one as transitionHost would (checked by
+  // core::nextState under the host's row lock, with its host event and audit record), in the
+  // order given (so one host may take several steps, e.g. drain then drained); the hosts are
+  // locked in id order first, so concurrent batches cannot deadlock. A refused transition
+  // (kNotFound, kConflict) is reported in its slot and the others still apply; the batch fails
+  // as a whole only when the database does. Returns, per transition and in input order, the
+  // state it led to or why it was refused.
+  virtual Result<std::vector<Result<HostState>>> transitionHosts(const std::vector<HostTransition>& transitions,
+                                                                 const Actor& actor) = 0;
 
   // Pods of a platform that can run a full 64-GPU slice now.
   virtual Result<std::int64_t> countHealthyPods(const std::string& platform) = 0;

@@ -70,7 +70,8 @@ core::HostSummary hostFromRow(const pqxx::row& r) {
 }
 
 
-Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor) {
+Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
+                                    std::string* defer_pod_refresh) {
   auto rows = txn.exec_params("SELECT state, pod_id FROM hosts WHERE id = $1 FOR UPDATE", t.host);
   if (rows.empty()) return notFound("no host '" + t.host + "'");
   const std::string from = rows[0][0].as<std::string>();
@@ -92,7 +93,8 @@ Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition&
       t.host, action, from, to, actor.token_id, t.reason);
   writeAudit(txn, actor, "host." + action, t.host,
              nlohmann::json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
-  refreshPodState(txn, pod);
+  if (defer_pod_refresh) *defer_pod_refresh = pod;
+  else refreshPodState(txn, pod);
   if (from == "allocated" && to == "failed") {
     // A job was running on the host: record an interruption candidate for triage.
     const std::string id = "cand-" + txn.exec1("SELECT nextval('interruption_candidate_seq')")[0].as<std::string>();

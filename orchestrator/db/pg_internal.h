@@ -23,7 +23,10 @@ void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& ac
 // Recomputes a pod's state from its hosts.
 void refreshPodState(pqxx::work& txn, const std::string& pod_id);
 // One lifecycle transition under the host's row lock, checked by core::nextState, with its
-// host event and audit record, and the pod's state refreshed. kNotFound, kConflict.
-Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor);
+// host event and audit record, and the pod's state refreshed. kNotFound, kConflict. With
+// `defer_pod_refresh`, the pod is not refreshed here: its id is written there, for a caller
+// applying many transitions to refresh each pod once.
+Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
+                                    std::string* defer_pod_refresh = nullptr);
 
 }  // namespace kiln::db

@@ -757,6 +757,19 @@ class PgRunStore final : public runs::RunStore {
     });
   }
 
+  // One statement outside a transaction block: the rollout controller asks on every pass.
+  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) override {
+    using States = std::map<std::string, std::string>;
+    if (ids.empty()) return States{};
+    return pool_.read<States>([&](pqxx::nontransaction& txn) -> Result<States> {
+      States out;
+      for (const auto& r : txn.exec_params(
+               "SELECT id, state FROM workflow_runs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))", json(ids).dump()))
+        out[r[0].as<std::string>()] = r[1].as<std::string>();
+      return out;
+    });
+  }
+
  private:
   // The next work of each host (at most one each), by host.
   static std::map<std::string, AssignmentRow> claim(pqxx::work& txn, const std::vector<std::string>& hosts,

@@ -289,6 +289,35 @@ class PgStore final : public core::Store {
     });
   }
 
+  Result<std::vector<Result<core::HostState>>> transitionHosts(const std::vector<core::HostTransition>& ts,
+                                                               const core::Actor& actor) override {
+    using Outcomes = std::vector<Result<core::HostState>>;
+    if (ts.empty()) return Outcomes{};
+    return pool_.transact<Outcomes>([&](pqxx::work& txn) -> Result<Outcomes> {
+      std::set<std::string> ids;
+      for (const auto& t : ts) ids.insert(t.host);
+      // Every row lock up front, in id order: two batches over overlapping hosts queue
+      // instead of deadlocking.
+      txn.exec_params("SELECT id FROM hosts WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
+                      json(std::vector<std::string>(ids.begin(), ids.end())).dump());
+      Outcomes out;
+      out.reserve(ts.size());
+      std::set<std::string> pods;
+      for (const auto& t : ts) {
+        std::string pod;
+        auto applied = applyTransition(txn, t, actor, &pod);
+        if (!applied.ok()) {
+          out.emplace_back(applied.error());
+          continue;
+        }
+        pods.insert(pod);
+        out.emplace_back(*core::parseHostState(*applied));
+      }
+      for (const auto& pod : pods) refreshPodState(txn, pod);
+      return out;
+    });
+  }
+
   Result<std::int64_t> countHealthyPods(const std::string& platform) override {
     return pool_.transact<std::int64_t>([&](pqxx::work& txn) -> Result<std::int64_t> {
       return txn.exec_params1("SELECT count(*) FROM pods WHERE state = 'in_service' AND ($1 = '' OR platform = $1)",

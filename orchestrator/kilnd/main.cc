@@ -30,6 +30,7 @@
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/http/server.h"
 #include "orchestrator/kilnd/config.h"
+#include "orchestrator/kilnd/scheduler_hook.h"
 
 extern char** environ;
 
@@ -142,24 +143,15 @@ int main(int argc, char** argv) {
 
   auto rollout_store = db::makePgRolloutStore({config->database_url, 4});
   rollouts::RolloutServiceOptions rollout_options;
-  if (!config->scheduler_hook.empty()) {
-    // The job-scheduler hook: asked once per pod to release its allocated hosts; the
-    // scheduler answers later by calling POST /hosts/{id}/actions {"action": "release"}.
-    rollout_options.release_hook = [url = config->scheduler_hook, &log](const std::string& rollout, const std::string& pod,
-                                                                        const std::vector<std::string>& hosts) {
-      http::ClientOptions o;
-      o.base_url = url.substr(0, url.find('/', url.find("//") + 2));
-      o.timeout = std::chrono::milliseconds(3000);
-      http::Client client(o);
-      const std::string path = url.size() > o.base_url.size() ? url.substr(o.base_url.size()) : "/";
-      nlohmann::json body = {{"action", "release"}, {"rollout", rollout}, {"pod", pod}, {"hosts", hosts}};
-      auto r = client.request("POST", path, body.dump());
-      const bool told = r.ok() && r->status < 300;
-      if (!told)
-        log->warn("scheduler hook {} for pod {}: {}", url, pod, r.ok() ? std::to_string(r->status) : r.error().message);
-      return told;
-    };
-  }
+  // The job-scheduler hook's calls (3 s timeout each) run on their own two threads, never in
+  // the controller pass; the scheduler answers later with POST /hosts/{id}/actions
+  // {"action": "release"}. Declared before the rollout service: its destructor finishes the
+  // calls in flight.
+  Executor hook_executor(2);
+  if (!config->scheduler_hook.empty())
+    rollout_options.release_hook = kilnd::asyncReleaseHook(
+        hook_executor, kilnd::httpReleaseCall(config->scheduler_hook, std::chrono::milliseconds(3000),
+                                              [log](const std::string& line) { log->warn("{}", line); }));
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
   auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   reliability::ReliabilityService reliability_service(*reliability_store, clock);

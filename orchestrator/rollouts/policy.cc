@@ -28,6 +28,27 @@ std::optional<WaveSize> parseWave(const json& v) {
   return std::nullopt;
 }
 
+// "repair: 2 hosts in repair, 1 failed; the pod needs 16 of 18 to serve 64 GPUs", when too
+// few of the pod's hosts can serve (PodHostFacts).
+std::optional<std::string> shortOfHosts(const PodHostFacts& h) {
+  if (h.total == 0) return std::nullopt;
+  int out = 0;
+  for (const auto& [_, n] : h.out) out += n;
+  if (h.total - out >= h.needed) return std::nullopt;
+  // Repair first: the usual reason, and the word the reason's class is named by.
+  std::vector<std::pair<std::string, int>> states(h.out.begin(), h.out.end());
+  std::stable_partition(states.begin(), states.end(), [](const auto& s) { return s.first == "repair"; });
+  std::string list;
+  for (const auto& [state, n] : states) {
+    const std::string what = state == "repair" || state == "quarantine" ? "in " + state
+                             : state == "burn_in"                      ? "in burn-in"
+                                                                        : state;
+    list += (list.empty() ? std::to_string(n) + (n == 1 ? " host " : " hosts ") : ", " + std::to_string(n) + " ") + what;
+  }
+  return "repair: " + list + "; the pod needs " + std::to_string(h.needed) + " of " + std::to_string(h.total) +
+         " to serve " + std::to_string(h.slice_gpus) + " GPUs";
+}
+
 }  // namespace
 
 Result<Policy> parsePolicy(const json& doc) {
@@ -331,6 +352,7 @@ AdmissionResult admit(const AdmissionInput& in) {
     if (p.wave != out.current_wave) why = "wave " + std::to_string(p.wave) + " starts after wave " + std::to_string(out.current_wave);
     else if (in.halted || out.halt) why = "budget: the rollout is halted (failure budget)";
     else if (in.paused) why = "paused";
+    else if (auto short_of = shortOfHosts(p.hosts)) why = *short_of;
     else if (soaking) why = "soak: waiting " + std::to_string(pol.soak.count()) + " s after the previous wave";
     else if (in_flight >= pol.max_concurrent_pods)
       why = "concurrency: " + std::to_string(in_flight) + " of max_concurrent_pods " + std::to_string(pol.max_concurrent_pods) + " in flight";

@@ -87,11 +87,26 @@ std::optional<PodPhase> parsePodPhase(const std::string& s);
 bool inFlight(PodPhase p);
 bool finished(PodPhase p);
 
+// What admission knows of a pending pod's hosts. A pod is admitted only when at least `needed`
+// of its `total` hosts can serve after the upgrade, i.e. are not in one of the `out` states
+// (failed, repair, quarantine, retired, incoming, burn_in: no drain and no upgrade brings
+// them back). Otherwise it waits ("repair: ..."), holding no slot and not counting against the
+// failure budget, until repair and quarantine validation return enough hosts (or an operator
+// skips it). This is what keeps a resumed or retried pod whose hosts are still in repair from
+// failing again. total == 0: not known, not checked.
+struct PodHostFacts {
+  int total = 0;                     // compute trays (18)
+  int needed = 0;                    // that must serve for a slice (16 of 18: 64 GPUs)
+  int slice_gpus = 0;                // 64
+  std::map<std::string, int> out;    // host state -> hosts
+};
+
 struct LivePod {
   std::string id, building;
   int wave = 0;
   PodPhase phase = PodPhase::kPending;
   bool allocated = false;
+  PodHostFacts hosts;
 };
 
 struct BuildingLoad {

@@ -361,6 +361,8 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
   else if (verb == "pause") r = store_.transition(id, {"running"}, "paused", "paused by " + actor.token_id, actor);
   else if (verb == "resume") {
     // Resuming a halted rollout retries its failed pods (clear the fault first, or skip them).
+    // A retried pod whose hosts are still in repair waits at admission (PodHostFacts) instead
+    // of failing again.
     auto before = store_.getRollout(id);
     if (!before.ok()) return before.error();
     r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id, actor);
@@ -450,7 +452,7 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
   return created;
 }
 
-int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
+int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::map<std::string, std::string>& run_states) {
   const std::string tag = "rollout " + ro.row.id + ": ";
   const bool aborting = ro.row.state == "aborting";
   auto finish = [&](PodPhase from, PodPhase to, const std::string& message) {
@@ -460,8 +462,39 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
     (void)store_.updatePods(ro.row.id, {u}, {{pod.pod, podPhaseName(to), message}});
     return 1;
   };
+  // The host moves of a step go to the store as one batch (one transaction). A refused move
+  // (the host is not where the step expects it, e.g. an earlier pass that a crash cut short
+  // moved it already) is skipped and the others apply.
+  std::vector<core::HostTransition> moves;
   auto move = [&](const std::string& host, core::HostAction a, const std::string& reason) {
-    (void)fleet_.transitionHost({host, a, std::nullopt, tag + reason}, kController);
+    moves.push_back({host, a, std::nullopt, tag + reason});
+  };
+  // Applies the moves and folds the states they led to into `states` (host -> state);
+  // false when the store could not be reached (nothing applied).
+  auto applyMoves = [&](std::map<std::string, std::string>& states) {
+    if (moves.empty()) return true;
+    auto outcomes = fleet_.transitionHosts(moves, kController);
+    if (!outcomes.ok()) return false;
+    for (std::size_t i = 0; i < moves.size() && i < outcomes->size(); ++i)
+      if ((*outcomes)[i].ok()) states[moves[i].host] = std::string(core::hostStateName(*(*outcomes)[i]));
+    moves.clear();
+    return true;
+  };
+  // The run's state from the pass's one query; runStatus (every group's state) only once it
+  // finished. A run the query did not see is read directly.
+  auto finishedRun = [&](const std::string& run_id) -> std::optional<runs::RunStatus> {
+    auto known = run_states.find(run_id);
+    if (known != run_states.end() && known->second == "running") {
+      if (aborting) (void)runs_.stopRun(run_id, kController);
+      return std::nullopt;
+    }
+    auto status = runs_.runStatus(run_id);
+    if (!status.ok()) return std::nullopt;
+    if (status->state == "running") {
+      if (aborting) (void)runs_.stopRun(run_id, kController);
+      return std::nullopt;
+    }
+    return *status;
   };
 
   switch (pod.phase) {
@@ -469,8 +502,10 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
       if (aborting) return finish(PodPhase::kDraining, PodPhase::kAborted, "aborted while draining: hosts left drained");
       auto detail = fleet_.getPod(pod.pod);
       if (!detail.ok()) return 0;
+      std::map<std::string, std::string> states;
       std::vector<std::string> allocated;
       for (const auto& h : detail->hosts) {
+        states[h.id] = h.state;
         if (h.state == "available") {
           move(h.id, core::HostAction::kDrain, "drain for upgrade");
           move(h.id, core::HostAction::kDrained, "no job on the host");
@@ -480,6 +515,7 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
           allocated.push_back(h.id);
         }
       }
+      if (!applyMoves(states)) return 0;
       if (!allocated.empty()) {
         askRelease(ro.row.id, pod.pod, [&] { return allocated; });
         PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
@@ -487,11 +523,9 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
         (void)store_.updatePods(ro.row.id, {u}, {});
         return 0;
       }
-      detail = fleet_.getPod(pod.pod);
-      if (!detail.ok()) return 0;
       std::vector<std::string> ready;
-      for (const auto& h : detail->hosts)
-        if (h.state == "maintenance") ready.push_back(h.id);
+      for (const auto& h : detail->hosts)  // tray order
+        if (states[h.id] == "maintenance") ready.push_back(h.id);
       if (ready.empty()) return finish(PodPhase::kDraining, PodPhase::kFailed, "no host of the pod could be drained");
       auto declared = runs_.workflowParams(ro.bundle.workflow);
       if (!declared.ok()) return finish(PodPhase::kDraining, PodPhase::kFailed, declared.error().message);
@@ -512,12 +546,8 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
       return 1;
     }
     case PodPhase::kUpgrading: {
-      auto status = runs_.runStatus(pod.run_id);
-      if (!status.ok()) return 0;
-      if (status->state == "running") {
-        if (aborting) (void)runs_.stopRun(pod.run_id, kController);
-        return 0;
-      }
+      auto status = finishedRun(pod.run_id);
+      if (!status) return 0;
       std::vector<std::string> passed, failed;
       for (const auto& [host, st] : status->hosts) {
         if (st == runs::HostStatus::kPassed) passed.push_back(host);
@@ -527,6 +557,10 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
         auto it = status->reasons.find(h);
         move(h, core::HostAction::kValidationFail, "upgrade failed: " + (it == status->reasons.end() ? std::string("cancelled") : it->second));
       }
+      if (!aborting)
+        for (const auto& h : passed) move(h, core::HostAction::kMaintenanceDone, "upgrade done");
+      std::map<std::string, std::string> states;
+      if (!applyMoves(states)) return 0;
       if (aborting)
         return finish(PodPhase::kUpgrading, PodPhase::kAborted,
                       "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
@@ -534,7 +568,6 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
         std::string why = status->reasons.empty() ? "" : ": " + status->reasons.begin()->second;
         return finish(PodPhase::kUpgrading, PodPhase::kFailed, "the upgrade failed on every host" + why);
       }
-      for (const auto& h : passed) move(h, core::HostAction::kMaintenanceDone, "upgrade done");
       runs::StartRequest req;
       req.workflow = options_.validation_workflow;
       req.hosts = passed;
@@ -551,13 +584,13 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
       return 1;
     }
     case PodPhase::kValidating: {
-      auto status = runs_.runStatus(pod.validation_run_id);
-      if (!status.ok()) return 0;
-      if (status->state == "running") {
-        if (aborting) (void)runs_.stopRun(pod.validation_run_id, kController);
-        return 0;
-      }
-      std::vector<std::string> to_repair;
+      auto status = finishedRun(pod.validation_run_id);
+      if (!status) return 0;
+      auto detail = fleet_.getPod(pod.pod);
+      if (!detail.ok()) return 0;
+      std::map<std::string, std::string> states;
+      for (const auto& h : detail->hosts) states[h.id] = h.state;
+      std::set<std::string> to_repair;
       for (const auto& [host, st] : status->hosts) {
         if (st == runs::HostStatus::kPassed) {
           move(host, core::HostAction::kValidationPass, "pod validation passed");
@@ -565,18 +598,18 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod) {
           auto it = status->reasons.find(host);
           move(host, core::HostAction::kValidationFail,
                "pod validation failed: " + (it == status->reasons.end() ? std::string("cancelled") : it->second));
-          to_repair.push_back(host);
+          to_repair.insert(host);
         }
       }
       // Hosts that failed the upgrade or the validation go to repair; the spares cover them
       // while 64 GPUs of the pod serve.
-      auto detail = fleet_.getPod(pod.pod);
-      if (!detail.ok()) return 0;
+      for (const auto& h : detail->hosts)
+        if (h.state == "failed") to_repair.insert(h.id);
+      for (const auto& h : to_repair) move(h, core::HostAction::kRepair, "failed during the upgrade");
+      if (!applyMoves(states)) return 0;
       int serving = 0;
-      for (const auto& h : detail->hosts) {
-        if (h.state == "failed") move(h.id, core::HostAction::kRepair, "failed during the upgrade");
-        if (h.state == "available" || h.state == "allocated") ++serving;
-      }
+      for (const auto& [_, state] : states)
+        if (state == "available" || state == "allocated") ++serving;
       const auto& g = core::geometry(*core::parsePlatform(detail->pod.platform));
       const int gpus = serving * g.gpus_per_tray;
       if (gpus >= g.active_gpus_per_pod())
@@ -598,24 +631,41 @@ void RolloutService::askRelease(const std::string& rollout, const std::string& p
   const std::string key = rollout + "/" + pod;
   const auto now = clock_.now();
   {
-    std::lock_guard lock(hook_mu_);
-    auto it = hooked_.find(key);
-    if (it != hooked_.end() && now < it->second) return;
-    hooked_[key] = now + options_.hook_repeat;
+    std::lock_guard lock(asks_->mu);
+    auto it = asks_->by_pod.find(key);
+    if (it != asks_->by_pod.end() && (it->second.pending || now < it->second.next)) return;
   }
   // Only when an ask is due: the controller comes here for a waiting pod on every pass.
-  const std::vector<std::string> hosts = allocated_hosts();
+  std::vector<std::string> hosts = allocated_hosts();
   if (hosts.empty()) return;
-  const bool told = options_.release_hook(rollout, pod, hosts);
-  if (!told) {
-    std::lock_guard lock(hook_mu_);
-    hooked_[key] = now + options_.hook_retry;
+  {
+    std::lock_guard lock(asks_->mu);
+    asks_->by_pod[key] = ReleaseAsk{rollout, pod, hosts.size(), now, now + options_.hook_repeat, true, std::nullopt};
   }
-  (void)store_.updatePods(rollout, {},
-                          {{pod, "release",
-                            told ? "asked the job scheduler to release " + std::to_string(hosts.size()) + " allocated hosts"
-                                 : "the job scheduler could not be reached; asking again in " +
-                                       std::to_string(options_.hook_retry.count()) + " s"}});
+  // The hook returns at once; its answer is learned by a later pass (learnReleaseAnswers).
+  options_.release_hook({rollout, pod, std::move(hosts)}, [asks = asks_, key](bool told) {
+    std::lock_guard lock(asks->mu);
+    if (auto it = asks->by_pod.find(key); it != asks->by_pod.end() && it->second.pending) it->second.told = told;
+  });
+}
+
+void RolloutService::learnReleaseAnswers() {
+  std::vector<ReleaseAsk> answered;
+  {
+    std::lock_guard lock(asks_->mu);
+    for (auto& [_, a] : asks_->by_pod)
+      if (a.pending && a.told) {
+        a.pending = false;
+        a.next = a.asked_at + (*a.told ? options_.hook_repeat : options_.hook_retry);
+        answered.push_back(a);
+      }
+  }
+  for (const auto& a : answered)
+    (void)store_.updatePods(a.rollout, {},
+                            {{a.pod, "release",
+                              *a.told ? "asked the job scheduler to release " + std::to_string(a.hosts) + " allocated hosts"
+                                      : "the job scheduler could not be reached; asking again in " +
+                                            std::to_string(options_.hook_retry.count()) + " s"}});
 }
 
 int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& rows) {
@@ -633,9 +683,23 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
     }
   }
   if (!pending.empty()) {
-    auto allocated = store_.allocatedPods(pending);
-    if (allocated.ok())
-      for (auto& p : in.pods) p.allocated = allocated->count(p.id) > 0;
+    auto states = store_.podHostStates(pending);
+    if (!states.ok()) return 0;
+    for (auto& p : in.pods) {
+      auto it = states->find(p.id);
+      if (it == states->end()) continue;
+      for (const auto& [state, n] : it->second.hosts) {
+        if (state == "allocated") p.allocated = true;
+        else p.hosts.out[state] = n;
+      }
+      if (p.hosts.out.empty()) continue;
+      const auto platform = core::parsePlatform(it->second.platform);
+      if (!platform) continue;
+      const auto& g = core::geometry(*platform);
+      p.hosts.total = g.gpus_per_pod / g.gpus_per_tray;
+      p.hosts.slice_gpus = g.active_gpus_per_pod();
+      p.hosts.needed = (p.hosts.slice_gpus + g.gpus_per_tray - 1) / g.gpus_per_tray;
+    }
     auto loads = store_.buildingLoads(buildings);
     if (!loads.ok()) return 0;
     in.buildings = *loads;
@@ -666,29 +730,39 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
     if (ro.row.state == "running") (void)store_.transition(ro.row.id, {"running"}, "completed", "every pod finished", kController);
     return 1;
   }
-  for (const auto& id : res.admit) {
-    PodUpdate u{id, PodPhase::kPending, PodPhase::kDraining};
-    u.set_started = true;
-    u.bump_attempt = true;
-    u.waiting_reason = "";
-    u.message = "";
-    auto detail = fleet_.getPod(id);
-    if (detail.ok()) {
-      json before = json::object();
-      for (const auto& c : detail->components) {
-        auto& slot = before[c.kind][c.version];
-        slot = slot.is_null() ? 1 : slot.get<int>() + 1;
+  if (!res.admit.empty()) {
+    // The versions each admitted pod has now (kind -> version -> targets), from one query.
+    std::map<std::string, json> before;
+    Selector admitted;
+    admitted.pods = res.admit;
+    if (auto snaps = store_.podSnapshots(admitted); snaps.ok())
+      for (const auto& snap : *snaps) {
+        json v = json::object();
+        for (const auto* m : {&snap.host_versions, &snap.switch_versions})
+          for (const auto& [kind, versions] : *m)
+            for (const auto& [version, n] : versions) v[kind][version] = n;
+        before[snap.id] = std::move(v);
       }
-      u.before_versions = before;
+    std::vector<PodUpdate> updates;
+    std::vector<RolloutEvent> events;
+    for (const auto& id : res.admit) {
+      PodUpdate u{id, PodPhase::kPending, PodPhase::kDraining};
+      u.set_started = true;
+      u.bump_attempt = true;
+      u.waiting_reason = "";
+      u.message = "";
+      if (auto it = before.find(id); it != before.end()) u.before_versions = it->second;
+      updates.push_back(std::move(u));
+      events.push_back({id, "admitted", "draining for the upgrade"});
     }
-    (void)store_.updatePods(ro.row.id, {u}, {{id, "admitted", "draining for the upgrade"}});
-    ++changes;
+    if (store_.updatePods(ro.row.id, updates, events).ok()) changes += static_cast<int>(updates.size());
   }
   (void)store_.setWaiting(ro.row.id, res.waiting);
   return changes;
 }
 
 int RolloutService::tick() {
+  learnReleaseAnswers();
   auto ids = store_.activeRollouts();
   if (!ids.ok()) return 0;
   int changes = 0;
@@ -697,9 +771,19 @@ int RolloutService::tick() {
     if (!ro.ok()) continue;
     auto rows = store_.rolloutPods(id);
     if (!rows.ok()) continue;
+    // The states of every run of the pods in flight, in one query.
+    std::vector<std::string> run_ids;
+    for (const auto& p : *rows) {
+      if (p.phase == PodPhase::kUpgrading && !p.run_id.empty()) run_ids.push_back(p.run_id);
+      if (p.phase == PodPhase::kValidating && !p.validation_run_id.empty()) run_ids.push_back(p.validation_run_id);
+    }
+    std::map<std::string, std::string> run_states;
+    if (auto st = runs_.runStates(run_ids); st.ok()) run_states = std::move(*st);
+    int reconciled = 0;
     for (auto& p : *rows)
-      if (inFlight(p.phase)) changes += reconcile(*ro, p);
-    rows = store_.rolloutPods(id);
+      if (inFlight(p.phase)) reconciled += reconcile(*ro, p, run_states);
+    changes += reconciled;
+    if (reconciled > 0) rows = store_.rolloutPods(id);  // a pod changed phase
     if (!rows.ok()) continue;
     if (ro->row.state == "aborting") {
       const bool busy = std::any_of(rows->begin(), rows->end(), [](const RolloutPodRow& p) { return inFlight(p.phase); });

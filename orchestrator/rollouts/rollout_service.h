@@ -9,8 +9,11 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,12 +24,23 @@
 
 namespace kiln::rollouts {
 
+struct ReleaseRequest {
+  std::string rollout, pod;
+  std::vector<std::string> hosts;  // the pod's allocated hosts
+};
+
+// The job-scheduler hook: starts asking the scheduler to release a pod's allocated hosts and
+// returns at once (the controller pass calls it); calls `done` once, later and from any
+// thread, with told = the scheduler took the request (false: it could not be told).
+using ReleaseHook = std::function<void(const ReleaseRequest& request, std::function<void(bool told)> done)>;
+
 struct RolloutServiceOptions {
   std::string validation_workflow = "pre-job-health";
-  // The job-scheduler hook: asks the scheduler to release a pod's allocated hosts; false when
-  // the scheduler could not be told (asked again after hook_retry). May be empty. Called for a
-  // pod the limits would admit now, and again every hook_repeat while it stays allocated.
-  std::function<bool(const std::string& rollout, const std::string& pod, const std::vector<std::string>& hosts)> release_hook;
+  // May be empty. Asked for a pod the limits would admit now (and for a draining pod with
+  // allocated hosts); asked again hook_retry after an ask that was not told, and hook_repeat
+  // after one that was, while the pod stays allocated. An ask whose answer is pending is not
+  // repeated. The outcome of each ask is a rollout event, written by the pass that learns it.
+  ReleaseHook release_hook;
   std::chrono::seconds hook_retry{15};
   std::chrono::seconds hook_repeat{300};
 };
@@ -68,20 +82,36 @@ class RolloutService {
   Result<Loaded> load(const std::string& id);
   Result<Bundle> bundleFor(const std::string& ref);
   Result<Plan> plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts);
-  int reconcile(const Loaded& ro, RolloutPodRow& pod);
+  // One in-flight pod's next step. `run_states`: run id -> state of the pods' runs, read once
+  // per pass (runStatus is read only for a run that finished).
+  int reconcile(const Loaded& ro, RolloutPodRow& pod, const std::map<std::string, std::string>& run_states);
   int admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& pods);
-  // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently;
-  // `allocated_hosts` is called only when an ask is due.
+  // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently
+  // or an ask is pending; `allocated_hosts` is called only when an ask is due.
   void askRelease(const std::string& rollout, const std::string& pod,
                   const std::function<std::vector<std::string>()>& allocated_hosts);
+  // Writes the event of every ask whose answer came back since the last pass.
+  void learnReleaseAnswers();
 
   core::Store& fleet_;
   RolloutStore& store_;
   runs::RunService& runs_;
   core::Clock& clock_;
   RolloutServiceOptions options_;
-  std::mutex hook_mu_;
-  std::map<std::string, core::TimePoint> hooked_;  // "rollout/pod" -> when to ask the scheduler again
+  // Asks to the job scheduler by "rollout/pod". Shared with the hook's `done` callbacks, which
+  // may run on another thread and after this service is gone.
+  struct ReleaseAsk {
+    std::string rollout, pod;
+    std::size_t hosts = 0;
+    core::TimePoint asked_at, next;  // next: when the pod may be asked again
+    bool pending = false;            // asked, answer not yet learned by a pass
+    std::optional<bool> told;        // the answer, set by `done`
+  };
+  struct ReleaseAsks {
+    std::mutex mu;
+    std::map<std::string, ReleaseAsk> by_pod;
+  };
+  std::shared_ptr<ReleaseAsks> asks_ = std::make_shared<ReleaseAsks>();
 };
 
 }  // namespace kiln::rollouts

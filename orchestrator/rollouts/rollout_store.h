@@ -49,6 +49,11 @@ struct RolloutPodRow {
   std::optional<core::TimePoint> started_at, finished_at;
 };
 
+struct PodHostStates {
+  std::string platform;
+  std::map<std::string, int> hosts;  // state -> hosts
+};
+
 struct RolloutEvent {
   std::string pod, kind, message;
 };
@@ -99,8 +104,10 @@ class RolloutStore {
   // Per building: pods, pods out of service (pod state not in service, or in flight in any
   // rollout), and pods draining or upgrading in any rollout (power).
   virtual Result<std::map<std::string, BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) = 0;
-  // Pods of the set with a host allocated to a job.
-  virtual Result<std::set<std::string>> allocatedPods(const std::set<std::string>& pods) = 0;
+  // Pods of the set with a host allocated to a job or out of service (failed, repair,
+  // quarantine, retired, incoming, burn_in), with their platform and those hosts by state;
+  // pods with neither are left out. One query, on every controller pass.
+  virtual Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) = 0;
   // Rollouts by state and active rollouts' pods by phase, for /metrics.
   virtual Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() = 0;
   // The bundle each pod got from its newest succeeded rollout before `rollout_id`.

@@ -222,10 +222,12 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   };
   std::vector<Target> targets;
   std::set<std::string> seen;
+  std::map<std::string, std::vector<core::HostSummary>> pod_hosts;  // read once per pod, not once per host
   auto podHosts = [&](const std::string& pod) -> Result<std::vector<core::HostSummary>> {
+    if (auto it = pod_hosts.find(pod); it != pod_hosts.end()) return it->second;
     auto d = fleet_.getPod(pod);
     if (!d.ok()) return d.error().code == ErrorCode::kNotFound ? Error(invalidContent("no pod '" + pod + "'")) : d.error();
-    return d->hosts;
+    return pod_hosts[pod] = d->hosts;
   };
   for (const auto& pod : req.pods) {
     auto hosts = podHosts(pod);
@@ -427,6 +429,10 @@ Result<RunStatus> RunService::runStatus(const std::string& id) {
       if (!h.failures.empty()) out.reasons[h.host] = h.failures.front();
     }
   return out;
+}
+
+Result<std::map<std::string, std::string>> RunService::runStates(const std::vector<std::string>& ids) {
+  return store_.runStates(ids);
 }
 
 Result<std::vector<std::string>> RunService::workflowParams(const std::string& name) {

@@ -62,6 +62,9 @@ class RunService {
   // Stops a run at a safe point (no step is killed); it finishes when running steps report.
   Status stopRun(const std::string& id, const core::Actor& actor);
   Result<RunStatus> runStatus(const std::string& id);
+  // run id -> state (running | passed | failed | cancelled) of the runs of `ids` that exist, in
+  // one query: for a controller that polls many runs and needs runStatus only for finished ones.
+  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids);
   // The declared parameter names of a workflow's current version.
   Result<std::vector<std::string>> workflowParams(const std::string& name);
   Result<nlohmann::json> quarantineView();

@@ -172,6 +172,10 @@ class RunStore {
   virtual Result<std::vector<std::string>> markUnreachable(TimePoint cutoff) = 0;
 
   virtual Result<std::vector<QuarantineRow>> quarantine() = 0;
+
+  // The state of each run of `ids` that exists (running | passed | failed | cancelled), read
+  // in one query.
+  virtual Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) = 0;
 };
 
 }  // namespace kiln::runs

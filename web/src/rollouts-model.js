@@ -38,11 +38,12 @@ export const rolloutState = (id) => lookup(ROLLOUT_STATES, id);
 export const podPhase = (id) => lookup(POD_PHASES, id);
 
 // Why a pending pod waits: the class before the colon of its waiting_reason (policy.cc
-// admit(): wave, budget, paused, soak, allocated, concurrency, capacity, power).
+// admit(): wave, budget, paused, repair, soak, allocated, concurrency, capacity, power).
 export const WAIT_CLASSES = {
   wave: 'its wave has not started',
   budget: 'the failure budget halted the rollout',
   paused: 'the rollout is paused',
+  repair: 'too few of its hosts can serve (repair, quarantine)',
   soak: 'soaking after the previous wave',
   allocated: 'a job holds the pod',
   concurrency: 'max_concurrent_pods in flight',

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "orchestrator/db/migrations.h"
+#include "orchestrator/db/pg_run_store.h"
 #include "tests/support/test_db.h"
 
 namespace kiln::db {
@@ -192,6 +193,79 @@ TEST_F(PgStoreTest, ServiceDaysFollowEveryWriterOfHostEvents) {
   EXPECT_EQ(serving("prn-b02"), "18");
   std::tie(kept, rebuilt) = kept_and_rebuilt();
   EXPECT_EQ(kept, rebuilt);
+}
+
+TEST_F(PgStoreTest, BatchedTransitionsApplyInOrderAndReportRefusedOnesPerHost) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  ASSERT_TRUE(store_->transitionHost({"prn-b01-p1-h02", core::HostAction::kDrain, std::nullopt, "earlier"}, admin_).ok());
+  std::vector<core::HostTransition> batch;
+  // Given out of id order; h02 is draining already, so its drain is refused and its drained applies.
+  for (const char* h : {"prn-b01-p1-h03", "prn-b01-p1-h01", "prn-b01-p1-h02"}) {
+    batch.push_back({h, core::HostAction::kDrain, std::nullopt, "drain for upgrade"});
+    batch.push_back({h, core::HostAction::kDrained, std::nullopt, "no job on the host"});
+  }
+  batch.push_back({"nope", core::HostAction::kDrain, std::nullopt, ""});
+  auto r = store_->transitionHosts(batch, admin_);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), batch.size());
+  for (std::size_t i : {0u, 1u, 2u, 3u, 5u}) ASSERT_TRUE((*r)[i].ok()) << i << ": " << (*r)[i].error();
+  EXPECT_EQ(*(*r)[1], core::HostState::kMaintenance);
+  EXPECT_EQ(*(*r)[5], core::HostState::kMaintenance);
+  ASSERT_FALSE((*r)[4].ok());
+  EXPECT_EQ((*r)[4].error().code, ErrorCode::kConflict);
+  EXPECT_EQ((*r)[4].error().details.at("host"), "prn-b01-p1-h02");
+  ASSERT_FALSE((*r)[6].ok());
+  EXPECT_EQ((*r)[6].error().code, ErrorCode::kNotFound);
+  // Each applied transition has its host event and audit record; the refused one has neither.
+  EXPECT_EQ(db_.query("SELECT count(*) FROM host_events WHERE action IN ('drain', 'drained') AND reason <> 'earlier'"), "5");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE action IN ('host.drain', 'host.drained')"), "6");
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "maintenance");
+  // One transaction for the whole batch: every event carries its start time, now().
+  std::vector<core::HostTransition> undrain;
+  for (int i = 4; i <= 18; ++i) {
+    const std::string h = "prn-b01-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+    undrain.push_back({h, core::HostAction::kDrain, std::nullopt, "x"});
+    undrain.push_back({h, core::HostAction::kUndrain, std::nullopt, "x"});
+  }
+  ASSERT_TRUE(store_->transitionHosts(undrain, admin_).ok());
+  EXPECT_EQ(db_.query("SELECT count(*) || '/' || count(DISTINCT at) FROM host_events WHERE reason = 'x'"), "30/1");
+}
+
+TEST_F(PgStoreTest, ConcurrentOverlappingBatchesDoNotDeadlock) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  std::vector<core::HostTransition> forward, backward;
+  for (int i = 1; i <= 18; ++i) {
+    const std::string h = "prn-b01-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+    forward.push_back({h, core::HostAction::kFail, std::nullopt, "a"});
+  }
+  backward.assign(forward.rbegin(), forward.rend());
+  std::atomic<int> applied{0}, failed_batches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto r = store_->transitionHosts(t % 2 ? backward : forward, admin_);
+      if (!r.ok()) {
+        ++failed_batches;
+        return;
+      }
+      for (const auto& o : *r) applied += o.ok();
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed_batches.load(), 0);
+  EXPECT_EQ(applied.load(), 18);  // each host failed exactly once
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "down");
+}
+
+TEST_F(PgStoreTest, RunStatesReadsManyRunsInOneQuery) {
+  auto runs = makePgRunStore({db_.url(), 2});
+  db_.query("INSERT INTO workflow_versions (name, hash, yaml, source, created_by) VALUES ('w', 'h', '', 'test', 't')");
+  for (const char* st : {"running", "passed", "failed"})
+    db_.query(std::string("INSERT INTO workflow_runs (id, workflow, workflow_hash, scope, purpose, params, state, created_by)"
+                          " VALUES ('r-") + st + "', 'w', 'h', 'host', 'manual', '{}', '" + st + "', 't')");
+  auto states = runs->runStates({"r-running", "r-passed", "r-failed", "r-missing"});
+  ASSERT_TRUE(states.ok()) << states.error();
+  EXPECT_EQ(*states, (std::map<std::string, std::string>{{"r-running", "running"}, {"r-passed", "passed"}, {"r-failed", "failed"}}));
+  EXPECT_TRUE(runs->runStates({})->empty());
 }
 
 TEST_F(PgStoreTest, TokensAreStoredAsHashesAndRevocable) {

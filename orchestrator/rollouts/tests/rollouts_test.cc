@@ -209,6 +209,24 @@ TEST(AdmissionTest, AllocatedPodsWaitAndTheSchedulerIsAskedOnlyForPodsTheLimitsA
   EXPECT_TRUE(admit(in).release.empty());
 }
 
+TEST(AdmissionTest, APodWithTooFewServiceableHostsWaitsWithoutTakingASlot) {
+  auto in = input(3);
+  in.policy.max_concurrent_pods = 1;
+  // p0: 3 hosts in repair and 1 failed of 18; 16 must serve for a 64-GPU slice.
+  in.pods[0].hosts = {18, 16, 64, {{"repair", 3}, {"failed", 1}}};
+  // p1: 2 in repair, the spares cover them.
+  in.pods[1].hosts = {18, 16, 64, {{"repair", 2}}};
+  auto r = admit(in);
+  EXPECT_EQ(r.waiting.at("p0"), "repair: 3 hosts in repair, 1 failed; the pod needs 16 of 18 to serve 64 GPUs");
+  EXPECT_EQ(r.admit, (std::vector<std::string>{"p1"}));  // p0 held no slot
+  EXPECT_FALSE(r.halt);
+  EXPECT_FALSE(r.complete);  // the waiting pod keeps its wave open (skip it to go on)
+  in.pods[0].hosts.out = {{"quarantine", 1}, {"failed", 2}};
+  EXPECT_EQ(admit(in).waiting.at("p0"), "repair: 2 hosts failed, 1 in quarantine; the pod needs 16 of 18 to serve 64 GPUs");
+  in.pods[0].hosts.out = {{"repair", 2}};
+  EXPECT_EQ(admit(in).admit, (std::vector<std::string>{"p0"}));
+}
+
 TEST(PolicyTest, ParsesAndRejectsBadFields) {
   auto p = parsePolicy(json::parse(R"({"canary_pods": 2, "waves": ["20%", 50], "soak": "30m",
       "max_concurrent_pods": 4, "capacity_floor": {"max_pods_down": 2}, "allocated": "skip",

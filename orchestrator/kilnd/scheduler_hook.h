@@ -1,0 +1,29 @@
+#pragma once
+// kilnd's job-scheduler hook (--scheduler-hook URL, deploy/OPERATIONS.md): the blocking HTTP
+// call, and the adapter that runs such a call on an Executor, so the controller pass that asks
+// never waits for the scheduler (a slow one held every rollout for up to 3 s per ask).
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "common/executor.h"
+#include "orchestrator/rollouts/rollout_service.h"
+
+namespace kiln::kilnd {
+
+// Asks the scheduler; true when it took the request (2xx). Blocks. Called from one executor
+// thread at a time per call, possibly several calls at once.
+using BlockingReleaseCall = std::function<bool(const rollouts::ReleaseRequest&)>;
+
+// A ReleaseHook that posts `call` to `executor` and returns at once; `done` gets its outcome
+// (an exception from `call` counts as "not told"). `executor` must outlive the calls it runs:
+// kilnd declares it before the RolloutService, so its destructor finishes them.
+rollouts::ReleaseHook asyncReleaseHook(Executor& executor, BlockingReleaseCall call);
+
+// POST {"action": "release", "rollout", "pod", "hosts"} to `url` (http:// or https://) with
+// `timeout`; `warn` gets a line for a call that failed (transport error or a status >= 300).
+BlockingReleaseCall httpReleaseCall(const std::string& url, std::chrono::milliseconds timeout,
+                                    std::function<void(const std::string&)> warn);
+
+}  // namespace kiln::kilnd

@@ -1,0 +1,401 @@
+#pragma once
+// In-memory fakes for testing RolloutService without PostgreSQL: the fleet (pods, hosts and
+// their lifecycle through core::nextState), the rollout store, and a run store that starts
+// runs and lets the test finish them. Each counts the calls the controller's cost depends on.
+// Not thread-safe unless said: the tests drive tick() from one thread.
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/core/fleet_model.h"
+#include "orchestrator/core/store.h"
+#include "orchestrator/rollouts/rollout_store.h"
+#include "orchestrator/runs/run_store.h"
+
+namespace kiln::rollouts::testing {
+
+inline Error fakeUnsupported() { return unavailable("not in the fake"); }
+
+// Pods "<building>-p<n>" of 18 catalina hosts "<pod>-h01".."-h18", all available.
+class FakeFleet final : public core::Store {
+ public:
+  void addPod(const std::string& pod, const std::string& building) {
+    core::PodDetail d;
+    d.pod.id = pod;
+    d.pod.building = building;
+    d.pod.site = "s1";
+    d.pod.platform = "catalina";
+    d.pod.state = "in_service";
+    for (int i = 1; i <= 18; ++i) {
+      core::HostSummary h;
+      h.id = pod + "-h" + (i < 10 ? "0" : "") + std::to_string(i);
+      h.pod = pod;
+      h.building = building;
+      h.platform = "catalina";
+      h.state = "available";
+      h.tray = i;
+      h.spare = i > 16;
+      d.hosts.push_back(h);
+    }
+    pods_[pod] = d;
+  }
+  core::HostSummary* host(const std::string& id) {
+    for (auto& [_, d] : pods_)
+      for (auto& h : d.hosts)
+        if (h.id == id) return &h;
+    return nullptr;
+  }
+  void setState(const std::string& id, const std::string& state) { host(id)->state = state; }
+  std::string state(const std::string& id) { return host(id)->state; }
+
+  int get_pod_calls = 0, transition_host_calls = 0, transition_batches = 0, transitions_applied = 0;
+
+  Status ping() override { return Ok{}; }
+  Result<core::ImportSummary> importFleet(const core::FleetSpec&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::vector<core::SiteSummary>> listSites() override { return fakeUnsupported(); }
+  Result<core::Page<core::PodSummary>> listPods(const core::PodFilter&, const core::PageRequest&) override {
+    return fakeUnsupported();
+  }
+  Result<std::vector<core::PodSummary>> heatmapPods() override { return fakeUnsupported(); }
+  Result<core::PodDetail> getPod(const std::string& id) override {
+    ++get_pod_calls;
+    auto it = pods_.find(id);
+    if (it == pods_.end()) return notFound("no pod '" + id + "'");
+    return it->second;
+  }
+  Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter&, const core::PageRequest&) override {
+    return fakeUnsupported();
+  }
+  Result<core::HostDetail> getHost(const std::string& id) override {
+    auto* h = host(id);
+    if (!h) return notFound("no host '" + id + "'");
+    core::HostDetail d;
+    d.host = *h;
+    return d;
+  }
+  Result<core::Page<core::HostEvent>> hostEvents(const std::string&, const core::PageRequest&) override {
+    return fakeUnsupported();
+  }
+  Result<core::HostSummary> transitionHost(const core::HostTransition& t, const core::Actor&) override {
+    ++transition_host_calls;
+    auto st = apply(t);
+    if (!st.ok()) return st.error();
+    return *host(t.host);
+  }
+  Result<std::vector<Result<core::HostState>>> transitionHosts(const std::vector<core::HostTransition>& ts,
+                                                               const core::Actor&) override {
+    ++transition_batches;
+    std::vector<Result<core::HostState>> out;
+    for (const auto& t : ts) out.push_back(apply(t));
+    return out;
+  }
+  Result<std::int64_t> countHealthyPods(const std::string&) override { return fakeUnsupported(); }
+  Result<core::FleetCounts> fleetCounts() override { return fakeUnsupported(); }
+  Result<core::NewToken> createToken(core::Role, const std::string&, const std::string&, const core::Actor&) override {
+    return fakeUnsupported();
+  }
+  Result<std::vector<core::TokenInfo>> listTokens() override { return fakeUnsupported(); }
+  Status revokeToken(const std::string&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::optional<core::TokenRecord>> findToken(const std::string&) override { return fakeUnsupported(); }
+  Result<Revocations> tokensRevokedSince(core::TimePoint) override { return fakeUnsupported(); }
+  Result<bool> hasAdminToken() override { return fakeUnsupported(); }
+  Status audit(const core::Actor&, const std::string&, const std::string&, const std::string&) override { return Ok{}; }
+
+  std::map<std::string, core::PodDetail> pods_;
+
+ private:
+  Result<core::HostState> apply(const core::HostTransition& t) {
+    auto* h = host(t.host);
+    if (!h) return notFound("no host '" + t.host + "'");
+    auto next = core::nextState(*core::parseHostState(h->state), t.action, t.override_to);
+    if (!next.ok()) return next.error();
+    h->state = std::string(core::hostStateName(*next));
+    ++transitions_applied;
+    return *next;
+  }
+};
+
+// Rollouts, their pods and events in memory; pod facts (buildings, host states) from a FakeFleet.
+class FakeRolloutStore final : public RolloutStore {
+ public:
+  explicit FakeRolloutStore(FakeFleet& fleet) : fleet_(fleet) {}
+
+  // A running rollout of `bundle` over `pods` (plan order, one wave) under `policy`.
+  void addRollout(const std::string& id, const Bundle& bundle, const std::vector<std::string>& pods,
+                  const nlohmann::json& policy, const std::string& state = "running") {
+    bundles_[bundle.id] = bundle;
+    RolloutRow r;
+    r.id = id;
+    r.bundle_id = bundle.id;
+    r.state = state;
+    r.policy = policy;
+    rollouts_[id] = r;
+    int position = 0;
+    for (const auto& p : pods) {
+      RolloutPodRow row;
+      row.rollout_id = id;
+      row.pod = p;
+      row.building = fleet_.pods_.at(p).pod.building;
+      row.position = position++;
+      pods_[id].push_back(row);
+    }
+  }
+  RolloutPodRow& pod(const std::string& rollout, const std::string& pod) {
+    for (auto& p : pods_.at(rollout))
+      if (p.pod == pod) return p;
+    throw std::out_of_range(pod);
+  }
+  // Events of a kind, as "pod: message".
+  std::vector<std::string> eventsOf(const std::string& kind) const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& e : events_)
+      if (e.kind == kind) out.push_back(e.pod + ": " + e.message);
+    return out;
+  }
+
+  int update_pods_calls = 0, set_waiting_calls = 0;
+
+  Result<std::pair<BundleRow, bool>> putBundle(const Bundle&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::optional<BundleRow>> getBundle(const std::string& ref) override {
+    auto it = bundles_.find(ref);
+    if (it == bundles_.end()) return std::optional<BundleRow>();
+    BundleRow row;
+    row.bundle = it->second;
+    return std::optional<BundleRow>(row);
+  }
+  Result<std::vector<BundleRow>> listBundles() override { return fakeUnsupported(); }
+  Result<std::vector<PodSnapshot>> podSnapshots(const Selector& s) override {
+    std::vector<PodSnapshot> out;
+    for (const auto& id : s.pods) {
+      PodSnapshot snap;
+      snap.id = id;
+      snap.hosts = 18;
+      snap.host_versions["driver"]["570.1"] = 18;
+      out.push_back(snap);
+    }
+    return out;
+  }
+  Result<std::string> nextRolloutId() override { return fakeUnsupported(); }
+  Result<RolloutRow> createRollout(const RolloutRow&, const std::vector<RolloutPodRow>&, const core::Actor&) override {
+    return fakeUnsupported();
+  }
+  Result<RolloutRow> getRollout(const std::string& id) override {
+    auto it = rollouts_.find(id);
+    if (it == rollouts_.end()) return notFound("no rollout '" + id + "'");
+    return it->second;
+  }
+  Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) override { return pods_[id]; }
+  Result<core::Page<RolloutRow>> listRollouts(const std::string&, const core::PageRequest&) override {
+    return fakeUnsupported();
+  }
+  Result<nlohmann::json> rolloutEvents(const std::string&, int) override { return nlohmann::json::array(); }
+  Result<std::vector<std::string>> activeRollouts() override {
+    std::vector<std::string> out;
+    for (const auto& [id, r] : rollouts_)
+      if (r.state == "running" || r.state == "paused" || r.state == "halted" || r.state == "aborting") out.push_back(id);
+    return out;
+  }
+  Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from, const std::string& to,
+                                const std::string& reason, const core::Actor&) override {
+    auto& r = rollouts_.at(id);
+    if (std::find(from.begin(), from.end(), r.state) == from.end()) return conflict("rollout " + id + " is " + r.state);
+    r.state = to;
+    if (to == "halted") r.halt_reason = reason;
+    std::lock_guard lock(mu_);
+    events_.push_back({"", to, reason});
+    return r;
+  }
+  Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
+                    const std::vector<RolloutEvent>& events) override {
+    ++update_pods_calls;
+    for (const auto& u : updates) {
+      auto& p = pod(id, u.pod);
+      if (p.phase != u.expect) continue;
+      p.phase = u.phase;
+      if (u.run_id) p.run_id = *u.run_id;
+      if (u.validation_run_id) p.validation_run_id = *u.validation_run_id;
+      if (u.message) p.message = *u.message;
+      if (u.waiting_reason) p.waiting_reason = *u.waiting_reason;
+      if (u.before_versions) p.before_versions = *u.before_versions;
+      if (u.bump_attempt) ++p.attempt;
+      if (u.set_finished) p.finished_at = core::TimePoint{};
+      if (u.phase == PodPhase::kPending) p.finished_at.reset();
+    }
+    std::lock_guard lock(mu_);
+    events_.insert(events_.end(), events.begin(), events.end());
+    return Ok{};
+  }
+  Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) override {
+    ++set_waiting_calls;
+    for (auto& p : pods_[id]) {
+      if (auto it = reasons.find(p.pod); it != reasons.end()) p.waiting_reason = it->second;
+      else if (p.phase == PodPhase::kPending) p.waiting_reason.clear();
+    }
+    return Ok{};
+  }
+  Status setPreviousWaveFinished(const std::string&, core::TimePoint) override { return Ok{}; }
+  Result<std::map<std::string, BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) override {
+    std::map<std::string, BuildingLoad> out;
+    for (const auto& b : buildings) out[b];
+    for (const auto& [_, d] : fleet_.pods_)
+      if (buildings.count(d.pod.building)) ++out[d.pod.building].pods;
+    for (const auto& [_, rows] : pods_)
+      for (const auto& p : rows)
+        if (inFlight(p.phase) && buildings.count(p.building)) {
+          ++out[p.building].down;
+          if (p.phase != PodPhase::kValidating) ++out[p.building].upgrading;
+        }
+    return out;
+  }
+  Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) override {
+    std::map<std::string, PodHostStates> out;
+    for (const auto& id : pods) {
+      const auto& d = fleet_.pods_.at(id);
+      for (const auto& h : d.hosts)
+        if (h.state != "available" && h.state != "draining" && h.state != "maintenance" && h.state != "validating") {
+          out[id].platform = d.pod.platform;
+          ++out[id].hosts[h.state];
+        }
+    }
+    return out;
+  }
+  Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override { return fakeUnsupported(); }
+  Result<std::map<std::string, std::string>> previousBundles(const std::string&, const std::vector<std::string>&) override {
+    return fakeUnsupported();
+  }
+
+  std::map<std::string, RolloutRow> rollouts_;
+  std::map<std::string, std::vector<RolloutPodRow>> pods_;
+  std::map<std::string, Bundle> bundles_;
+
+ private:
+  FakeFleet& fleet_;
+  mutable std::mutex mu_;  // events_ (hook answers may write from another thread)
+  std::vector<RolloutEvent> events_;
+};
+
+// Runs in memory: startRun creates them (one host group each), the test finishes them.
+class FakeRunStore final : public runs::RunStore {
+ public:
+  // A one-step host workflow under every name asked for.
+  static constexpr const char* kWorkflow =
+      "name: NAME\nversion: \"1\"\ndescription: fake\nscope: host\ntimeout: 10m\n"
+      "steps:\n  - id: work\n    run: [true]\n    timeout: 1m\n";
+
+  // Ends the run: `failed` hosts fail (with a reason), the others pass.
+  void finishRun(const std::string& id, const std::set<std::string>& failed = {}) {
+    auto& run = runs_.at(id);
+    run.state = failed.size() == groups_[id].size() ? "failed" : "passed";
+    for (auto& g : groups_[id])
+      for (auto& h : g.hosts) {
+        h.status = failed.count(h.host) ? runs::HostStatus::kFailed : runs::HostStatus::kPassed;
+        if (failed.count(h.host)) h.failures = {"flash failed"};
+      }
+  }
+  std::vector<std::string> runsOf(const std::string& workflow) const {
+    std::vector<std::string> out;
+    for (const auto& [id, r] : runs_)
+      if (r.workflow == workflow) out.push_back(id);
+    return out;
+  }
+
+  int get_run_calls = 0, run_groups_calls = 0, run_states_calls = 0;
+
+  Status putWorkflow(const runs::WorkflowRow&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::optional<runs::WorkflowRow>> currentWorkflow(const std::string& name) override { return workflow(name); }
+  Result<std::optional<runs::WorkflowRow>> workflowVersion(const std::string& name, const std::string&) override {
+    return workflow(name);
+  }
+  Result<std::vector<runs::WorkflowRow>> listWorkflows() override { return fakeUnsupported(); }
+  Result<std::string> nextRunId() override { return "r-" + std::to_string(++next_run_); }
+  Result<runs::RunRow> createRun(const runs::NewRun& nr, const core::Actor&) override {
+    runs::RunRow run = nr.run;
+    run.state = "running";
+    for (const auto& g : nr.groups) {
+      groups_[run.id].push_back(g.update.state);
+      run.hosts.insert(run.hosts.end(), g.hosts.begin(), g.hosts.end());
+    }
+    runs_[run.id] = run;
+    return run;
+  }
+  Result<runs::RunRow> getRun(const std::string& id) override {
+    ++get_run_calls;
+    auto it = runs_.find(id);
+    if (it == runs_.end()) return notFound("no workflow run '" + id + "'");
+    return it->second;
+  }
+  Result<std::optional<std::string>> runByOwner(const std::string& owner) override {
+    for (const auto& [id, r] : runs_)
+      if (r.owner == owner) return std::optional<std::string>(id);
+    return std::optional<std::string>();
+  }
+  Result<std::vector<runs::GroupState>> runGroups(const std::string& id) override {
+    ++run_groups_calls;
+    return groups_[id];
+  }
+  Result<std::vector<runs::AssignmentRow>> runAssignments(const std::string&) override {
+    return std::vector<runs::AssignmentRow>();
+  }
+  Result<core::Page<runs::RunRow>> listRuns(const runs::RunFilter&, const core::PageRequest&) override {
+    return fakeUnsupported();
+  }
+  Status updateGroup(const std::string&, const std::string&, const runs::GroupFn&, const core::Actor&) override {
+    return fakeUnsupported();
+  }
+  Status stopGroup(const std::string&, const std::string&, const runs::StopFn&, const core::Actor&) override {
+    return fakeUnsupported();
+  }
+  Result<std::vector<std::pair<std::string, std::string>>> dueGroups(core::TimePoint, int) override {
+    return fakeUnsupported();
+  }
+  Result<std::vector<std::string>> finalizeRuns(const VerdictFn&) override { return fakeUnsupported(); }
+  Status cancelRun(const std::string&, const runs::GroupFn&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::optional<runs::AssignmentRow>> claimWork(const std::string&, std::int64_t) override {
+    return fakeUnsupported();
+  }
+  Result<std::map<std::string, runs::AssignmentRow>> claimBatch(const std::vector<std::string>&,
+                                                                std::int64_t) override {
+    return fakeUnsupported();
+  }
+  Result<std::vector<Result<runs::ReportReply>>> reportBatch(const std::vector<runs::ReportItem>&,
+                                                             std::int64_t) override {
+    return fakeUnsupported();
+  }
+  Result<std::vector<runs::AssignmentRow>> expiredLeases(core::TimePoint, int) override { return fakeUnsupported(); }
+  Result<bool> expireLease(const std::string&, int, const runs::GroupFn&) override { return fakeUnsupported(); }
+  Result<std::vector<std::string>> hostsWithOpenWork() override { return fakeUnsupported(); }
+  Result<std::optional<runs::AssignmentRow>> assignment(const std::string&) override { return fakeUnsupported(); }
+  Result<core::NewToken> enrollAgent(const std::string&, const std::string&, const std::string&, const nlohmann::json&,
+                                     const core::Actor&) override {
+    return fakeUnsupported();
+  }
+  Status recordHeartbeats(const std::vector<runs::Heartbeat>&) override { return fakeUnsupported(); }
+  Result<std::vector<std::string>> markUnreachable(core::TimePoint) override { return fakeUnsupported(); }
+  Result<std::vector<runs::QuarantineRow>> quarantine() override { return fakeUnsupported(); }
+  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) override {
+    ++run_states_calls;
+    std::map<std::string, std::string> out;
+    for (const auto& id : ids)
+      if (auto it = runs_.find(id); it != runs_.end()) out[id] = it->second.state;
+    return out;
+  }
+
+  std::map<std::string, runs::RunRow> runs_;
+
+ private:
+  static std::optional<runs::WorkflowRow> workflow(const std::string& name) {
+    std::string yaml = kWorkflow;
+    yaml.replace(yaml.find("NAME"), 4, name);
+    return runs::WorkflowRow{name, "h1", "fake", yaml, {}};
+  }
+  int next_run_ = 0;
+  std::map<std::string, std::vector<runs::GroupState>> groups_;
+};
+
+}  // namespace kiln::rollouts::testing

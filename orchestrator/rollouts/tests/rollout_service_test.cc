@@ -1,0 +1,236 @@
+// RolloutService's controller pass (tick) against the in-memory fakes: what it reads and writes
+// per pod, and the decisions it records.
+
+#include "orchestrator/rollouts/rollout_service.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/rollouts/tests/fakes.h"
+
+namespace kiln::rollouts {
+namespace {
+
+using nlohmann::json;
+using testing::FakeFleet;
+using testing::FakeRunStore;
+
+class RolloutServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bundle_.id = "b-1";
+    bundle_.name = "fw";
+    bundle_.version = "2";
+    bundle_.platforms = {"catalina"};
+    bundle_.workflow = "upgrade";
+    bundle_.components = {{"driver", "580.1", "https://a/d.run", std::string(64, 'a')}};
+    for (int i = 1; i <= 4; ++i) fleet_.addPod("b1-p" + std::to_string(i), "b1");
+  }
+  RolloutService& service(RolloutServiceOptions o = {}) {
+    o.validation_workflow = "validate";
+    service_ = std::make_unique<RolloutService>(fleet_, rollouts_, runs_, clock_, std::move(o));
+    return *service_;
+  }
+  // Nothing but max_concurrent_pods limits admission.
+  static json policy(int max_concurrent) {
+    return {{"canary_pods", 0}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", max_concurrent},
+            {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"percent", 100}}},
+            {"max_rebooting_pods_per_building", 100}};
+  }
+  PodPhase phase(const std::string& pod) { return rollouts_.pod("ro-1", pod).phase; }
+
+  Bundle bundle_;
+  FakeFleet fleet_;
+  testing::FakeRolloutStore rollouts_{fleet_};
+  FakeRunStore run_store_;
+  core::FakeClock clock_;
+  runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  std::unique_ptr<RolloutService> service_;
+};
+
+TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnlyOnceARunFinished) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));
+  auto& svc = service();
+  svc.tick();  // admits both pods
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
+  EXPECT_EQ(rollouts_.update_pods_calls, 1);  // both admissions in one write
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").before_versions, (json{{"driver", {{"570.1", 18}}}}));
+
+  const int get_pods = fleet_.get_pod_calls;
+  svc.tick();  // drains: one batch per pod for 18 x (drain + drained)
+  // Per pod one read by the controller and one by startRun (once per pod, not per host).
+  EXPECT_EQ(fleet_.get_pod_calls - get_pods, 2 * 2);
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  EXPECT_EQ(fleet_.transition_batches, 2);
+  EXPECT_EQ(fleet_.transitions_applied, 2 * 36);
+  EXPECT_EQ(fleet_.transition_host_calls, 0);
+  EXPECT_EQ(fleet_.state("b1-p1-h07"), "maintenance");
+
+  // Runs in flight: one state query per pass, no run or group read.
+  const int get_runs = run_store_.get_run_calls, groups = run_store_.run_groups_calls;
+  const int states = run_store_.run_states_calls;
+  for (int i = 0; i < 5; ++i) svc.tick();
+  EXPECT_EQ(run_store_.run_states_calls, states + 5);
+  EXPECT_EQ(run_store_.get_run_calls, get_runs);
+  EXPECT_EQ(run_store_.run_groups_calls, groups);
+
+  // p1's upgrade finishes with one host failed: one batch (validation_fail + 17 maintenance_done).
+  const std::string upgrade = rollouts_.pod("ro-1", "b1-p1").run_id;
+  run_store_.finishRun(upgrade, {"b1-p1-h03"});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  EXPECT_EQ(fleet_.transition_batches, 3);
+  EXPECT_EQ(fleet_.state("b1-p1-h03"), "failed");
+  EXPECT_EQ(fleet_.state("b1-p1-h04"), "validating");
+
+  // Validation passes: one batch (17 validation_pass + repair of the failed host).
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(fleet_.transition_batches, 4);
+  EXPECT_EQ(fleet_.transition_host_calls, 0);
+  EXPECT_EQ(fleet_.state("b1-p1-h03"), "repair");
+  EXPECT_EQ(fleet_.state("b1-p1-h04"), "available");
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").message, "17 hosts back in service (68 GPUs); spares cover 1 hosts sent to repair");
+}
+
+TEST_F(RolloutServiceTest, APassReplayedAfterACrashRefusesTheMovesItAlreadyMadeAndCarriesOn) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").run_id);
+  // A kilnd killed after the hosts moved to validating but before the pod row changed: the
+  // next pass finds the pod still upgrading with every host moved already.
+  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = "validating";
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  EXPECT_EQ(run_store_.runsOf("validate").size(), 1u);
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(fleet_.state("b1-p1-h18"), "available");
+}
+
+TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFailingAgain) {
+  json pol = policy(1);
+  pol["failure_budget"] = {{"pods", 0}};
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, pol);
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  // Three hosts fail the upgrade: 15 of 18 serve, below a 64-GPU slice; they go to repair.
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").run_id, {"b1-p1-h01", "b1-p1-h02", "b1-p1-h03"});
+  svc.tick();
+  run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  EXPECT_EQ(fleet_.state("b1-p1-h02"), "repair");
+  svc.tick();
+  ASSERT_EQ(rollouts_.rollouts_.at("ro-1").state, "halted");
+
+  // Resumed while the three hosts are still in repair: the pod waits; the rollout goes on.
+  ASSERT_TRUE(svc.verb("ro-1", "resume", {"t-1", "sre"}).ok());
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  for (int i = 0; i < 3; ++i) svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason,
+            "repair: 3 hosts in repair; the pod needs 16 of 18 to serve 64 GPUs");
+  EXPECT_EQ(rollouts_.rollouts_.at("ro-1").state, "running");
+  EXPECT_TRUE(inFlight(phase("b1-p2")));  // p1 holds no slot
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").attempt, 1);
+
+  // Repair and quarantine validation give two hosts back: 17 can serve, the pod starts again.
+  fleet_.setState("b1-p1-h01", "available");
+  fleet_.setState("b1-p1-h02", "available");
+  rollouts_.pod("ro-1", "b1-p2").phase = PodPhase::kSucceeded;  // frees the slot
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").attempt, 2);
+  EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason, "");
+}
+
+// A scheduler that takes requests and answers only when the test says so, as a slow or hung
+// one would: the pass that asks must not wait for it.
+struct HeldHook {
+  struct Ask {
+    ReleaseRequest request;
+    std::function<void(bool)> done;
+  };
+  std::vector<Ask> asks;
+  ReleaseHook hook() {
+    return [this](const ReleaseRequest& r, std::function<void(bool)> done) { asks.push_back({r, std::move(done)}); };
+  }
+};
+
+TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLearnedOnALaterPass) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
+  for (int i = 1; i <= 16; ++i) fleet_.setState("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i), "allocated");
+  HeldHook scheduler;
+  RolloutServiceOptions o;
+  o.release_hook = scheduler.hook();
+  auto& svc = service(o);
+
+  svc.tick();
+  ASSERT_EQ(scheduler.asks.size(), 1u);
+  EXPECT_EQ(scheduler.asks[0].request.pod, "b1-p1");
+  EXPECT_EQ(scheduler.asks[0].request.rollout, "ro-1");
+  EXPECT_EQ(scheduler.asks[0].request.hosts.size(), 16u);
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  EXPECT_NE(rollouts_.pod("ro-1", "b1-p1").waiting_reason.find("allocated"), std::string::npos);
+  // p1 holds the one slot while the scheduler answers.
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kPending);
+  EXPECT_TRUE(rollouts_.eventsOf("release").empty());  // nothing is known yet
+
+  // No answer: passes go on and do not ask again, even past the retry and repeat times.
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(std::chrono::minutes(6));
+    svc.tick();
+  }
+  EXPECT_EQ(scheduler.asks.size(), 1u);
+
+  // The scheduler could not be told: the next pass records it, and asks again 15 s after the ask.
+  scheduler.asks[0].done(false);
+  svc.tick();
+  EXPECT_EQ(rollouts_.eventsOf("release"),
+            (std::vector<std::string>{"b1-p1: the job scheduler could not be reached; asking again in 15 s"}));
+  EXPECT_EQ(scheduler.asks.size(), 2u);  // the first ask is long past 15 s: asked again at once
+
+  // Told: asked again only every 5 minutes while the pod stays allocated.
+  scheduler.asks[1].done(true);
+  svc.tick();
+  EXPECT_EQ(rollouts_.eventsOf("release").back(), "b1-p1: asked the job scheduler to release 16 allocated hosts");
+  clock_.advance(std::chrono::seconds(299));
+  svc.tick();
+  EXPECT_EQ(scheduler.asks.size(), 2u);
+  clock_.advance(std::chrono::seconds(1));
+  svc.tick();
+  EXPECT_EQ(scheduler.asks.size(), 3u);
+
+  // The job leaves: the pod drains. A late answer to the last ask is still recorded.
+  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = "available";
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  scheduler.asks[2].done(true);
+  svc.tick();
+  EXPECT_EQ(rollouts_.eventsOf("release").size(), 3u);
+}
+
+TEST_F(RolloutServiceTest, AnAnswerArrivingAfterTheServiceIsGoneIsHarmless) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  fleet_.setState("b1-p1-h01", "allocated");
+  HeldHook scheduler;
+  RolloutServiceOptions o;
+  o.release_hook = scheduler.hook();
+  service(o).tick();
+  ASSERT_EQ(scheduler.asks.size(), 1u);
+  service_.reset();
+  scheduler.asks[0].done(true);  // from the hook's thread, in kilnd, during shutdown
+}
+
+}  // namespace
+}  // namespace kiln::rollouts
