@@ -59,7 +59,9 @@ struct Options {
   std::string step_argv = "nvidia-smi -L";
   double time_scale = 0.001;     // kiln-vfleet's tool time factor for the big fleet
   double health_time_scale = 1;  // the pre-job-health pod: real tool time
-  int connections = 1024;        // kiln-vfleet --connections
+  // kiln-vfleet --connections; 0: enough for every host to long-poll (idle hosts may take 3/4 of
+  // the long-poll slots, which are 3/4 of the connections: 16/9 per host), at most 16,000.
+  int connections = 0;
   int idle_poll_s = 30;          // kiln-vfleet --idle-poll: the poll interval of hosts without a long poll
   int poll_wait_s = 25;          // kiln-vfleet --poll-wait
   int idle_window_s = 60;        // the poll latency window
@@ -538,7 +540,9 @@ int main(int argc, char** argv) {
   const std::string bulk_dir = work + "/bulk", health_dir = work + "/health";
   if (need_bulk) {
     prepareFleetDir(bulk_dir, fleet, fleet.bulk_pods, tokens);
-    bulk_fleet = startVfleet(o, bulk_dir, kilnd.url(), enroll_file, o.time_scale, o.connections);
+    const int connections =
+        o.connections > 0 ? o.connections : static_cast<int>(std::min(16000L, bulk_hosts * 16 / 9 + 64));
+    bulk_fleet = startVfleet(o, bulk_dir, kilnd.url(), enroll_file, o.time_scale, connections);
   }
   if (!o.skip_health) {
     prepareFleetDir(health_dir, fleet, {fleet.health_pod}, tokens);

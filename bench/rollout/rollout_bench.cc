@@ -59,7 +59,7 @@ struct Options {
   std::string state_dir;        // kiln-vfleet --state-dir (agent tokens; useful only on one database)
   int idle_poll = 2;            // kiln-vfleet --idle-poll: hosts without a long-poll slot poll this often
   int connections = 0;          // kiln-vfleet --connections; 0: enough for every host to long-poll (<= 16000)
-  bool keep = false;            // leave the --api-plan database behind (EXPLAIN ANALYZE by hand)
+  bool keep = false;            // leave the databases behind (EXPLAIN ANALYZE, timelines by hand)
 };
 
 const char* kUsage =
@@ -475,7 +475,8 @@ SimFigures simulatedRollout(const Options& o) {
     for (const auto& b : s["buildings"])
       for (const auto& p : b["pods"]) pod_ids.push_back(p["name"].get<std::string>());
 
-  kiln::testing::TestDatabase db;
+  auto db_owner = std::make_unique<kiln::testing::TestDatabase>();
+  const kiln::testing::TestDatabase& db = *db_owner;
   kiln::testing::KilndProcess kilnd(kilndOptions(db.url()));
   if (auto st = kilnd.start(); !st.ok()) {
     std::cerr << "cannot start kilnd: " << st.error().message << "\n";
@@ -496,7 +497,9 @@ SimFigures simulatedRollout(const Options& o) {
   // work only at its next short poll (--idle-poll, default 30 s there), which would be charged
   // to the rollout as overhead. Enough connections for every host, or a short idle poll.
   const long hosts = static_cast<long>(pod_ids.size()) * 18;
-  const long connections = o.connections > 0 ? o.connections : std::min(16000L, hosts * 4 / 3 + 64);
+  // Idle hosts may take 3/4 of the long-poll slots, which are 3/4 of the connections (agents/sim/
+  // fleet/poll_policy.h, main.cc): 16/9 connections per host let every host long-poll.
+  const long connections = o.connections > 0 ? o.connections : std::min(16000L, hosts * 16 / 9 + 64);
   std::vector<std::string> args = {KILN_VFLEET_BIN, "--url", kilnd.url(), "--enroll-token-file", dir + "/enroll-token",
                                    "--token-file", kilnd.adminTokenFile(), "--hosts", "all", "--time-scale", scale.str(),
                                    "--status-interval", "2", "--seed", "7", "--connections", std::to_string(connections),
@@ -532,6 +535,10 @@ SimFigures simulatedRollout(const Options& o) {
   const std::vector<std::string> rest(pod_ids.begin() + 1, pod_ids.end());
   out.main = runRollout(client, bundle_id, {{"pods", rest}}, benchPolicy(o.max_concurrent), o.timeout_min, "rollout");
   std::printf("[rollout] kiln-vfleet's last status:\n%s", vfleet.tail(1).c_str());
+  if (o.keep) {
+    std::printf("[rollout] database kept: %s\n", db.url().c_str());
+    (void)db_owner.release();  // NOLINT: left behind on purpose
+  }
   return out;
 #endif
 }

@@ -151,7 +151,7 @@ void addRunRoutes(Router& router, Services& s) {
                 if (body->is_object() && body->contains("host") && (*body)["host"] != ctx.agent_host)
                   return done(Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host));
                 const std::string id = ctx.param("id");
-                s.agents->report(ctx.agent_host, id, std::move(*body), ctx.req.body.size(),
+                s.agents->report(ctx.agent_host, id, std::move(*body), ctx.req.body,
                                  [done, id](Result<runs::RunService::ReportAnswer> answer) {
                                    if (!answer.ok()) return done(answer.error());
                                    const char* outcome = nullptr;

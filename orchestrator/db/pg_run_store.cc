@@ -507,7 +507,9 @@ class PgRunStore final : public runs::RunStore {
       }
       // Reports that may be live; a repeated id (a retry that caught up with the first) is
       // looked at after the first was applied.
-      json live_rows = json::array();
+      // The rows as JSON text built by hand: a report body (tens of KB with an nvidia-smi tail)
+      // goes in as the agent sent it, not copied into a document and dumped again.
+      std::string live_rows = "[";
       std::set<std::string> first_seen;
       std::vector<bool> candidate(items.size(), false);
       for (std::size_t i = 0; i < items.size(); ++i) {
@@ -519,12 +521,15 @@ class PgRunStore final : public runs::RunStore {
           replies[i] = Error(ErrorCode::kPermissionDenied, "assignment '" + it.assignment_id + "' belongs to another host");
         } else if (first_seen.insert(it.assignment_id).second) {
           candidate[i] = true;
-          live_rows.push_back({{"id", it.assignment_id}, {"lease", it.lease}, {"result", *it.result}});
+          if (live_rows.size() > 1) live_rows += ',';
+          live_rows += "{\"id\":" + json(it.assignment_id).dump() + ",\"lease\":" + std::to_string(it.lease) +
+                       ",\"result\":" + (it.result_text ? *it.result_text : it.result->dump()) + "}";
         }
       }
+      live_rows += ']';
       std::set<std::string> live;
-      if (!live_rows.empty())
-        for (const auto& r : txn.exec_prepared("report_done", live_rows.dump())) live.insert(r[0].as<std::string>());
+      if (live_rows.size() > 2)
+        for (const auto& r : txn.exec_prepared("report_done", live_rows)) live.insert(r[0].as<std::string>());
       // The rest: not a live lease. Say which, under the groups' locks.
       json others = json::array();
       for (std::size_t i = 0; i < items.size(); ++i)
@@ -546,7 +551,7 @@ class PgRunStore final : public runs::RunStore {
           replies[i]->outcome = runs::ReportOutcome::kDuplicate;
         } else if (state == "cancelled") {
           txn.exec_params("UPDATE assignments SET result = $2::jsonb WHERE id = $1 AND result IS NULL", it.assignment_id,
-                          it.result->dump());
+                          it.result_text ? *it.result_text : it.result->dump());
           replies[i]->outcome = runs::ReportOutcome::kCancelled;
         } else {
           replies[i]->outcome = runs::ReportOutcome::kStale;

@@ -162,12 +162,13 @@ void AgentGateway::park(const std::string& host, Parked p) {
   if (replaced) replaced->reply(std::optional<json>());
 }
 
-void AgentGateway::report(const std::string& host, const std::string& assignment_id, json body, std::size_t bytes,
+void AgentGateway::report(const std::string& host, const std::string& assignment_id, json body, std::string text,
                           ReportReply reply) {
   bool drain = false;
   {
     std::lock_guard lock(mu_);
-    report_queue_.push_back({{assignment_id, host, std::move(body)}, bytes, std::move(reply)});
+    const std::size_t bytes = text.size();
+    report_queue_.push_back({{assignment_id, host, std::move(body), std::move(text)}, bytes, std::move(reply)});
     if (drains_ < options_.report_drains) {
       ++drains_;
       drain = true;

@@ -60,14 +60,14 @@ class AgentGateway {
             PollReply reply);
   // The host has new work or a cancelled step (after the commit). Thread-safe.
   void notify(const std::string& host);
-  // An agent's report (`bytes`: the size of its body). Queued, and applied with the reports
+  // An agent's report (`text`: its body as sent, stored as is). Queued, and applied with the reports
   // that arrived meanwhile in one transaction (RunService::reportBatch) on the executor; then
   // `reply` gets the answer, a poll of the host with running=<this assignment>, parked or still
   // on its way, is answered at once (the step is over), and the first poll with running=<the
   // assignment handed out with the answer> parks without a database read unless the host was
   // notified since. Thread-safe.
   using ReportReply = std::function<void(Result<RunService::ReportAnswer>)>;
-  void report(const std::string& host, const std::string& assignment_id, nlohmann::json body, std::size_t bytes,
+  void report(const std::string& host, const std::string& assignment_id, nlohmann::json body, std::string text,
               ReportReply reply);
 
   std::size_t parkedCount() const;

@@ -526,6 +526,7 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
     auto result = std::make_shared<const StepResult>(stepResultFrom(body));
     Effects* out = &produced[i];
     items.push_back({id, reports[i].host, body["lease"].get<int>(), &body,
+                     reports[i].text.empty() ? nullptr : &reports[i].text,
                      engineFn([id, result, out, now](const Engine& e, GroupState& g) -> Result<Effects> {
                        auto fx = e.onResult(g, id, *result, now);
                        if (fx.ok()) *out = *fx;

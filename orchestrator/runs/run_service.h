@@ -80,6 +80,7 @@ class RunService {
   struct ReportRequest {
     std::string assignment_id, host;
     nlohmann::json body;
+    std::string text;  // the body as the agent sent it, if known: stored as is (no second dump)
   };
   // Agents' reports, applied in one transaction (RunStore::reportBatch); if that fails, one by
   // one, so one bad report costs only its own answer. A body with "ready": true says the agent

@@ -76,6 +76,7 @@ struct ReportItem {
   std::string assignment_id, host;
   int lease = 0;
   const nlohmann::json* result = nullptr;  // the agent's report body; outlives the call
+  const std::string* result_text = nullptr;  // the same as JSON text, when known; outlives the call
   GroupFn fn;                              // the engine's step, applied when accepted
   bool claim_next = false;
 };
