@@ -32,16 +32,19 @@ Response jsonError(int status, const char* code, const std::string& message) {
   return r;
 }
 
-void send(wh::http_request& req, const Response& r) {
+// Starts the reply; `sent` runs once the response has been written out (or the client went
+// away), not when it was handed to cpprest: the reply task completes only then.
+void send(wh::http_request& req, const Response& r, std::function<void()> sent = {}) {
   wh::http_response resp(static_cast<wh::status_code>(r.status));
   for (const auto& [k, v] : r.headers) resp.headers().add(k, v);
   resp.set_body(r.body, r.content_type);
-  req.reply(resp).then([](pplx::task<void> t) {
+  req.reply(resp).then([sent = std::move(sent)](pplx::task<void> t) {
     try {
       t.get();
     } catch (...) {
       // The client went away; nothing to do.
     }
+    if (sent) sent();
   });
 }
 
@@ -81,7 +84,7 @@ class CpprestServer final : public Server {
     if (!listener_) return;
     stopping_ = true;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(drain_ms);
-    while (in_flight_ > 0 && std::chrono::steady_clock::now() < deadline)
+    while (*in_flight_ > 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     try {
       listener_->close().wait();
@@ -90,7 +93,7 @@ class CpprestServer final : public Server {
     listener_.reset();
   }
 
-  int inFlight() const override { return in_flight_; }
+  int inFlight() const override { return *in_flight_; }
 
  private:
   void onRequest(wh::http_request req) {
@@ -100,7 +103,7 @@ class CpprestServer final : public Server {
       send(req, r);
       return;
     }
-    if (in_flight_ >= options_.max_in_flight) {
+    if (*in_flight_ >= options_.max_in_flight) {
       Response r = jsonError(503, "unavailable", "too many requests in flight, retry later");
       r.headers.emplace_back("Connection", "close");
       r.headers.emplace_back("Retry-After", "1");
@@ -132,11 +135,11 @@ class CpprestServer final : public Server {
       send(req, *refusal);
       return;
     }
-    ++in_flight_;
-    auto done = [this, req](Response r) mutable {
-      send(req, r);
-      --in_flight_;
-    };
+    // A request stays in flight until its answer is on the wire: stop() closes the listener,
+    // and with it every connection, once nothing is in flight, so counting a reply as done when
+    // it was merely handed to cpprest cut answers off mid-body at shutdown.
+    ++*in_flight_;
+    auto done = [counter = in_flight_, req](Response r) mutable { send(req, r, [counter] { --*counter; }); };
     if (!length || *length == 0) {
       handler_.handle(std::move(head), done);
       return;
@@ -156,7 +159,8 @@ class CpprestServer final : public Server {
   Handler& handler_;
   std::unique_ptr<http_listener> listener_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> in_flight_{0};
+  // Shared with the reply continuations, which may outlive a stop() whose drain timed out.
+  std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace
