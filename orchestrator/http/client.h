@@ -50,4 +50,8 @@ class Client {
 // Percent-encodes a query value or path segment.
 std::string urlEncode(const std::string& s);
 
+// Process-wide set-up of cpprest's thread pool, which runs the clients' I/O; call once from main
+// before any Client (DEPENDENCIES.md: 2-8 threads beat the default 40).
+void initializeNetworkThreads(int threads);
+
 }  // namespace kiln::http

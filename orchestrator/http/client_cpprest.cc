@@ -1,5 +1,6 @@
 #define _TURN_OFF_PLATFORM_STRING
 #include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
 
 #include "orchestrator/http/client.h"
 
@@ -49,5 +50,9 @@ Result<ClientResponse> Client::request(const std::string& method, const std::str
 }
 
 std::string urlEncode(const std::string& s) { return web::uri::encode_data_string(s); }
+
+void initializeNetworkThreads(int threads) {
+  crossplat::threadpool::initialize_with_threads(static_cast<std::size_t>(threads));
+}
 
 }  // namespace kiln::http

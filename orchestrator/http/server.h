@@ -1,7 +1,7 @@
 #pragma once
-// Kiln's own small HTTP server interface. The only implementation today wraps cpprestsdk's
-// http_listener (server_cpprest.cc, the one file that includes it), so a swap to Boost.Beast
-// stays cheap (DEPENDENCIES.md: upstream cpprestsdk is archived).
+// Kiln's own small HTTP server interface. The implementation is on Boost.Beast
+// (server_beast.cc, the one file that includes it); it replaced cpprestsdk's http_listener
+// (DEPENDENCIES.md: archived upstream, no body limit before buffering, no timeouts).
 
 #include <cstdint>
 #include <functional>
@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,10 @@ struct ServerOptions {
   // Requests in flight (long polls included) above which new ones get 503 + Connection: close
   // (DEPENDENCIES.md: the process has at most 20,000 file descriptors).
   int max_in_flight = 18000;
+  // Open connections above which a new one is answered 503 and closed at once.
+  int max_connections = 19000;
+  // Threads running the connections (reading, parsing, writing; handlers that answer inline).
+  int threads = 2;
 };
 
 class Server {
@@ -69,13 +74,16 @@ class Server {
   virtual Status start() = 0;
   // Stops accepting requests, waits up to `drain_ms` for requests in flight, then closes.
   virtual void stop(int drain_ms) = 0;
+  // Requests admitted whose answer is not written out yet (long polls included).
   virtual int inFlight() const = 0;
+  // The port listened on once started (ServerOptions::port 0 picks a free one).
+  virtual int port() const = 0;
 };
 
 std::unique_ptr<Server> makeServer(const ServerOptions& options, Handler& handler);
 
-// Process-wide set-up of the network thread pool; call once from main before makeServer or
-// any HTTP client (DEPENDENCIES.md: 2-8 threads beat the default 40).
-void initializeNetworkThreads(int threads);
+// A request target's path and query, percent-decoded (a '+' stays a '+'; a repeated key keeps
+// its last value); nullopt when an escape is malformed.
+std::optional<std::pair<std::string, std::map<std::string, std::string>>> splitTarget(std::string_view target);
 
 }  // namespace kiln::http

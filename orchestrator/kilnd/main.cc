@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
   server_options.port = config->port();
   server_options.tls_cert_file = config->tls_cert;
   server_options.tls_key_file = config->tls_key;
+  server_options.threads = config->network_threads;
   auto server = http::makeServer(server_options, api);
   if (auto st = server->start(); !st.ok()) {
     log->critical("{}", st.error().message);

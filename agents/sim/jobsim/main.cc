@@ -17,6 +17,7 @@
 
 #include "agents/sim/jobsim/job_sim.h"
 #include "agents/sim/jobsim/kilnd_fleet_api.h"
+#include "orchestrator/http/client.h"
 #include "orchestrator/http/server.h"
 
 namespace {
