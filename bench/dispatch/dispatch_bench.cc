@@ -277,6 +277,21 @@ std::unique_ptr<kiln::bench::ChildProcess> startVfleet(const Options& o, const s
   return std::make_unique<kiln::bench::ChildProcess>(args, dir + "/vfleet.log");
 }
 
+// The big fleet's kiln-vfleet processes, each with its own directory (hosts file, tokens, log).
+struct BulkFleet {
+  struct Shard {
+    std::string dir;
+    std::unique_ptr<kiln::bench::ChildProcess> proc;
+  };
+  std::vector<Shard> shards;
+  double cpuSeconds() const {
+    double s = 0;
+    for (const auto& sh : shards) s += kiln::bench::cpuSeconds(sh.proc->pid());
+    return s;
+  }
+  std::vector<std::size_t> logOffsets() const;
+};
+
 // ---- resource counters of kilnd and of its database.
 struct Snapshot {
   Clock::time_point at;
@@ -371,6 +386,12 @@ std::size_t fileSize(const std::string& path) {
   std::error_code ec;
   auto n = fs::file_size(path, ec);
   return ec ? 0 : n;
+}
+
+std::vector<std::size_t> BulkFleet::logOffsets() const {
+  std::vector<std::size_t> out;
+  for (const auto& sh : shards) out.push_back(fileSize(sh.dir + "/vfleet.log"));
+  return out;
 }
 
 // ---- runs.
@@ -536,13 +557,33 @@ int main(int argc, char** argv) {
   std::ofstream(enroll_file) << enroll.value("token", "") << "\n";
 
   const bool need_bulk = !o.skip_dispatch || !o.skip_idle;
-  std::unique_ptr<kiln::bench::ChildProcess> bulk_fleet, health_fleet;
-  const std::string bulk_dir = work + "/bulk", health_dir = work + "/health";
+  std::unique_ptr<kiln::bench::ChildProcess> health_fleet;
+  BulkFleet bulk;
+  const std::string health_dir = work + "/health";
   if (need_bulk) {
-    prepareFleetDir(bulk_dir, fleet, fleet.bulk_pods, tokens);
-    const int connections =
-        o.connections > 0 ? o.connections : static_cast<int>(std::min(16000L, bulk_hosts * 16 / 9 + 64));
-    bulk_fleet = startVfleet(o, bulk_dir, kilnd.url(), enroll_file, o.time_scale, connections);
+    // Every host gets a long-poll slot where kilnd's descriptors allow: kiln-vfleet lets idle
+    // hosts take 3/4 of its slots, which are 3/4 of its connections (16/9 connections per host),
+    // and one process holds at most 16,000 (DEPENDENCIES.md: 20,000 descriptors a process).
+    // Beyond 16,000 the hosts are split over two processes, the sum kept at 18,000 (kilnd's own
+    // 20,000 descriptors hold them, its database connections and its files); the rest of a
+    // larger fleet short-polls every --idle-poll s. A host without a slot sees new work only at
+    // its next short poll: with one process at 10,008 hosts, the 1,008 hosts past 9,000 slots
+    // got their first step 10-23 s late, at ~80/s, which halved the dispatch figure.
+    const long wanted = o.connections > 0 ? o.connections : std::min(18000L, bulk_hosts * 16 / 9 + 64);
+    const int shards = wanted > 16000 ? 2 : 1;
+    const std::size_t per_shard = (fleet.bulk_pods.size() + shards - 1) / shards;
+    for (int k = 0; k < shards; ++k) {
+      const std::vector<std::string> pods(
+          fleet.bulk_pods.begin() + static_cast<long>(std::min(fleet.bulk_pods.size(), k * per_shard)),
+          fleet.bulk_pods.begin() + static_cast<long>(std::min(fleet.bulk_pods.size(), (k + 1) * per_shard)));
+      if (pods.empty()) continue;
+      const std::string dir = work + "/bulk-" + std::to_string(k);
+      prepareFleetDir(dir, fleet, pods, tokens);
+      bulk.shards.push_back(
+          {dir, startVfleet(o, dir, kilnd.url(), enroll_file, o.time_scale, static_cast<int>(wanted / shards))});
+    }
+    std::printf("%zu kiln-vfleet process(es) for %ld hosts, %ld connections each\n", bulk.shards.size(), bulk_hosts,
+                wanted / shards);
   }
   if (!o.skip_health) {
     prepareFleetDir(health_dir, fleet, {fleet.health_pod}, tokens);
@@ -563,7 +604,8 @@ int main(int argc, char** argv) {
   const std::string seen_sql = "SELECT count(*) FROM hosts WHERE last_seen IS NOT NULL AND pod_id <> " +
                                pqxx::connection(db.url()).quote(fleet.probe_pod);
   while ((seen = watch.count(seen_sql)) < expected) {
-    if (bulk_fleet && !bulk_fleet->running()) die("kiln-vfleet exited; log " + bulk_dir + "/vfleet.log");
+    for (const auto& sh : bulk.shards)
+      if (!sh.proc->running()) die("kiln-vfleet exited; log " + sh.dir + "/vfleet.log");
     if (since(t0) > 300 + expected / 50.0) die("only " + std::to_string(seen) + " of " + std::to_string(expected) + " hosts polled");
     std::this_thread::sleep_for(1s);
   }
@@ -575,8 +617,8 @@ int main(int argc, char** argv) {
   // 2. Idle fleet: poll latency, kilnd CPU, commits.
   if (!o.skip_idle && need_bulk) {
     std::printf("idle window: %d s with %ld hosts polling ...\n", o.idle_window_s, bulk_hosts);
-    const std::size_t offset = fileSize(bulk_dir + "/vfleet.log");
-    const double vfleet_cpu0 = kiln::bench::cpuSeconds(bulk_fleet->pid());
+    const auto offsets = bulk.logOffsets();
+    const double vfleet_cpu0 = bulk.cpuSeconds();
     pid_t agent_pid = 0;
     double agent_cpu0 = 0;
 #ifdef KILN_BENCH_WITH_AGENT
@@ -592,27 +634,36 @@ int main(int argc, char** argv) {
     probe.stop();
     const Snapshot b = watch.snapshot(kilnd.pid());
     const Usage u = usage(a, b);
-    const double vfleet_cores = (kiln::bench::cpuSeconds(bulk_fleet->pid()) - vfleet_cpu0) / u.seconds;
-    const auto lines = statusLinesSince(bulk_dir + "/vfleet.log", offset);
+    const double vfleet_cores = (bulk.cpuSeconds() - vfleet_cpu0) / u.seconds;
+    std::vector<VfleetStatus> lines;
     std::vector<double> p99s, p50s;
     double polls_per_s = 0;
     long conns = 0, long_polls = 0;
-    for (const auto& l : lines) {
-      p99s.push_back(l.quick_p99_ms);
-      p50s.push_back(l.quick_p50_ms);
-      polls_per_s += l.polls_per_s;
-      conns = std::max(conns, l.conns);
-      long_polls = std::max(long_polls, l.long_polls);
+    for (std::size_t k = 0; k < bulk.shards.size(); ++k) {
+      const auto shard_lines = statusLinesSince(bulk.shards[k].dir + "/vfleet.log", offsets[k]);
+      double shard_polls = 0;
+      long shard_conns = 0, shard_long = 0;
+      for (const auto& l : shard_lines) {
+        p99s.push_back(l.quick_p99_ms);
+        p50s.push_back(l.quick_p50_ms);
+        shard_polls += l.polls_per_s;
+        shard_conns = std::max(shard_conns, l.conns);
+        shard_long = std::max(shard_long, l.long_polls);
+        lines.push_back(l);
+      }
+      if (!shard_lines.empty()) polls_per_s += shard_polls / static_cast<double>(shard_lines.size());
+      conns += shard_conns;
+      long_polls += shard_long;
     }
-    if (!lines.empty()) polls_per_s /= static_cast<double>(lines.size());
     const Stats vp99 = stats(p99s), vp50 = stats(p50s);
     const Stats pr = stats(probe.ms());
 
     add("");
     add("2. hosts carried at a %d s poll interval (MEASURED at %ld hosts, %d s window)", o.idle_poll_s, bulk_hosts,
         o.idle_window_s);
-    add("  kiln-vfleet: %ld connections, up to %ld long polls (wait %d s), the other hosts poll with wait=0 every %d s",
-        conns, long_polls, o.poll_wait_s, o.idle_poll_s);
+    add("  kiln-vfleet (%zu process(es)): %ld connections, up to %ld long polls (wait %d s), the other hosts poll with "
+        "wait=0 every %d s",
+        bulk.shards.size(), conns, long_polls, o.poll_wait_s, o.idle_poll_s);
     add("  polls/s (kiln-vfleet, mean of %zu status lines)          %10.0f", lines.size(), polls_per_s);
     long short_polls = 0;
     for (const auto& l : lines) short_polls += l.quick_p99_ms > 0;
@@ -699,17 +750,21 @@ int main(int argc, char** argv) {
     std::printf("dispatch run: %d steps (%s) on %ld hosts ...\n", o.steps, o.step_argv.c_str(), bulk_hosts);
     json pods = json::array();
     for (const auto& p : fleet.bulk_pods) pods.push_back(p);
-    const std::size_t offset = fileSize(bulk_dir + "/vfleet.log");
+    const auto offsets = bulk.logOffsets();
     const Snapshot a = watch.snapshot(kilnd.pid());
     const auto counters_before = agentCounters(api);
-    const double vfleet_cpu0 = kiln::bench::cpuSeconds(bulk_fleet->pid());
+    const double vfleet_cpu0 = bulk.cpuSeconds();
     const RunOutcome r = runWorkflow(api, json{{"workflow", "bench-dispatch"}, {"pods", pods}, {"purpose", "manual"}},
                                      o.run_timeout_s, 1.0, false, [&](double s) {
-                                       const auto l = statusLinesSince(bulk_dir + "/vfleet.log", offset);
-                                       if (l.empty()) return;
+                                       long done = 0, queued = 0;
+                                       for (std::size_t k = 0; k < bulk.shards.size(); ++k) {
+                                         const auto l = statusLinesSince(bulk.shards[k].dir + "/vfleet.log", offsets[k]);
+                                         if (l.empty()) continue;
+                                         done += l.back().done;
+                                         queued += l.back().queued;
+                                       }
                                        std::printf("  %.0f s: %ld steps done (kiln-vfleet), %.0f steps/s, %ld requests queued in kiln-vfleet\n",
-                                                   s, l.back().done, s > 0 ? static_cast<double>(l.back().done) / s : 0.0,
-                                                   l.back().queued);
+                                                   s, done, s > 0 ? static_cast<double>(done) / s : 0.0, queued);
                                      });
     const Usage u = usage(a, watch.snapshot(kilnd.pid()));
     const json& v = r.view;
@@ -732,7 +787,7 @@ int main(int argc, char** argv) {
     add("  during the run: kilnd CPU %.0f %%, DB backends %.0f %%, kiln-vfleet %.0f %%, %.0f commits/s = %.2f commits "
         "per step",
         100 * u.kilnd_cores, 100 * u.db_cores,
-        100 * (kiln::bench::cpuSeconds(bulk_fleet->pid()) - vfleet_cpu0) / u.seconds, u.commits_per_s,
+        100 * (bulk.cpuSeconds() - vfleet_cpu0) / u.seconds, u.commits_per_s,
         acked > 0 ? static_cast<double>(u.commits) / static_cast<double>(acked) : 0.0);
     if (acked > 0)
       add("  CPU per step: kilnd %.0f us, DB backends %.0f us",
@@ -758,7 +813,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (bulk_fleet) bulk_fleet->stop(15s);
+  for (auto& sh : bulk.shards) sh.proc->stop(15s);
 #ifdef KILN_BENCH_WITH_AGENT
   if (agents) agents->stop(agent_host);
 #endif
