@@ -160,6 +160,9 @@ class Store {
   // platform, state, labels and healthy_gpus (hosts_by_state and racks are left empty).
   virtual Result<std::vector<PodSummary>> heatmapPods() = 0;
   virtual Result<PodDetail> getPod(const std::string& id) = 0;
+  // The hosts of many pods in tray order, in one query: pod id -> hosts, for every pod of `ids`
+  // that exists (an unknown id is simply absent).
+  virtual Result<std::map<std::string, std::vector<HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) = 0;
   virtual Result<Page<HostSummary>> listHosts(const HostFilter& filter,
                                               const PageRequest& page) = 0;
   virtual Result<HostDetail> getHost(const std::string& id) = 0;

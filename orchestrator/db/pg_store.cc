@@ -207,6 +207,25 @@ class PgStore final : public core::Store {
     });
   }
 
+  Result<std::map<std::string, std::vector<core::HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) override {
+    using Hosts = std::map<std::string, std::vector<core::HostSummary>>;
+    return pool_.transact<Hosts>([&](pqxx::work& txn) -> Result<Hosts> {
+      Hosts out;
+      const std::string list = json(ids).dump();
+      for (const auto& r : txn.exec_params("SELECT id FROM pods WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))", list))
+        out[r[0].as<std::string>()];
+      for (const auto& r : txn.exec_params(std::string("SELECT ") + kHostColumns +
+                                               " FROM hosts h JOIN pods p ON p.id = h.pod_id"
+                                               " WHERE h.pod_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                                               " ORDER BY h.pod_id, h.tray",
+                                           list)) {
+        core::HostSummary h = hostFromRow(r);
+        out[h.pod].push_back(std::move(h));
+      }
+      return out;
+    });
+  }
+
   Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter& f,
                                                   const core::PageRequest& page) override {
     Where w;

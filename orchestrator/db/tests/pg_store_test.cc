@@ -102,6 +102,30 @@ TEST_F(PgStoreTest, ListPodsPaginatesWithKeysetCursorAndFilters) {
   EXPECT_EQ(labelled->items.size(), 4u);
 }
 
+TEST_F(PgStoreTest, HostsOfPodsReadsManyPodsInTrayOrderAndLeavesUnknownOnesOut) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(), admin_).ok());
+  auto found = store_->hostsOfPods({"prn-b01-p1", "prn-b02-p2", "prn-b09-p9"});
+  ASSERT_TRUE(found.ok()) << found.error();
+  ASSERT_EQ(found->size(), 2u);
+  EXPECT_EQ(found->count("prn-b09-p9"), 0u);
+  for (const auto& pod : {"prn-b01-p1", "prn-b02-p2"}) {
+    const auto& hosts = found->at(pod);
+    ASSERT_EQ(hosts.size(), 18u);
+    // The same hosts, in the same order, as getPod gives.
+    auto detail = store_->getPod(pod);
+    ASSERT_TRUE(detail.ok());
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      EXPECT_EQ(hosts[i].id, detail->hosts[i].id);
+      EXPECT_EQ(hosts[i].tray, static_cast<int>(i) + 1);
+      EXPECT_EQ(hosts[i].pod, pod);
+      EXPECT_EQ(hosts[i].platform, detail->hosts[i].platform);
+    }
+  }
+  auto none = store_->hostsOfPods({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_F(PgStoreTest, TransitionRecordsEventAuditAndPodState) {
   ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
   const std::string host = "prn-b01-p1-h03";

@@ -53,7 +53,7 @@ class FakeFleet final : public core::Store {
   void setState(const std::string& id, const std::string& state) { host(id)->state = state; }
   std::string state(const std::string& id) { return host(id)->state; }
 
-  int get_pod_calls = 0, transition_host_calls = 0, transition_batches = 0, transitions_applied = 0;
+  int get_pod_calls = 0, hosts_of_pods_calls = 0, transition_host_calls = 0, transition_batches = 0, transitions_applied = 0;
 
   Status ping() override { return Ok{}; }
   Result<core::ImportSummary> importFleet(const core::FleetSpec&, const core::Actor&) override { return fakeUnsupported(); }
@@ -67,6 +67,13 @@ class FakeFleet final : public core::Store {
     auto it = pods_.find(id);
     if (it == pods_.end()) return notFound("no pod '" + id + "'");
     return it->second;
+  }
+  Result<std::map<std::string, std::vector<core::HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) override {
+    ++hosts_of_pods_calls;
+    std::map<std::string, std::vector<core::HostSummary>> out;
+    for (const auto& id : ids)
+      if (auto it = pods_.find(id); it != pods_.end()) out[id] = it->second.hosts;
+    return out;
   }
   Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter&, const core::PageRequest&) override {
     return fakeUnsupported();

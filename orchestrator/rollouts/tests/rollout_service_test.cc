@@ -56,10 +56,12 @@ TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnl
   EXPECT_EQ(rollouts_.update_pods_calls, 1);  // both admissions in one write
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").before_versions, (json{{"driver", {{"570.1", 18}}}}));
 
-  const int get_pods = fleet_.get_pod_calls;
+  const int get_pods = fleet_.get_pod_calls, hosts_of_pods = fleet_.hosts_of_pods_calls;
   svc.tick();  // drains: one batch per pod for 18 x (drain + drained)
-  // Per pod one read by the controller and one by startRun (once per pod, not per host).
-  EXPECT_EQ(fleet_.get_pod_calls - get_pods, 2 * 2);
+  // Per pod one read by the controller, and one read of its hosts by startRun (once per pod,
+  // not per host).
+  EXPECT_EQ(fleet_.get_pod_calls - get_pods, 2);
+  EXPECT_EQ(fleet_.hosts_of_pods_calls - hosts_of_pods, 2);
   ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
   ASSERT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
   EXPECT_EQ(fleet_.transition_batches, 2);
