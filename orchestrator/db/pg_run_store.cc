@@ -587,6 +587,17 @@ class PgRunStore final : public runs::RunStore {
         writes.push_back({&g.run, key.second, &updates.back(), {}});
       }
       persistUpdates(txn, writes, false);
+      // Runs whose last open group this batch closed: the controller can give their verdict now
+      // instead of at its next periodic pass.
+      std::set<std::string> closing;
+      for (const auto& w : writes)
+        if (runs::Engine::done(w.update->state)) closing.insert(w.run->id);
+      for (const auto& run_id : closing)
+        if (txn.exec_params("SELECT 1 FROM run_groups WHERE run_id = $1 AND NOT done LIMIT 1", run_id).empty())
+          for (std::size_t i = 0; i < items.size(); ++i)
+            if (auto f = found.find(items[i].assignment_id);
+                replies[i].ok() && f != found.end() && f->second.second.first == run_id)
+              replies[i]->run_complete = true;
       // As persistUpdates would: a transition the host's state refuses now is skipped. In host
       // order (each host's in its own order), so that concurrent batches lock host rows and the
       // reliability rollup's building rows in one order.

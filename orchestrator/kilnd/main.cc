@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <thread>
 #include <fcntl.h>
 #include <fstream>
@@ -122,7 +124,20 @@ int main(int argc, char** argv) {
   core::SystemClock clock;
   auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
   runs::AgentGateway* gateway_ptr = nullptr;
+  // The controller's pass runs every 200 ms, and at once when agents' reports finish a run (a
+  // rollout's pod then moves on without waiting for the next pass).
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  bool wake = false;
+  auto wakeController = [&] {
+    {
+      std::lock_guard lock(wake_mu);
+      wake = true;
+    }
+    wake_cv.notify_one();
+  };
   runs::RunServiceOptions run_options;
+  run_options.on_run_complete = wakeController;
   run_options.lease_grace_ms = config->lease_grace_s * 1000LL;
   run_options.unreachable_after = std::chrono::seconds(config->unreachable_after_s);
   runs::RunService run_service(*store, *run_store, clock, run_options, [&gateway_ptr](const std::string& host) {
@@ -162,19 +177,28 @@ int main(int argc, char** argv) {
   std::thread controller([&] {
     db::LeaderLock leader(config->database_url);
     bool was_leader = false;
+    int streak = 0;  // passes in a row that changed something
     while (!stopping) {
       const bool is_leader = leader.tryHold();
       if (is_leader != was_leader) log->info(is_leader ? "this kilnd now runs the controllers" : "lost the controller lock");
       was_leader = is_leader;
+      int changes = 0;
       if (is_leader) {
         try {
-          run_service.tick();
-          rollout_service.tick();
+          changes += run_service.tick();
+          changes += rollout_service.tick();
         } catch (const std::exception& e) {
           log->error("controller pass failed: {}", e.what());
         }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(is_leader ? 200 : 1000));
+      // A pass that moved something may have made the next step due (a run finished, so its
+      // pod starts validating; a pod admitted, so it drains): run again at once, a few times.
+      streak = changes > 0 ? streak + 1 : 0;
+      if (is_leader && streak > 0 && streak < 8) continue;
+      streak = 0;
+      std::unique_lock lock(wake_mu);
+      wake_cv.wait_for(lock, std::chrono::milliseconds(is_leader ? 200 : 1000), [&] { return wake || stopping.load(); });
+      wake = false;
     }
   });
 
@@ -220,6 +244,7 @@ int main(int argc, char** argv) {
   gateway.stop();
   server->stop(5000);
   stopping = true;
+  wakeController();
   controller.join();
   revocations.join();
   log->info("stopped");

@@ -543,6 +543,7 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
                      body.value("ready", false)});
     index.push_back(i);
   }
+  bool run_complete = false;
   auto apply = [&](std::size_t k, const Result<ReportReply>& reply) {
     const std::size_t i = index[k];
     if (!reply.ok()) {
@@ -551,6 +552,7 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
     }
     ReportAnswer a{reply->outcome, std::nullopt};
     if (reply->next) a.next = assignmentJson(*reply->next);
+    run_complete = run_complete || reply->run_complete;
     if (reply->outcome == ReportOutcome::kAccepted) notify(produced[i], reply->next ? reply->next->id : "");
     answers[i] = std::move(a);
   };
@@ -558,14 +560,15 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
   auto batch = store_.reportBatch(items, options_.lease_grace_ms);
   if (batch.ok()) {
     for (std::size_t k = 0; k < items.size(); ++k) apply(k, (*batch)[k]);
-    return answers;
+  } else {
+    // The batch failed as a whole: each report alone, so that only a bad one fails.
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      auto one = items.size() == 1 ? batch : store_.reportBatch({items[k]}, options_.lease_grace_ms);
+      if (one.ok()) apply(k, (*one)[0]);
+      else answers[index[k]] = one.error();
+    }
   }
-  // The batch failed as a whole: each report alone, so that only a bad one fails.
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    auto one = items.size() == 1 ? batch : store_.reportBatch({items[k]}, options_.lease_grace_ms);
-    if (one.ok()) apply(k, (*one)[0]);
-    else answers[index[k]] = one.error();
-  }
+  if (run_complete && options_.on_run_complete) options_.on_run_complete();
   return answers;
 }
 

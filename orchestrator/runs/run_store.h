@@ -84,6 +84,10 @@ struct ReportItem {
 struct ReportReply {
   ReportOutcome outcome = ReportOutcome::kStale;
   std::optional<AssignmentRow> next;  // claimed in the report's transaction (claim_next)
+  // The batch closed the last open group of this report's run: its verdict is due. (Two
+  // batches closing a run's last two groups at once may both miss it; the controller's
+  // periodic pass finds the run then.)
+  bool run_complete = false;
 };
 
 struct RunFilter {

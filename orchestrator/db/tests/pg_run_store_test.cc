@@ -111,6 +111,30 @@ TEST_F(PgRunStoreTest, ABatchAnswersEachReportAndHandsEachReadyHostItsNextStep) 
   EXPECT_FALSE(refused[0]->next.has_value());
 }
 
+TEST_F(PgRunStoreTest, TheReportThatClosesARunsLastGroupSaysSoOnce) {
+  int completions = 0;
+  runs::RunServiceOptions o;
+  o.on_run_complete = [&] { ++completions; };
+  RunService service(*fleet_, *store_, clock_, o, nullptr);
+  auto run = service.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  const std::string id = (*run)["id"];
+  // Both hosts through both steps; only host 1's last report leaves the run without an open group.
+  auto first = service.reportBatch({passed(hosts_[0], claim(hosts_[0])), passed(hosts_[1], claim(hosts_[1]))});
+  ASSERT_TRUE(first[0].ok() && first[0]->next && first[1].ok() && first[1]->next);
+  EXPECT_EQ(completions, 0);
+  ASSERT_TRUE(service.reportBatch({passed(hosts_[0], *first[0]->next, false)})[0].ok());
+  EXPECT_EQ(completions, 0) << "host 1's group is still open";
+  EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "running");
+  ASSERT_TRUE(service.reportBatch({passed(hosts_[1], *first[1]->next, false)})[0].ok());
+  EXPECT_EQ(completions, 1);
+  // A duplicate of that report closes nothing.
+  ASSERT_TRUE(service.reportBatch({passed(hosts_[1], *first[1]->next, false)})[0].ok());
+  EXPECT_EQ(completions, 1);
+  service.tick();
+  EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "passed");
+}
+
 TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToItsState) {
   auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
