@@ -253,7 +253,14 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
     std::optional<std::uint64_t> length;
     if (auto n = parser_->content_length()) length = *n;
-    if (auto refusal = core_.handler.admit(head, length)) return answer(closing(std::move(*refusal)), false);
+    std::optional<Response> refusal;
+    try {
+      refusal = core_.handler.admit(head, length);
+    } catch (const std::exception& e) {
+      // The thread's one catch (STYLE.md): an escaping exception would end io_context::run.
+      refusal = jsonError(500, "internal", std::string("internal error: ") + e.what());
+    }
+    if (refusal) return answer(closing(std::move(*refusal)), false);
 
     ++core_.in_flight;
     if (!length || *length == 0) return dispatch(std::move(head));
@@ -290,11 +297,17 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void dispatch(Request request) {
     auto self = this->shared_from_this();
-    Reply reply = [self, core = core_.shared_from_this()](Response r) {
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    Reply reply = [self, core = core_.shared_from_this(), answered](Response r) {
+      if (answered->exchange(true)) return;  // a second answer would corrupt the connection
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->answer(std::move(r), /*counted=*/true); });
     };
-    core_.handler.handle(std::move(request), std::move(reply));
+    try {
+      core_.handler.handle(std::move(request), reply);
+    } catch (const std::exception& e) {
+      reply(jsonError(500, "internal", std::string("internal error: ") + e.what()));
+    }
   }
 
   // On the strand. `counted`: the request is in core_.in_flight until its answer is written.

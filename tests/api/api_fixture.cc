@@ -1,5 +1,7 @@
 #include "tests/api/api_fixture.h"
 
+#include "tests/support/loopback.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -24,16 +26,8 @@ Reply call(http::Client& client, const std::string& method, const std::string& p
 
 Reply rawCall(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
   Reply out;
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = testing::connectLoopback(port);
   if (fd < 0) return out;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return out;
-  }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto remaining = [&] {
     return static_cast<int>(std::max<std::int64_t>(

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "orchestrator/http/client.h"
+#include "tests/support/loopback.h"
 
 namespace kiln::http {
 namespace {
@@ -84,15 +85,8 @@ std::string urlOf(const Server& s) { return "http://127.0.0.1:" + std::to_string
 // Sends `bytes` on a fresh connection while reading, until the peer closes or `timeout`; returns
 // what came back. Sending and reading at once: the server may answer before it reads it all.
 std::string rawExchange(int port, const std::string& bytes, std::chrono::milliseconds timeout = 10s) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "";
-  }
+  const int fd = testing::connectLoopback(port);
+  if (fd < 0) return "";
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::size_t sent = 0;
   std::string in;
@@ -200,12 +194,8 @@ TEST(ServerTest, ConnectionsAboveTheCapGet503AndAClose) {
   o.max_connections = 1;
   auto s = start(handler, o);
   // One connection held open (it is idle between requests), then a second one.
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(s->port()));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = testing::connectLoopback(s->port());
+  ASSERT_GE(fd, 0);
   std::string back;
   for (int i = 0; i < 50 && back.empty(); ++i) {
     std::this_thread::sleep_for(20ms);  // the first connection is registered on its strand
