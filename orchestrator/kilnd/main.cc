@@ -3,8 +3,10 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -80,6 +82,18 @@ Status bootstrapAdminToken(core::Store& store, const std::string& path, spdlog::
   return Ok{};
 }
 
+// Raises the soft limit on open files to the hard one; returns the limit now in force.
+long raiseDescriptorLimit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  return rl.rlim_cur == RLIM_INFINITY ? 1L << 20 : static_cast<long>(rl.rlim_cur);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,13 +133,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  http::initializeNetworkThreads(config->network_threads);
-  Executor executor(config->threads);
-  core::SystemClock clock;
-  auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
-  runs::AgentGateway* gateway_ptr = nullptr;
   // The controller's pass runs every 200 ms, and at once when agents' reports finish a run (a
-  // rollout's pod then moves on without waiting for the next pass).
+  // rollout's pod then moves on without waiting for the next pass). Declared before the executor
+  // so that it outlives the executor's threads, which call it.
   std::mutex wake_mu;
   std::condition_variable wake_cv;
   bool wake = false;
@@ -136,6 +146,11 @@ int main(int argc, char** argv) {
     }
     wake_cv.notify_one();
   };
+  http::initializeNetworkThreads(config->network_threads);
+  Executor executor(config->threads);
+  core::SystemClock clock;
+  auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
+  runs::AgentGateway* gateway_ptr = nullptr;
   runs::RunServiceOptions run_options;
   run_options.on_run_complete = wakeController;
   run_options.lease_grace_ms = config->lease_grace_s * 1000LL;
@@ -227,6 +242,12 @@ int main(int argc, char** argv) {
   server_options.tls_cert_file = config->tls_cert;
   server_options.tls_key_file = config->tls_key;
   server_options.threads = config->network_threads;
+  // Every parked long poll holds a connection: take what the descriptor limit allows (the
+  // systemd unit sets 1M; DEPENDENCIES.md: 20,000 on the development machines), less room for
+  // PostgreSQL connections, logs and the console's files.
+  const long descriptors = raiseDescriptorLimit();
+  server_options.max_connections = static_cast<int>(std::clamp(descriptors - 1000, 64L, 4000000L));
+  server_options.max_in_flight = static_cast<int>(std::clamp(descriptors - 2000, 32L, 4000000L));
   auto server = http::makeServer(server_options, api);
   if (auto st = server->start(); !st.ok()) {
     log->critical("{}", st.error().message);
@@ -236,7 +257,8 @@ int main(int argc, char** argv) {
     gateway.stop();
     return 1;
   }
-  log->info("kilnd serving {}://{}", config->tls_cert.empty() ? "http" : "https", config->listen);
+  log->info("kilnd serving {}://{} (at most {} connections)", config->tls_cert.empty() ? "http" : "https", config->listen,
+            server_options.max_connections);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
