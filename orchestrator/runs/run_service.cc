@@ -140,7 +140,9 @@ std::vector<core::HostTransition> RunService::transitionsFor(const RunRow& run, 
     if (h.status == HostStatus::kCancelled) continue;
     const bool passed = h.status == HostStatus::kPassed;
     std::string reason = run.workflow + " " + run.id + (passed ? " passed" : " failed");
-    if (!passed && !h.failures.empty()) reason += ": " + h.failures.front();
+    // Every failure, not only the first: a step that failed softly (on_failure: continue) and the
+    // one that failed the host both belong in what an SRE reads on the host.
+    for (std::size_t i = 0; !passed && i < h.failures.size(); ++i) reason += (i == 0 ? ": " : "; ") + h.failures[i];
     if (reason.size() > 900) reason = reason.substr(0, 900) + "...";
     if (run.purpose == "burn_in")
       out.push_back({h.host, passed ? core::HostAction::kBurnInPass : core::HostAction::kBurnInFail, std::nullopt, reason});

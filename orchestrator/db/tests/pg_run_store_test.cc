@@ -135,6 +135,31 @@ TEST_F(PgRunStoreTest, TheReportThatClosesARunsLastGroupSaysSoOnce) {
   EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "passed");
 }
 
+TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
+  ASSERT_TRUE(service_
+                  .putWorkflow("two-soft",
+                               "name: two-soft\nversion: \"1\"\nscope: host\nsteps:\n"
+                               "  - id: first\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n    on_failure: continue\n"
+                               "  - id: second\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
+                               admin_)
+                  .ok());
+  auto run = service_.startRun({"two-soft", {hosts_[0]}, {}, json::object(), "pre_job", ""}, admin_);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto failed = [&](const json& a) {
+    auto r = passed(hosts_[0], a);
+    r.body["exit_code"] = 3;
+    return r;
+  };
+  auto first = service_.reportBatch({failed(claim(hosts_[0]))});
+  ASSERT_TRUE(first[0].ok() && first[0]->next) << "a soft failure goes on to the next step";
+  ASSERT_TRUE(service_.reportBatch({failed(*first[0]->next)})[0].ok());
+  service_.tick();
+  EXPECT_EQ(db_.query("SELECT state FROM hosts WHERE id = '" + hosts_[0] + "'"), "failed");
+  const std::string reason = db_.query("SELECT state_reason FROM hosts WHERE id = '" + hosts_[0] + "'");
+  EXPECT_NE(reason.find("first: "), std::string::npos) << reason;
+  EXPECT_NE(reason.find("; second: "), std::string::npos) << reason;
+}
+
 TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToItsState) {
   auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
