@@ -6,13 +6,16 @@ Executor::Executor(int threads) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }
 
-Executor::~Executor() {
+Executor::~Executor() { join(); }
+
+void Executor::join() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
 }
 
 void Executor::post(std::function<void()> task) {

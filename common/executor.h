@@ -14,7 +14,11 @@ namespace kiln {
 class Executor {
  public:
   explicit Executor(int threads);
-  ~Executor();  // finishes queued tasks, then joins
+  ~Executor();  // join()
+  // Finishes the queued tasks (and those they post meanwhile), then joins the threads; a task
+  // posted afterwards never runs. Call it before destroying what the tasks use. Idempotent;
+  // not from a task.
+  void join();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 

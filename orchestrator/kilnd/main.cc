@@ -269,6 +269,9 @@ int main(int argc, char** argv) {
   wakeController();
   controller.join();
   revocations.join();
+  // The executor's last tasks (a report batch whose request outlived the 5 s drain) use the
+  // gateway and the services, which are destroyed before it: finish them first.
+  executor.join();
   log->info("stopped");
   return 0;
 }
