@@ -336,7 +336,10 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
                         (r.parse_error.empty() ? "" : ": " + r.parse_error));
     } else {
       auto outcomes = workflow::evaluateChecks(step, r.parsed, host.parsed, params_);
-      host.parsed[step.id] = r.parsed;
+      // Only a delta check's baseline stays in the group state, which is rewritten with every
+      // report of the group; every parsed output stays with its assignment's result, where
+      // the run view reads it.
+      if (spec_.isDeltaBaseline(step.id)) host.parsed[step.id] = r.parsed;
       for (const auto& o : outcomes) {
         rec.checks.push_back({{"name", o.name}, {"passed", o.passed}, {"skipped", o.skipped}, {"message", o.message}});
         if (!o.passed) {

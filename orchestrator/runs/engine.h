@@ -94,7 +94,7 @@ struct HostRun {
   std::optional<TimePoint> not_before;  // retry backoff or soak between passes
   std::string assignment_id;            // the outstanding dispatch, if any
   TimePoint dispatched_at;
-  std::map<std::string, nlohmann::json> parsed;  // newest parsed output by step id
+  std::map<std::string, nlohmann::json> parsed;  // newest parsed output by step id, of delta baselines only
   bool soft_failed = false;
   std::vector<std::string> failures;  // reasons, for the verdict
   std::vector<std::string> warnings;

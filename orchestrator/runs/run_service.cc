@@ -339,11 +339,19 @@ Result<json> RunService::runView(const std::string& id) {
         default: ++running;
       }
       json steps = json::array();
+      // The newest parsed output of each step: the group state keeps only delta baselines, the
+      // assignments' results keep them all (what the engine read, under the same conditions).
+      json parsed = h.parsed;
       for (const auto& r : h.history) {
         json j = toJson(r);
         if (auto it = by_id.find(r.assignment_id); it != by_id.end() && it->second->result.is_object()) {
-          j["stdout_tail"] = it->second->result.value("stdout_tail", "");
-          j["stderr_tail"] = it->second->result.value("stderr_tail", "");
+          const json& res = it->second->result;
+          j["stdout_tail"] = res.value("stdout_tail", "");
+          j["stderr_tail"] = res.value("stderr_tail", "");
+          if (auto p = res.find("parsed"); p != res.end() && !p->is_null() && res.value("parse_error", "").empty() &&
+                                           res.value("started", true) && !res.value("cancelled", false) &&
+                                           !res.value("timed_out", false))
+            parsed[r.step_id] = *p;
         }
         steps.push_back(std::move(j));
       }
@@ -353,7 +361,7 @@ Result<json> RunService::runView(const std::string& id) {
       json hj = {{"host", h.host},           {"group", g.group},     {"status", hostStatusName(h.status)},
                  {"pass", h.pass},           {"current_step", current}, {"attempt", h.attempt},
                  {"failures", h.failures},   {"warnings", h.warnings}, {"steps", steps},
-                 {"parsed", h.parsed}};
+                 {"parsed", std::move(parsed)}};
       hj["healthy"] = isTerminal(h.status) ? json(h.status == HostStatus::kPassed) : json();
       hj["waiting_until_ms"] = h.not_before ? json(millis(*h.not_before)) : json();
       if (h.retest) hj["retest"] = {{"round", h.retest->round}, {"elements", h.retest->elements}};

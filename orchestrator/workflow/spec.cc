@@ -164,6 +164,13 @@ const StepSpec* WorkflowSpec::findStep(std::string_view id) const {
   return nullptr;
 }
 
+bool WorkflowSpec::isDeltaBaseline(std::string_view step_id) const {
+  for (const auto& s : steps)
+    for (const auto& c : s.checks)
+      if (!c.delta_from.empty() && c.delta_from == step_id) return true;
+  return false;
+}
+
 kiln::Result<ParamValues> resolveParams(const WorkflowSpec& spec, const ParamValues& given) {
   kiln::Error err = kiln::invalidArgument("");
   ParamValues out;

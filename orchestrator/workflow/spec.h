@@ -164,6 +164,9 @@ struct WorkflowSpec {
 
   const ParamSpec* findParam(std::string_view name) const;
   const StepSpec* findStep(std::string_view id) const;
+  // Whether a later step's delta check (`delta_from`) reads this step's parsed output: only
+  // those outputs are kept in a run's state (the rest stay with the step's assignment).
+  bool isDeltaBaseline(std::string_view step_id) const;
   bool operator==(const WorkflowSpec&) const = default;
 };
 

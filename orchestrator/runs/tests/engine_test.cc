@@ -208,6 +208,65 @@ steps:
         max_increase: 0
 )";
 
+// The group state is rewritten with every report of its group: it keeps only the parsed
+// outputs a later delta check reads, and those checks still compare against them.
+TEST_F(EngineTest, StateKeepsOnlyTheParsedOutputsOfDeltaBaselines) {
+  auto spec = load(R"(
+name: baseline
+version: "1"
+scope: host
+steps:
+  - id: before
+    run: [dcgmi, nvlink, -e, -g, "0", -j]
+    timeout: 30s
+    parse: json
+  - id: count
+    run: [nvidia-smi, -q, -x]
+    timeout: 30s
+    parse: json
+    checks:
+      - {name: GPU count, path: gpu_count, eq: 4}
+  - id: after
+    run: [dcgmi, nvlink, -e, -g, "0", -j]
+    timeout: 30s
+    parse: json
+    checks:
+      - name: NVLink error counters did not grow
+        delta_from: before
+        path: gpus[*].links[*]
+        fields: [crc_flit]
+        max_increase: 0
+)");
+  EXPECT_TRUE(spec.isDeltaBaseline("before"));
+  EXPECT_FALSE(spec.isDeltaBaseline("count"));
+  EXPECT_FALSE(spec.isDeltaBaseline("after"));
+  Engine e(spec, params_);
+  auto g = group(e, 2);
+  auto fx = e.start(g, now_);
+  // h1's counters stay, h2's link 3 grows by 5 between `before` and `after`.
+  const json outputs[2][3] = {{nvlink(0, 3, 7), {{"gpu_count", 4}}, nvlink(0, 3, 7)},
+                              {nvlink(0, 3, 7), {{"gpu_count", 4}}, nvlink(0, 3, 12)}};
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_EQ(fx.dispatches.size(), 2u) << "step " << step;
+    Effects next;
+    for (const auto& d : fx.dispatches) {
+      const int h = d.host == "h1" ? 0 : 1;
+      auto r = e.onResult(g, d.assignment_id, exited(0, outputs[h][step]), now_);
+      ASSERT_TRUE(r.ok());
+      for (const auto& nd : r->dispatches) next.dispatches.push_back(nd);
+    }
+    fx = next;
+    for (const auto& h : g.hosts) {
+      EXPECT_EQ(h.parsed.size(), 1u) << h.host << " after step " << step;
+      EXPECT_EQ(h.parsed.count("before"), 1u) << h.host;
+    }
+  }
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed) << (g.hosts[0].failures.empty() ? "" : g.hosts[0].failures[0]);
+  ASSERT_EQ(g.hosts[1].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[1].failures[0].find("NVLink error counters did not grow"), std::string::npos) << g.hosts[1].failures[0];
+  EXPECT_EQ(toJson(g)["hosts"][0]["parsed"], json({{"before", nvlink(0, 3, 7)}}));
+}
+
 TEST_F(EngineTest, BarrierWaitsForEveryHostAndLeaderRunsPodWideStepOnce) {
   auto spec = load(kPodFlow);
   Engine e(spec, params_);
