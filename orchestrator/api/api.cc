@@ -64,6 +64,7 @@ void Api::handle(http::Request request, http::Reply reply) {
   });
   if (served) return;
   executor_.post([this, req = std::move(request), once, start]() mutable {
+    metrics_.recordExecutorWait(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     guarded(once, [&] { serve(std::move(req), once, start, std::nullopt); });
   });
 }

@@ -1,7 +1,5 @@
 #include "orchestrator/api/metrics.h"
 
-#include <cstdio>
-
 namespace kiln::api {
 
 std::string promLabel(const std::string& v) {
@@ -21,11 +19,12 @@ void RequestMetrics::record(const std::string& method, const std::string& route,
                             double seconds) {
   std::lock_guard lock(mu_);
   ++requests_[{method, route, status}];
-  auto& h = latency_[{method, route}];
-  ++h.count;
-  h.sum += seconds;
-  for (std::size_t i = 0; i < kBuckets.size(); ++i)
-    if (seconds <= kBuckets[i]) ++h.buckets[i];
+  latency_[{method, route}].record(seconds);
+}
+
+void RequestMetrics::recordExecutorWait(double seconds) {
+  std::lock_guard lock(mu_);
+  executor_wait_.record(seconds);
 }
 
 void RequestMetrics::render(std::string& out) const {
@@ -39,21 +38,12 @@ void RequestMetrics::render(std::string& out) const {
   }
   out += "# HELP kiln_http_request_duration_seconds HTTP request latency by route.\n";
   out += "# TYPE kiln_http_request_duration_seconds histogram\n";
-  char buf[64];
-  for (const auto& [key, h] : latency_) {
-    const std::string labels =
-        "method=\"" + key.first + "\",route=\"" + promLabel(key.second) + "\"";
-    for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-      std::snprintf(buf, sizeof buf, "%g", kBuckets[i]);
-      out += "kiln_http_request_duration_seconds_bucket{" + labels + ",le=\"" + buf + "\"} " +
-             std::to_string(h.buckets[i]) + "\n";
-    }
-    out += "kiln_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " +
-           std::to_string(h.count) + "\n";
-    std::snprintf(buf, sizeof buf, "%.6f", h.sum);
-    out += "kiln_http_request_duration_seconds_sum{" + labels + "} " + buf + "\n";
-    out += "kiln_http_request_duration_seconds_count{" + labels + "} " + std::to_string(h.count) + "\n";
-  }
+  for (const auto& [key, h] : latency_)
+    h.render(out, "kiln_http_request_duration_seconds",
+             "method=\"" + key.first + "\",route=\"" + promLabel(key.second) + "\"");
+  out += "# HELP kiln_http_executor_wait_seconds How long a request waited for a request executor thread.\n";
+  out += "# TYPE kiln_http_executor_wait_seconds histogram\n";
+  executor_wait_.render(out, "kiln_http_executor_wait_seconds");
 }
 
 }  // namespace kiln::api

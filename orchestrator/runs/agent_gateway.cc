@@ -58,6 +58,14 @@ std::string AgentGateway::metrics() const {
   out += "# HELP kiln_agent_report_batches_total Transactions that applied agents' reports (several at once under load).\n"
          "# TYPE kiln_agent_report_batches_total counter\n";
   out += "kiln_agent_report_batches_total " + std::to_string(report_batches_.load()) + "\n";
+  std::lock_guard lock(latency_mu_);
+  out += "# HELP kiln_agent_report_queue_seconds How long a step report waited for a transaction to take it.\n"
+         "# TYPE kiln_agent_report_queue_seconds histogram\n";
+  report_queue_seconds_.render(out, "kiln_agent_report_queue_seconds");
+  out += "# HELP kiln_agent_report_apply_seconds How long the transaction that applied a step report took (one\n"
+         "# sample per report: every report of a batch waits for all of it).\n"
+         "# TYPE kiln_agent_report_apply_seconds histogram\n";
+  report_apply_seconds_.render(out, "kiln_agent_report_apply_seconds");
   return out;
 }
 
@@ -168,7 +176,8 @@ void AgentGateway::report(const std::string& host, const std::string& assignment
   {
     std::lock_guard lock(mu_);
     const std::size_t bytes = text.size();
-    report_queue_.push_back({{assignment_id, host, std::move(body), std::move(text)}, bytes, std::move(reply)});
+    report_queue_.push_back({{assignment_id, host, std::move(body), std::move(text)}, bytes, std::move(reply),
+                             std::chrono::steady_clock::now()});
     if (drains_ < options_.report_drains) {
       ++drains_;
       drain = true;
@@ -255,8 +264,19 @@ void AgentGateway::drainReports() {
     }
     std::vector<RunService::ReportRequest> requests;
     requests.reserve(batch.size());
+    const auto began = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(latency_mu_);
+      for (const auto& q : batch) report_queue_seconds_.record(std::chrono::duration<double>(began - q.queued_at).count());
+    }
     for (auto& q : batch) requests.push_back(std::move(q.request));
     auto answers = runs_.reportBatch(requests);
+    {
+      std::lock_guard lock(latency_mu_);
+      // Per report: every report of the batch waited for the whole transaction.
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      for (std::size_t k = 0; k < batch.size(); ++k) report_apply_seconds_.record(took);
+    }
     for (std::size_t k = 0; k < batch.size(); ++k) {
       const std::string& host = requests[k].host;
       const std::string& id = requests[k].assignment_id;

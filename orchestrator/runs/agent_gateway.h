@@ -22,6 +22,7 @@
 
 #include "common/executor.h"
 #include "orchestrator/runs/run_service.h"
+#include "common/histogram.h"
 #include "orchestrator/runs/run_store.h"
 
 namespace kiln::runs {
@@ -95,6 +96,7 @@ class AgentGateway {
     RunService::ReportRequest request;
     std::size_t bytes = 0;
     ReportReply reply;
+    std::chrono::steady_clock::time_point queued_at;
   };
   void park(const std::string& host, Parked parked);
   void loop();        // parked polls' deadlines
@@ -139,6 +141,10 @@ class AgentGateway {
   // Polls by what answered them: parked without a read, a read of the running step, a claim.
   std::atomic<std::uint64_t> polls_parked_{0}, polls_step_read_{0}, polls_claim_{0};
   std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0}, report_batches_{0};
+  // Where a report's time goes before its answer: queued until a transaction takes it, then
+  // that transaction (every report of the batch waits for all of it).
+  mutable std::mutex latency_mu_;
+  LatencyHistogram report_queue_seconds_, report_apply_seconds_;
   std::thread thread_, writer_;
 };
 

@@ -70,11 +70,12 @@ class AgentWorkTest : public ApiTest {
     return json::object();
   }
 
-  Reply report(int i, const json& a, const json& ready = json()) {
+  Reply report(int i, const json& a, const json& ready = json(), const json& parsed = json()) {
     json body = {{"lease", a["lease"]}, {"host", hosts_[i]}, {"started", true}, {"exit_code", 0},
                  {"signal", 0},         {"timed_out", false}, {"cancelled", false}, {"duration_ms", 5},
                  {"stdout_tail", ""},   {"stderr_tail", ""},  {"boot_id", "boot-1"}};
     if (!ready.is_null()) body["ready"] = ready;
+    if (!parsed.is_null()) body["parsed"] = parsed;
     return call(*agents_[i], "POST", "/api/v1/assignments/" + a["id"].get<std::string>() + "/result", body.dump());
   }
 
@@ -163,6 +164,56 @@ TEST_F(AgentWorkTest, AReadyReportIsAnsweredWithTheHostsNextStep) {
   EXPECT_EQ(plain.doc()["outcome"], "accepted");
   EXPECT_FALSE(plain.doc().contains("assignment"));
   EXPECT_EQ(assignmentFor(1).value("step_id", ""), "second");
+}
+
+// The run keeps only delta baselines in its state; the run view still shows every step's
+// parsed output, newest per step, read from the steps' results.
+TEST_F(AgentWorkTest, TheRunViewShowsEveryParsedOutputAlsoThoseTheRunStateDoesNotKeep) {
+  constexpr const char* kParsed = R"(name: parsed-steps
+version: "1"
+scope: host
+steps:
+  - id: before
+    run: [dcgmi, nvlink, -e, -j]
+    timeout: 10m
+    parse: json
+  - id: count
+    run: [nvidia-smi, -q, -x]
+    timeout: 10m
+    parse: json
+    checks:
+      - {name: GPU count, path: gpu_count, eq: 4}
+  - id: after
+    run: [dcgmi, nvlink, -e, -j]
+    timeout: 10m
+    parse: json
+    checks:
+      - {name: CRC did not grow, delta_from: before, path: "links[*]", fields: [crc], max_increase: 0}
+)";
+  Reply put = call(*admin_, "PUT", "/api/v1/workflows/parsed-steps", kParsed, "application/yaml");
+  ASSERT_TRUE(put.status == 200 || put.status == 201) << put.body;
+  Reply started = call(*admin_, "POST", "/api/v1/workflow-runs",
+                       json{{"workflow", "parsed-steps"}, {"hosts", {hosts_[0]}}}.dump());
+  ASSERT_EQ(started.status, 201) << started.body;
+  const json links = {{"links", {{{"link", 0}, {"crc", 3}}}}};
+  json a = assignmentFor(0);
+  for (const json& parsed : {links, json{{"gpu_count", 4}}, links}) {
+    Reply ack = report(0, a, true, parsed);
+    ASSERT_EQ(ack.status, 200) << ack.body;
+    if (ack.doc().contains("assignment")) a = ack.doc()["assignment"];
+  }
+  Reply run = call(*admin_, "GET", "/api/v1/workflow-runs/" + started.doc()["id"].get<std::string>());
+  ASSERT_EQ(run.status, 200) << run.body;
+  const json host = run.doc()["hosts"][0];
+  EXPECT_EQ(host["status"], "passed") << host.dump();
+  EXPECT_EQ(host["parsed"], (json{{"before", links}, {"count", {{"gpu_count", 4}}}, {"after", links}})) << host.dump();
+  // Every report went through a transaction: /metrics says how long each waited and took.
+  const std::string metrics = call(*admin_, "GET", "/metrics").body;
+  for (const char* name : {"kiln_agent_report_queue_seconds_count ", "kiln_agent_report_apply_seconds_count "}) {
+    const auto at = metrics.find(name);
+    ASSERT_NE(at, std::string::npos) << name;
+    EXPECT_EQ(std::stol(metrics.substr(at + std::string(name).size())), 3) << name;
+  }
 }
 
 class AgentLivenessTest : public AgentWorkTest {

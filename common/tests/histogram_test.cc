@@ -1,0 +1,34 @@
+#include "common/histogram.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln {
+namespace {
+
+TEST(LatencyHistogramTest, RendersCumulativeBucketsSumAndCount) {
+  LatencyHistogram h;
+  for (double s : {0.0005, 0.003, 0.003, 0.2, 30.0}) h.record(s);
+  std::string out;
+  h.render(out, "x_seconds", "route=\"/r\"");
+  EXPECT_NE(out.find("x_seconds_bucket{route=\"/r\",le=\"0.001\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_seconds_bucket{route=\"/r\",le=\"0.005\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_seconds_bucket{route=\"/r\",le=\"0.25\"} 4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_seconds_bucket{route=\"/r\",le=\"10\"} 4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_seconds_bucket{route=\"/r\",le=\"+Inf\"} 5\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_seconds_sum{route=\"/r\"} 30.206500\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_seconds_count{route=\"/r\"} 5\n"), std::string::npos) << out;
+  EXPECT_EQ(h.count(), 5u);
+}
+
+TEST(LatencyHistogramTest, WithoutLabelsHasNoEmptyBraces) {
+  LatencyHistogram h;
+  h.record(0.01);
+  std::string out;
+  h.render(out, "y_seconds");
+  EXPECT_NE(out.find("y_seconds_bucket{le=\"0.01\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("y_seconds_count 1\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("{}"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kiln
