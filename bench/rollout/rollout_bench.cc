@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -365,6 +366,8 @@ struct PodFigures {
   double tool_s = 0;       // slowest host of the upgrade run + slowest host of the validation run
   double upgrade_tool_s = 0, validation_tool_s = 0;
   std::int64_t started_ms = 0, finished_ms = 0;
+  // The two runs' created_at_ms and finished_at_ms (kilnd's clock): where the overhead goes.
+  std::int64_t upgrade_created_ms = 0, upgrade_finished_ms = 0, validation_created_ms = 0, validation_finished_ms = 0;
   int steps = 0;
 };
 
@@ -439,9 +442,14 @@ RolloutResult runRollout(kiln::http::Client& client, const std::string& bundle, 
     f.started_ms = r["started_at_ms"].get<std::int64_t>();
     f.finished_ms = r["finished_at_ms"].get<std::int64_t>();
     f.wall_s = (f.finished_ms - f.started_ms) / 1000.0;
-    f.upgrade_tool_s = slowestHostToolSeconds(call(client, "GET", "/api/v1/workflow-runs/" + r["run_id"].get<std::string>()), &f.steps);
-    f.validation_tool_s =
-        slowestHostToolSeconds(call(client, "GET", "/api/v1/workflow-runs/" + r["validation_run_id"].get<std::string>()), &f.steps);
+    const json upgrade = call(client, "GET", "/api/v1/workflow-runs/" + r["run_id"].get<std::string>());
+    const json validation = call(client, "GET", "/api/v1/workflow-runs/" + r["validation_run_id"].get<std::string>());
+    f.upgrade_tool_s = slowestHostToolSeconds(upgrade, &f.steps);
+    f.validation_tool_s = slowestHostToolSeconds(validation, &f.steps);
+    f.upgrade_created_ms = upgrade.value("created_at_ms", std::int64_t{0});
+    f.upgrade_finished_ms = upgrade.value("finished_at_ms", std::int64_t{0});
+    f.validation_created_ms = validation.value("created_at_ms", std::int64_t{0});
+    f.validation_finished_ms = validation.value("finished_at_ms", std::int64_t{0});
     f.tool_s = f.upgrade_tool_s + f.validation_tool_s;
     out.pods.push_back(f);
   }
@@ -454,7 +462,68 @@ struct SimFigures {
   int pods = 0, hosts = 0;
   double enrol_s = 0;
   RolloutResult calibration, main;
+  std::string metrics_before, metrics_after;  // kilnd's /metrics around the measured rollout
 };
+
+std::string scrapeMetrics(kiln::http::Client& client) {
+  auto r = client.request("GET", "/metrics", "", "");
+  return r.ok() && r->status == 200 ? r->body : std::string();
+}
+
+// One histogram of a /metrics text (the series whose labels contain `labels`): cumulative
+// counts by upper bound, its sum and count.
+struct Histogram {
+  std::map<double, double> le;  // upper bound -> cumulative count (+Inf as infinity)
+  double sum = 0, count = 0;
+};
+Histogram histogramOf(const std::string& text, const std::string& name, const std::string& labels) {
+  Histogram h;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!labels.empty() && line.find(labels) == std::string::npos) continue;
+    const auto value = [&] { return std::stod(line.substr(line.rfind(' ') + 1)); };
+    if (line.rfind(name + "_bucket{", 0) == 0) {
+      const auto at = line.find("le=\"");
+      if (at == std::string::npos) continue;
+      const std::string bound = line.substr(at + 4, line.find('"', at + 4) - at - 4);
+      h.le[bound == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(bound)] += value();
+    } else if (line.rfind(name + "_sum", 0) == 0) {
+      h.sum += value();
+    } else if (line.rfind(name + "_count", 0) == 0) {
+      h.count += value();
+    }
+  }
+  return h;
+}
+// An unlabelled counter or gauge of a /metrics text; 0 when absent.
+double counterOf(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+  return 0;
+}
+Histogram minus(Histogram a, const Histogram& b) {
+  for (auto& [le, n] : a.le)
+    if (auto it = b.le.find(le); it != b.le.end()) n -= it->second;
+  a.sum -= b.sum;
+  a.count -= b.count;
+  return a;
+}
+// "p50 <= 25 ms, p90 <= 100 ms, mean 31.2 ms (N)": quantiles as their bucket's upper bound.
+std::string describe(const Histogram& h) {
+  if (h.count <= 0) return "no samples";
+  const auto upper = [&](double q) {
+    for (const auto& [le, n] : h.le)
+      if (n >= q * h.count) return std::isinf(le) ? std::string("> 10 s") : "<= " + std::to_string(static_cast<int>(le * 1000 + 0.5)) + " ms";
+    return std::string("?");
+  };
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "p50 %s, p90 %s, mean %.1f ms (%.0f)", upper(0.5).c_str(), upper(0.9).c_str(),
+                h.sum / h.count * 1000, h.count);
+  return buf;
+}
 
 SimFigures simulatedRollout(const Options& o) {
 #ifndef KILN_VFLEET_BIN
@@ -495,32 +564,47 @@ SimFigures simulatedRollout(const Options& o) {
   scale << o.time_scale;
   // kiln-vfleet lets 3/4 of its connections carry long polls; a host without a slot sees new
   // work only at its next short poll (--idle-poll, default 30 s there), which would be charged
-  // to the rollout as overhead. Enough connections for every host, or a short idle poll.
+  // to the rollout as overhead. Idle hosts may take 3/4 of the long-poll slots (agents/sim/
+  // fleet/poll_policy.h, main.cc): 16/9 connections per host let every host long-poll. One
+  // kiln-vfleet holds at most 16,000 connections (20,000 descriptors a process); beyond that
+  // the pods are dealt out to two processes, 18,000 connections in all (what kilnd's own
+  // descriptors hold beside its database connections and files). The hosts left without a
+  // slot short-poll every --idle-poll s.
   const long hosts = static_cast<long>(pod_ids.size()) * 18;
-  // Idle hosts may take 3/4 of the long-poll slots, which are 3/4 of the connections (agents/sim/
-  // fleet/poll_policy.h, main.cc): 16/9 connections per host let every host long-poll.
-  const long connections = o.connections > 0 ? o.connections : std::min(16000L, hosts * 16 / 9 + 64);
-  std::vector<std::string> args = {KILN_VFLEET_BIN, "--url", kilnd.url(), "--enroll-token-file", dir + "/enroll-token",
-                                   "--token-file", kilnd.adminTokenFile(), "--hosts", "all", "--time-scale", scale.str(),
-                                   "--status-interval", "2", "--seed", "7", "--connections", std::to_string(connections),
-                                   "--idle-poll", std::to_string(o.idle_poll), "--state-dir",
-                                   o.state_dir.empty() ? dir + "/state" : o.state_dir};
-  std::printf("[rollout] kiln-vfleet log %s/vfleet.log, %ld connections, --idle-poll %d\n", dir.c_str(), connections,
-              o.idle_poll);
+  const long connections = o.connections > 0 ? o.connections : std::min(18000L, hosts * 16 / 9 + 64);
+  const int shards = connections > 16000 ? 2 : 1;
+  std::vector<std::unique_ptr<VirtualFleet>> vfleets;
+  for (int k = 0; k < shards; ++k) {
+    // Pods dealt out in turn (the rollout admits them in order): both processes stay as busy.
+    std::string selection = "pod:";
+    for (std::size_t i = k; i < pod_ids.size(); i += shards) selection += (i == static_cast<std::size_t>(k) ? "" : ",") + pod_ids[i];
+    const std::string state = o.state_dir.empty() ? dir + "/state" : o.state_dir;
+    std::vector<std::string> args = {KILN_VFLEET_BIN, "--url", kilnd.url(), "--enroll-token-file", dir + "/enroll-token",
+                                     "--token-file", kilnd.adminTokenFile(), "--hosts", shards == 1 ? "all" : selection,
+                                     "--time-scale", scale.str(), "--status-interval", "2", "--seed", std::to_string(7 + k),
+                                     "--connections", std::to_string(connections / shards), "--idle-poll",
+                                     std::to_string(o.idle_poll), "--state-dir", shards == 1 ? state : state + "-" + std::to_string(k)};
+    const std::string log = dir + "/vfleet" + (shards == 1 ? "" : "-" + std::to_string(k)) + ".log";
+    std::printf("[rollout] kiln-vfleet log %s, %ld connections, --idle-poll %d\n", log.c_str(), connections / shards,
+                o.idle_poll);
+    vfleets.push_back(std::make_unique<VirtualFleet>(args, log));
+  }
   const auto t0 = Clock::now();
-  VirtualFleet vfleet(args, dir + "/vfleet.log");
   out.hosts = static_cast<int>(hosts);
   auto last_print = Clock::now();
   for (;;) {
-    const long n = vfleet.enrolled();
-    if (n >= hosts) break;
-    if (!vfleet.running()) {
-      std::cerr << "kiln-vfleet exited:\n" << vfleet.tail(30);
-      std::exit(1);
+    long n = 0;
+    for (auto& v : vfleets) {
+      if (!v->running()) {
+        std::cerr << "kiln-vfleet exited:\n" << v->tail(30);
+        std::exit(1);
+      }
+      n += std::max(v->enrolled(), 0L);
     }
+    if (n >= hosts) break;
     if (Clock::now() - last_print > 20s) {
       last_print = Clock::now();
-      std::printf("[rollout] enrolled %ld of %ld hosts after %.0f s\n", std::max(n, 0L), hosts, seconds(Clock::now() - t0));
+      std::printf("[rollout] enrolled %ld of %ld hosts after %.0f s\n", n, hosts, seconds(Clock::now() - t0));
     }
     std::this_thread::sleep_for(1s);
   }
@@ -533,8 +617,10 @@ SimFigures simulatedRollout(const Options& o) {
   out.calibration = runRollout(client, bundle_id, {{"pods", {pod_ids.front()}}}, benchPolicy(1), o.timeout_min, "calibration");
   // The measured rollout: the others (the calibrated pod is compliant now).
   const std::vector<std::string> rest(pod_ids.begin() + 1, pod_ids.end());
+  out.metrics_before = scrapeMetrics(client);
   out.main = runRollout(client, bundle_id, {{"pods", rest}}, benchPolicy(o.max_concurrent), o.timeout_min, "rollout");
-  std::printf("[rollout] kiln-vfleet's last status:\n%s", vfleet.tail(1).c_str());
+  out.metrics_after = scrapeMetrics(client);
+  for (const auto& v : vfleets) std::printf("[rollout] kiln-vfleet's last status:\n%s", v->tail(1).c_str());
   if (o.keep) {
     std::printf("[rollout] database kept: %s\n", db.url().c_str());
     (void)db_owner.release();  // NOLINT: left behind on purpose
@@ -599,6 +685,45 @@ void printSimulated(const Options& o, const SimFigures& s) {
   std::printf("  %-52s %10.1f s   upgrade p50 %.1f s + validation p50 %.1f s\n", "pod tool time (slowest hosts), p50",
               pct(tool, 50), pct(upgrade_tool, 50), pct(validation_tool, 50));
   std::printf("  %-52s %10.1f     (%ld step records over the makespan)\n", "steps completed per second", steps / makespan, steps);
+
+  // Where a pod's overhead goes: its phases on kilnd's clock, medians over the pods.
+  std::vector<double> drain, upgrade_extra, between, validation_extra, undrain;
+  for (const auto& p : m.pods) {
+    if (!p.upgrade_created_ms || !p.upgrade_finished_ms || !p.validation_created_ms || !p.validation_finished_ms) continue;
+    drain.push_back((p.upgrade_created_ms - p.started_ms) / 1000.0);
+    upgrade_extra.push_back((p.upgrade_finished_ms - p.upgrade_created_ms) / 1000.0 - p.upgrade_tool_s);
+    between.push_back((p.validation_created_ms - p.upgrade_finished_ms) / 1000.0);
+    validation_extra.push_back((p.validation_finished_ms - p.validation_created_ms) / 1000.0 - p.validation_tool_s);
+    undrain.push_back((p.finished_ms - p.validation_finished_ms) / 1000.0);
+  }
+  if (!drain.empty()) {
+    std::printf("  overhead by phase, p50 (p90) over the pods:\n");
+    std::printf("    %-50s %8.2f s (%.2f)\n", "admission -> upgrade run started (drain)", pct(drain, 50), pct(drain, 90));
+    std::printf("    %-50s %8.2f s (%.2f)\n", "upgrade run, beyond its slowest host's tools", pct(upgrade_extra, 50),
+                pct(upgrade_extra, 90));
+    std::printf("    %-50s %8.2f s (%.2f)\n", "upgrade run finished -> validation run started", pct(between, 50), pct(between, 90));
+    std::printf("    %-50s %8.2f s (%.2f)\n", "validation run, beyond its slowest host's tools", pct(validation_extra, 50),
+                pct(validation_extra, 90));
+    std::printf("    %-50s %8.2f s (%.2f)\n", "validation run finished -> pod finished (undrain)", pct(undrain, 50),
+                pct(undrain, 90));
+  }
+  if (!s.metrics_before.empty() && !s.metrics_after.empty()) {
+    const auto delta = [&](const std::string& name, const std::string& labels) {
+      return minus(histogramOf(s.metrics_after, name, labels), histogramOf(s.metrics_before, name, labels));
+    };
+    const Histogram http = delta("kiln_http_request_duration_seconds", "route=\"/api/v1/assignments/{id}/result\"");
+    const Histogram executor = delta("kiln_http_executor_wait_seconds", "");
+    const Histogram queued = delta("kiln_agent_report_queue_seconds", "");
+    const Histogram batch = delta("kiln_agent_report_apply_seconds", "");
+    const double batches = counterOf(s.metrics_after, "kiln_agent_report_batches_total") -
+                           counterOf(s.metrics_before, "kiln_agent_report_batches_total");
+    std::printf("  step reports during the rollout (kilnd's /metrics; quantiles as bucket bounds):\n");
+    std::printf("    %-28s %s\n", "answered (HTTP, at kilnd)", describe(http).c_str());
+    std::printf("    %-28s %s\n", "waited for an executor thread", describe(executor).c_str());
+    std::printf("    %-28s %s\n", "queued for a transaction", describe(queued).c_str());
+    std::printf("    %-28s %s; %.0f transactions, %.1f reports each\n", "its transaction", describe(batch).c_str(),
+                batches, batches > 0 ? batch.count / batches : 0.0);
+  }
 }
 
 }  // namespace
