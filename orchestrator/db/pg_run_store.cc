@@ -510,6 +510,9 @@ class PgRunStore final : public runs::RunStore {
       // The rows as JSON text built by hand: a report body (tens of KB with an nvidia-smi tail)
       // goes in as the agent sent it, not copied into a document and dumped again.
       std::string live_rows = "[";
+      std::size_t body_bytes = 0;
+      for (const auto& it : items) body_bytes += it.result_text ? it.result_text->size() : 0;
+      live_rows.reserve(body_bytes + 128 * items.size());
       std::set<std::string> first_seen;
       std::vector<bool> candidate(items.size(), false);
       for (std::size_t i = 0; i < items.size(); ++i) {
@@ -522,8 +525,15 @@ class PgRunStore final : public runs::RunStore {
         } else if (first_seen.insert(it.assignment_id).second) {
           candidate[i] = true;
           if (live_rows.size() > 1) live_rows += ',';
-          live_rows += "{\"id\":" + json(it.assignment_id).dump() + ",\"lease\":" + std::to_string(it.lease) +
-                       ",\"result\":" + (it.result_text ? *it.result_text : it.result->dump()) + "}";
+          // Appended piece by piece: a body of tens of KB is copied once, not through temporaries.
+          live_rows += "{\"id\":";
+          live_rows += json(it.assignment_id).dump();
+          live_rows += ",\"lease\":";
+          live_rows += std::to_string(it.lease);
+          live_rows += ",\"result\":";
+          if (it.result_text) live_rows += *it.result_text;
+          else live_rows += it.result->dump();
+          live_rows += '}';
         }
       }
       live_rows += ']';
