@@ -14,11 +14,12 @@ class LatencyHistogram {
   static constexpr std::array<double, 12> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                       0.1,   0.25,   0.5,   1.0,  2.5,   10.0};
 
-  void record(double seconds) {
-    ++count_;
-    sum_ += seconds;
+  // `times` samples of `seconds` each.
+  void record(double seconds, std::uint64_t times = 1) {
+    count_ += times;
+    sum_ += seconds * static_cast<double>(times);
     for (std::size_t i = 0; i < kBuckets.size(); ++i)
-      if (seconds <= kBuckets[i]) ++buckets_[i];
+      if (seconds <= kBuckets[i]) buckets_[i] += times;
   }
   std::uint64_t count() const { return count_; }
 

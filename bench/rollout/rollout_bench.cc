@@ -514,9 +514,13 @@ Histogram minus(Histogram a, const Histogram& b) {
 // "p50 <= 25 ms, p90 <= 100 ms, mean 31.2 ms (N)": quantiles as their bucket's upper bound.
 std::string describe(const Histogram& h) {
   if (h.count <= 0) return "no samples";
+  const auto ms = [](double s) { return std::to_string(static_cast<int>(s * 1000 + 0.5)) + " ms"; };
   const auto upper = [&](double q) {
-    for (const auto& [le, n] : h.le)
-      if (n >= q * h.count) return std::isinf(le) ? std::string("> 10 s") : "<= " + std::to_string(static_cast<int>(le * 1000 + 0.5)) + " ms";
+    double below = 0;  // the largest finite bound passed
+    for (const auto& [le, n] : h.le) {
+      if (n >= q * h.count) return std::isinf(le) ? "> " + ms(below) : "<= " + ms(le);
+      below = le;
+    }
     return std::string("?");
   };
   char buf[160];
@@ -719,7 +723,7 @@ void printSimulated(const Options& o, const SimFigures& s) {
                            counterOf(s.metrics_before, "kiln_agent_report_batches_total");
     std::printf("  step reports during the rollout (kilnd's /metrics; quantiles as bucket bounds):\n");
     std::printf("    %-28s %s\n", "answered (HTTP, at kilnd)", describe(http).c_str());
-    std::printf("    %-28s %s\n", "waited for an executor thread", describe(executor).c_str());
+    std::printf("    %-28s %s\n", "executor wait (any request)", describe(executor).c_str());
     std::printf("    %-28s %s\n", "queued for a transaction", describe(queued).c_str());
     std::printf("    %-28s %s; %.0f transactions, %.1f reports each\n", "its transaction", describe(batch).c_str(),
                 batches, batches > 0 ? batch.count / batches : 0.0);

@@ -20,13 +20,15 @@ TEST(LatencyHistogramTest, RendersCumulativeBucketsSumAndCount) {
   EXPECT_EQ(h.count(), 5u);
 }
 
-TEST(LatencyHistogramTest, WithoutLabelsHasNoEmptyBraces) {
+TEST(LatencyHistogramTest, SeveralSamplesAtOnceAndNoEmptyBracesWithoutLabels) {
   LatencyHistogram h;
-  h.record(0.01);
+  h.record(0.01, 3);  // a batch of three reports that each waited 10 ms
   std::string out;
   h.render(out, "y_seconds");
-  EXPECT_NE(out.find("y_seconds_bucket{le=\"0.01\"} 1\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("y_seconds_count 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("y_seconds_bucket{le=\"0.005\"} 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("y_seconds_bucket{le=\"0.01\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("y_seconds_sum 0.030000\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("y_seconds_count 3\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("{}"), std::string::npos) << out;
 }
 

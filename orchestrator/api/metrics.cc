@@ -23,7 +23,7 @@ void RequestMetrics::record(const std::string& method, const std::string& route,
 }
 
 void RequestMetrics::recordExecutorWait(double seconds) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(wait_mu_);
   executor_wait_.record(seconds);
 }
 
@@ -43,6 +43,7 @@ void RequestMetrics::render(std::string& out) const {
              "method=\"" + key.first + "\",route=\"" + promLabel(key.second) + "\"");
   out += "# HELP kiln_http_executor_wait_seconds How long a request waited for a request executor thread.\n";
   out += "# TYPE kiln_http_executor_wait_seconds histogram\n";
+  std::lock_guard wait_lock(wait_mu_);
   executor_wait_.render(out, "kiln_http_executor_wait_seconds");
 }
 

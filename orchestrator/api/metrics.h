@@ -1,7 +1,6 @@
 #pragma once
 // Request metrics in Prometheus text format. Thread-safe; recording is a short mutex hold.
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -25,6 +24,8 @@ class RequestMetrics {
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;
   std::map<std::pair<std::string, std::string>, LatencyHistogram> latency_;
+  // Its own lock: recorded on every executor-served request, besides record().
+  mutable std::mutex wait_mu_;
   LatencyHistogram executor_wait_;
 };
 

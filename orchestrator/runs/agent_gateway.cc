@@ -275,7 +275,7 @@ void AgentGateway::drainReports() {
       std::lock_guard lock(latency_mu_);
       // Per report: every report of the batch waited for the whole transaction.
       const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-      for (std::size_t k = 0; k < batch.size(); ++k) report_apply_seconds_.record(took);
+      report_apply_seconds_.record(took, batch.size());
     }
     for (std::size_t k = 0; k < batch.size(); ++k) {
       const std::string& host = requests[k].host;

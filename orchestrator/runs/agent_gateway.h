@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/executor.h"
-#include "orchestrator/runs/run_service.h"
 #include "common/histogram.h"
+#include "orchestrator/runs/run_service.h"
 #include "orchestrator/runs/run_store.h"
 
 namespace kiln::runs {

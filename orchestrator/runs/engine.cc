@@ -331,7 +331,7 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   // Checks run on whatever parsed, also after an unexpected exit code: a failed diagnostic
   // exits non-zero, and its parsed output says which tests failed.
   if (ran && !step.parse.empty()) {
-    if (!r.parse_error.empty() || r.parsed.is_null()) {
+    if (!hasParsedOutput(r)) {
       reasons.push_back("cannot read the output as " + step.parse +
                         (r.parse_error.empty() ? "" : ": " + r.parse_error));
     } else {
@@ -463,6 +463,10 @@ json toJson(const StepRecord& r) {
           {"exit_code", r.exit_code},    {"duration_ms", r.duration_ms},
           {"finished_at_ms", toMillis(r.finished_at)}, {"assignment", r.assignment_id},
           {"checks", r.checks}};
+}
+
+bool hasParsedOutput(const StepResult& r) {
+  return !r.lost && r.started && !r.cancelled && !r.timed_out && r.parse_error.empty() && !r.parsed.is_null();
 }
 
 json toJson(const GroupState& g) {

@@ -72,6 +72,11 @@ struct StepRecord {
   nlohmann::json checks = nlohmann::json::array();  // [{name, passed, skipped, message}]
 };
 
+// Whether `r` carries a parsed output that the step's checks read (and a later delta check or
+// the run view may show): the tool ran (not lost, started, neither cancelled nor timed out;
+// any exit code) and its output parsed.
+bool hasParsedOutput(const StepResult& r);
+
 enum class HostStatus { kPending, kRunning, kPassed, kFailed, kCancelled };
 const char* hostStatusName(HostStatus s);
 bool isTerminal(HostStatus s);

@@ -24,7 +24,8 @@ workflow::ParamValues paramsFrom(const json& j) {
   return out;
 }
 
-StepResult stepResultFrom(const json& b) {
+// `tails`: also the output tails (tens of KB; the run view reads them from the result itself).
+StepResult stepResultFrom(const json& b, bool tails = true) {
   StepResult r;
   r.started = b.value("started", true);
   r.spawn_error = b.value("spawn_error", "");
@@ -33,8 +34,10 @@ StepResult stepResultFrom(const json& b) {
   r.timed_out = b.value("timed_out", false);
   r.cancelled = b.value("cancelled", false);
   r.duration_ms = b.value("duration_ms", std::int64_t{0});
-  r.stdout_tail = b.value("stdout_tail", "");
-  r.stderr_tail = b.value("stderr_tail", "");
+  if (tails) {
+    r.stdout_tail = b.value("stdout_tail", "");
+    r.stderr_tail = b.value("stderr_tail", "");
+  }
   r.parsed = b.contains("parsed") ? b["parsed"] : json();
   r.parse_error = b.value("parse_error", "");
   r.note = b.value("agent_note", "");
@@ -340,7 +343,7 @@ Result<json> RunService::runView(const std::string& id) {
       }
       json steps = json::array();
       // The newest parsed output of each step: the group state keeps only delta baselines, the
-      // assignments' results keep them all (what the engine read, under the same conditions).
+      // assignments' results keep them all (what the engine read, by the engine's own rule).
       json parsed = h.parsed;
       for (const auto& r : h.history) {
         json j = toJson(r);
@@ -348,10 +351,7 @@ Result<json> RunService::runView(const std::string& id) {
           const json& res = it->second->result;
           j["stdout_tail"] = res.value("stdout_tail", "");
           j["stderr_tail"] = res.value("stderr_tail", "");
-          if (auto p = res.find("parsed"); p != res.end() && !p->is_null() && res.value("parse_error", "").empty() &&
-                                           res.value("started", true) && !res.value("cancelled", false) &&
-                                           !res.value("timed_out", false))
-            parsed[r.step_id] = *p;
+          if (StepResult sr = stepResultFrom(res, /*tails=*/false); hasParsedOutput(sr)) parsed[r.step_id] = std::move(sr.parsed);
         }
         steps.push_back(std::move(j));
       }
