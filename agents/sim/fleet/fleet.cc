@@ -32,6 +32,8 @@ struct Fleet::Host {
   Phase phase = Phase::kNew;
   bool counted_enrolled = false;
   bool enrol_queued = false;    // waiting for a free enrolment slot
+  bool woken = false;           // a sibling got work while this host's poll was in flight
+  std::string pod;              // hosts of one pod wake each other (wakeSiblings)
   bool dirty = false;           // state changed since start: saved at stop
   Loop::TimerId timer = 0;      // the next poll or enrolment attempt
   std::uint64_t poll_gen = 0;   // the latest poll sent; older answers are superseded
@@ -92,11 +94,13 @@ void Fleet::log(LogLevel level, const std::string& msg) const {
   if (log_) log_(level, msg);
 }
 
-void Fleet::addHost(sim::HostState state) {
+void Fleet::addHost(sim::HostState state, const std::string& pod) {
   KILN_CHECK(!started_);
   KILN_CHECK(by_id_.count(state.host) == 0);
   auto h = std::make_unique<Host>();
   h->state = std::move(state);
+  h->pod = pod;
+  if (!pod.empty()) pods_[pod].push_back(h.get());
   by_id_[h->state.host] = h.get();
   hosts_.push_back(std::move(h));
   counters_.hosts = hosts_.size();
@@ -309,8 +313,10 @@ void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then
   if (r->status == 401) return tokenRefused(h);
   h.failures = 0;
   if (r->status == 204) {
-    // After a long poll, again at once (a few ms of jitter keeps hosts from moving in step).
-    if (long_poll) then = milliseconds(std::uniform_int_distribution<int>(0, 20)(rng_));
+    // After a long poll, again at once (a few ms of jitter keeps hosts from moving in step);
+    // so too after a short poll that was in flight when a sibling got work.
+    if (long_poll || h.woken) then = milliseconds(std::uniform_int_distribution<int>(0, 20)(rng_));
+    h.woken = false;
     schedulePoll(h, then);
     return;
   }
@@ -338,9 +344,29 @@ void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then
 
 // ---- steps ---------------------------------------------------------------------------------
 
+void Fleet::wakeSiblings(Host& h) {
+  auto it = pods_.find(h.pod);
+  if (it == pods_.end()) return;
+  const auto now = loop_.now();
+  for (Host* s : it->second) {
+    if (s == &h || s->phase != Host::Phase::kActive || s->running || s->report) continue;
+    if (s->failures > 0) continue;  // backing off from kilnd's errors: not hurried
+    if (now < s->hot_until) continue;  // hot: it holds a long poll or polls often already
+    s->hot_until = now + settings_.hot_window;
+    counters_.sibling_wakeups++;
+    if (s->timer != 0) {
+      schedulePoll(*s, milliseconds(std::uniform_int_distribution<int>(0, 20)(rng_)));
+    } else {
+      s->woken = true;  // its poll is in flight: a long poll sees the work, a short one retries
+    }
+  }
+}
+
 void Fleet::startStep(Host& h, const json& assignment) {
   counters_.assignments++;
+  const bool was_idle = loop_.now() >= h.hot_until;
   h.hot_until = loop_.now() + settings_.hot_window;
+  if (was_idle && !stopping_) wakeSiblings(h);
   auto a = assignmentFromJson(assignment);
   if (!a.ok()) {
     log(LogLevel::kWarn, h.state.host + ": " + a.error().message);

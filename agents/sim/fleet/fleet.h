@@ -66,6 +66,7 @@ struct FleetCounters {
   std::uint64_t reports_conflict = 0;  // 409: stale lease, dropped
   std::uint64_t report_errors = 0;     // failed attempts (retried)
   std::uint64_t reports_dropped = 0;   // refused with another 4xx
+  std::uint64_t sibling_wakeups = 0;   // idle hosts polled early because their pod got work
 };
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
@@ -80,8 +81,9 @@ class Fleet {
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
 
-  // Adds a simulated host. Pre-condition: before start(), its id not added yet.
-  void addHost(sim::HostState state);
+  // Adds a simulated host. Pre-condition: before start(), its id not added yet. `pod` (may be
+  // empty) groups hosts for wakeSiblings().
+  void addHost(sim::HostState state, const std::string& pod = {});
   // Schedules every host's enrolment (or first poll, when the store holds its token) at a
   // random moment within settings.ramp.
   void start();
@@ -116,6 +118,12 @@ class Fleet {
   void onPoll(Host& h, std::uint64_t gen, bool long_poll, std::chrono::milliseconds then,
               SteadyClock::time_point sent, Result<HttpResponse> r);
   void startStep(Host& h, const nlohmann::json& assignment);
+  // The first work an idle host gets is, as a rule, one host's share of a run over its whole
+  // pod: a real fleet's agents each hold a long poll and all see their work at once, but here
+  // an idle host without a long-poll slot would see it only at its next short poll (up to
+  // --idle-poll later). So the pod's other idle hosts are made hot (they may take any slot)
+  // and poll now.
+  void wakeSiblings(Host& h);
   void onStepEnd(Host& h);
   void cancelStep(Host& h);
   void queueReport(Host& h, const std::string& id, nlohmann::json body);
@@ -136,6 +144,7 @@ class Fleet {
   std::mt19937_64 rng_;
   std::vector<std::unique_ptr<Host>> hosts_;
   std::unordered_map<std::string, Host*> by_id_;
+  std::unordered_map<std::string, std::vector<Host*>> pods_;
   std::deque<Host*> enrol_queue_;
   int enrolling_ = 0;
   FleetCounters counters_;

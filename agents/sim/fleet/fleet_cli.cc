@@ -385,7 +385,8 @@ std::string statusLine(const StatusInputs& in) {
   char buf[640];
   std::snprintf(
       buf, sizeof buf,
-      "hosts %llu enrolled %llu rejected %llu | polling %llu (long %llu) polls/s %.1f errors %llu | "
+      "hosts %llu enrolled %llu rejected %llu | polling %llu (long %llu) polls/s %.1f errors %llu "
+      "woken %llu | "
       "running %llu steps/s %.2f done %llu | reports ok %llu 409 %llu err %llu | "
       "poll p50 %.3fs p99 %.3fs quick p50 %.1fms p99 %.1fms req p50 %.1fms p99 %.1fms | "
       "conns %zu queued %zu | cpu %.1f%% rss %.0fMB",
@@ -393,7 +394,8 @@ std::string statusLine(const StatusInputs& in) {
       static_cast<unsigned long long>(a.rejected),
       static_cast<unsigned long long>(a.polls_in_flight),
       static_cast<unsigned long long>(a.long_polls_in_flight), (a.polls - b.polls) / dt,
-      static_cast<unsigned long long>(a.poll_errors), static_cast<unsigned long long>(a.running),
+      static_cast<unsigned long long>(a.poll_errors),
+      static_cast<unsigned long long>(a.sibling_wakeups), static_cast<unsigned long long>(a.running),
       (a.steps_done - b.steps_done) / dt, static_cast<unsigned long long>(a.steps_done),
       static_cast<unsigned long long>(a.reports_ok),
       static_cast<unsigned long long>(a.reports_conflict),

@@ -193,7 +193,7 @@ int run(const CliOptions& opt, std::shared_ptr<spdlog::logger> logger) {
     auto added = applyStartFaults(state, opt);
     for (const auto& f : added) logger->info("fault on {}: {}", e.id, sim::toJson(f).dump());
     if (!added.empty()) faulty++;
-    fleet.addHost(std::move(state));
+    fleet.addHost(std::move(state), e.pod);
   }
   logger->info("virtual fleet: {} hosts ({} reloaded from {}), {} with start-up faults, "
                "{} connections, time scale {}, url {}",

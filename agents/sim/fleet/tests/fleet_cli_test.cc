@@ -131,7 +131,9 @@ TEST(FleetCliTest, StatusLineShowsRatesAndLatencies) {
   in.interval_s = 10;
   in.poll_p99 = 25.1;
   in.request_p50 = 0.002;
+  in.now.sibling_wakeups = 17;
   const std::string line = statusLine(in);
+  EXPECT_NE(line.find("woken 17"), std::string::npos) << line;
   EXPECT_NE(line.find("hosts 36 enrolled 36"), std::string::npos) << line;
   EXPECT_NE(line.find("polls/s 5.0"), std::string::npos) << line;
   EXPECT_NE(line.find("p99 25.100s"), std::string::npos) << line;

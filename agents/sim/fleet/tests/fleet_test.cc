@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "agents/sim/fleet/tests/fakes.h"
 #include "agents/sim/host_sim.h"
 
@@ -33,14 +36,20 @@ class FleetTest : public ::testing::Test {
     settings_.enroll_token = "enroll-secret";
     settings_.poll.long_poll_slots = 10;
   }
-  Fleet& make(std::vector<std::string> hosts) {
+  // `pods`: host -> pod, for the hosts that have one.
+  Fleet& make(std::vector<std::string> hosts, const std::map<std::string, std::string>& pods = {}) {
     fleet_ = std::make_unique<Fleet>(loop_, transport_, store_, settings_);
-    for (const auto& h : hosts) fleet_->addHost(sim::makeDefaultState(h, sim::Platform::kCatalina));
+    for (const auto& h : hosts) {
+      auto pod = pods.find(h);
+      fleet_->addHost(sim::makeDefaultState(h, sim::Platform::kCatalina),
+                      pod == pods.end() ? std::string() : pod->second);
+    }
     return *fleet_;
   }
   // Starts and enrols every host with token "tok-<host>".
-  void startEnrolled(const std::vector<std::string>& hosts) {
-    make(hosts).start();
+  void startEnrolled(const std::vector<std::string>& hosts,
+                     const std::map<std::string, std::string>& pods = {}) {
+    make(hosts, pods).start();
     loop_.advance(milliseconds(0));
     for (size_t i = 0; i < hosts.size(); ++i) {
       auto reg = transport_.take("/api/v1/agents/register");
@@ -266,6 +275,63 @@ TEST_F(FleetTest, ShortPollsIdleHostsWhenLongPollSlotsAreTaken) {
   EXPECT_TRUE(transport_.empty());
   loop_.advance(seconds(20));
   EXPECT_EQ(transport_.sent().size(), 2u);
+}
+
+TEST_F(FleetTest, AnIdleHostsFirstWorkWakesTheIdleShortPollersOfItsPod) {
+  settings_.poll.long_poll_slots = 2;  // idle hosts may take 1 slot, hot hosts both
+  const std::vector<std::string> hosts = {"a1", "a2", "a3", "b1"};
+  startEnrolled(hosts, {{"a1", "pod-a"}, {"a2", "pod-a"}, {"a3", "pod-a"}, {"b1", "pod-b"}});
+  // One host long-polls; the others short-poll and get 204, next poll in ~30 s.
+  std::string holder;
+  std::optional<FakeTransport::Sent> long_poll;
+  for (const auto& h : hosts) {
+    auto p = transport_.take(pollPrefix(h));
+    if (p.req.target.find("wait=25") != std::string::npos) {
+      holder = h;
+      long_poll = std::move(p);
+    } else {
+      p.done(reply(204));
+    }
+  }
+  ASSERT_EQ(holder, "a1");  // the first poll took the idle slot
+  loop_.advance(seconds(1));
+  EXPECT_TRUE(transport_.empty());
+  // a1's pod gets work: a1 sees it on its long poll, a2 and a3 poll within a few ms, b1 not.
+  long_poll->done(reply(200, {{"assignment", diagAssignment("r-1:a1:1")}}));
+  loop_.advance(milliseconds(25));
+  EXPECT_TRUE(transport_.has(pollPrefix("a1")));  // running=r-1:a1:1
+  EXPECT_TRUE(transport_.has(pollPrefix("a2")));
+  EXPECT_TRUE(transport_.has(pollPrefix("a3")));
+  EXPECT_FALSE(transport_.has(pollPrefix("b1")));
+  EXPECT_EQ(fleet_->counters().sibling_wakeups, 2u);
+  // Woken hosts are hot: one of them takes the second slot although idle hosts may take one.
+  int long_polls = 0;
+  for (const char* h : {"a2", "a3"}) {
+    if (transport_.take(pollPrefix(h)).req.target.find("wait=25") != std::string::npos) long_polls++;
+  }
+  EXPECT_EQ(long_polls, 1);
+  // A host that gets work while hot (its next step) wakes nobody again.
+  loop_.advance(seconds(1));  // the diag step (1 s scaled) ends and is reported
+  transport_.take("/api/v1/assignments/").done(
+      reply(200, {{"acknowledged", true}, {"assignment", diagAssignment("r-1:a1:2")}}));
+  loop_.advance(milliseconds(25));
+  EXPECT_EQ(fleet_->counters().assignments, 2u);
+  EXPECT_EQ(fleet_->counters().sibling_wakeups, 2u);
+}
+
+TEST_F(FleetTest, AHostWokenWhileItsShortPollIsInFlightPollsAgainAtOnce) {
+  settings_.poll.long_poll_slots = 2;
+  startEnrolled({"a1", "a2"}, {{"a1", "pod-a"}, {"a2", "pod-a"}});
+  auto first = transport_.take(pollPrefix("a1"));
+  auto second = transport_.take(pollPrefix("a2"));
+  ASSERT_NE(first.req.target.find("wait=25"), std::string::npos);
+  ASSERT_NE(second.req.target.find("wait=0"), std::string::npos);
+  // a1 gets work while a2's short poll is still unanswered; kilnd then answers that one 204.
+  first.done(reply(200, {{"assignment", diagAssignment("r-1:a1:1")}}));
+  loop_.advance(milliseconds(0));
+  second.done(reply(204));
+  loop_.advance(milliseconds(25));
+  EXPECT_TRUE(transport_.has(pollPrefix("a2")));
 }
 
 TEST_F(FleetTest, StopWaitsForReportsInFlightAndSavesChangedStates) {
