@@ -263,6 +263,48 @@ TEST_F(AgentLivenessTest, AnAgentThatStopsPollingMakesItsHostUnreachableOnceAndR
   EXPECT_EQ(count("unreachable"), 1);
 }
 
+TEST_F(AgentWorkTest, AnEnrolmentsInventoryRecordsTheHostsVersionsAndItsPodsSwitchTrays) {
+  const std::string host = hosts_.at(2);
+  const std::string pod = "t01-b01-p0001";
+  auto enroller = client(createToken("enroll", "inventory test"));
+  auto enrol = [&](const json& inventory) {
+    return call(*enroller, "POST", "/api/v1/agents/register",
+                json{{"host", host}, {"boot_id", "boot-1"}, {"agent_version", "test"}, {"inventory", inventory}}.dump());
+  };
+  const std::string vbios_before =
+      db_->query("SELECT version FROM components WHERE target_id = '" + host + "' AND kind = 'gpu_vbios'");
+  const json inventory = {{"driver", "999.1"}, {"nvswitch", "9.9"}, {"gpu_vbios", ""}, {"no_such_kind", "1"},
+                          {"nic", 7}};
+  ASSERT_EQ(enrol(inventory).status, 200);
+  EXPECT_EQ(db_->query("SELECT version FROM components WHERE target_id = '" + host + "' AND kind = 'driver'"),
+            "999.1");
+  // An empty version, an unknown kind and a version that is not a string change nothing.
+  EXPECT_EQ(db_->query("SELECT version FROM components WHERE target_id = '" + host + "' AND kind = 'gpu_vbios'"),
+            vbios_before);
+  EXPECT_EQ(db_->query("SELECT count(*) FROM components WHERE target_id = '" + host + "' AND kind = 'no_such_kind'"),
+            "0");
+  EXPECT_NE(db_->query("SELECT version FROM components WHERE target_id = '" + host + "' AND kind = 'nic'"), "7");
+  // The switch version goes to every switch tray of the host's pod, and to no other host.
+  const std::string trays = db_->query("SELECT count(*) FROM switch_trays WHERE pod_id = '" + pod + "'");
+  ASSERT_NE(trays, "0");
+  EXPECT_EQ(db_->query("SELECT count(*) FROM components c JOIN switch_trays s ON s.id = c.target_id"
+                       " WHERE s.pod_id = '" + pod + "' AND c.kind = 'nvswitch' AND c.version = '9.9'"),
+            trays);
+  EXPECT_EQ(db_->query("SELECT count(*) FROM components WHERE version = '999.1'"), "1");
+  Reply view = call(*admin_, "GET", "/api/v1/pods/" + pod);
+  EXPECT_EQ(view.doc()["component_versions"]["driver"]["999.1"], 1) << view.body;
+  // The same inventory again rewrites no row; a new version does.
+  const std::string stamps = "SELECT string_agg(updated_at::text, ',' ORDER BY target_id, kind) FROM components"
+                             " WHERE pod_id = '" + pod + "' AND kind IN ('driver', 'nvswitch')";
+  const std::string before = db_->query(stamps);
+  ASSERT_EQ(enrol(inventory).status, 200);
+  EXPECT_EQ(db_->query(stamps), before);
+  ASSERT_EQ(enrol({{"driver", "999.2"}, {"nvswitch", "9.9"}}).status, 200);
+  EXPECT_EQ(db_->query("SELECT version FROM components WHERE target_id = '" + host + "' AND kind = 'driver'"),
+            "999.2");
+  EXPECT_NE(db_->query(stamps), before);
+}
+
 TEST_F(AgentWorkTest, AbortingARolloutWhoseAgentsAreGoneEndsInsteadOfWaitingForever) {
   // No agent polls: the pod's upgrade run is started and every step waits, never handed out.
   const std::string sha(64, 'a');
