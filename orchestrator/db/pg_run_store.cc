@@ -157,6 +157,7 @@ constexpr const char* kInventorySwitches =
     " ORDER BY s.id"
     " ON CONFLICT (target_id, kind) DO UPDATE SET version = excluded.version, updated_at = now()"
     " WHERE components.version <> excluded.version";
+constexpr const char* kInventoryAt = "UPDATE hosts SET inventory_at = now() WHERE id = $1";
 
 std::vector<PreparedStatement> runStatements() {
   return {{"lock_group", kLockGroup},           {"report_lock", kReportLock},
@@ -165,7 +166,7 @@ std::vector<PreparedStatement> runStatements() {
           {"insert_assignments", kInsertAssignments}, {"cancel_assignments", kCancelAssignments},
           {"claim", kClaim},                    {"assignment_by_id", kAssignmentById},
           {"inventory_host", kInventoryHost},   {"inventory_switches", kInventorySwitches},
-          {"inventory_at", "UPDATE hosts SET inventory_at = now() WHERE id = $1"}};
+          {"inventory_at", kInventoryAt}};
 }
 
 runs::WorkflowRow workflowFromRow(const pqxx::row& r) {
@@ -509,7 +510,9 @@ class PgRunStore final : public runs::RunStore {
       // The batch's prepared statements (one to a few ids each) have one good plan whatever the
       // ids; PostgreSQL re-planned them on most executions anyway (pg_stat_statements in
       // kiln-bench-rollout: report_lock planned 23,547 times in 35,984 calls, 1.5 ms each, more
-      // than it took to run), so the transaction keeps to the cached generic plans.
+      // than it took to run), so the transaction keeps to the cached generic plans. The setting
+      // also plans the transaction's unnamed statements (host transitions, the closing check)
+      // without their values: all are key lookups, for which that plan is the same.
       txn.exec0("SET LOCAL plan_cache_mode = force_generic_plan");
       Replies replies(items.size(), Result<runs::ReportReply>(runs::ReportReply{}));
       json ids = json::array();

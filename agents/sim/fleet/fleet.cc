@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <utility>
 
 #include "agents/sim/host_sim.h"
 
@@ -297,6 +298,8 @@ void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then
   counters_.polls_in_flight--;
   if (long_poll) counters_.long_polls_in_flight--;
   if (gen != h.poll_gen) return;  // superseded (perhaps dropped unsent): not a latency
+  // Woken while this poll was in flight: whatever it answers, the wake-up is used up here.
+  const bool woken = std::exchange(h.woken, false);
   const auto latency = loop_.now() - sent;
   poll_latency_.record(latency);
   if (r.ok() && (r->status == 200 || !long_poll)) quick_poll_latency_.record(latency);
@@ -315,8 +318,7 @@ void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then
   if (r->status == 204) {
     // After a long poll, again at once (a few ms of jitter keeps hosts from moving in step);
     // so too after a short poll that was in flight when a sibling got work.
-    if (long_poll || h.woken) then = milliseconds(std::uniform_int_distribution<int>(0, 20)(rng_));
-    h.woken = false;
+    if (long_poll || woken) then = milliseconds(std::uniform_int_distribution<int>(0, 20)(rng_));
     schedulePoll(h, then);
     return;
   }
