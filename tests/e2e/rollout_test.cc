@@ -343,6 +343,11 @@ TEST_F(RolloutTest, RollbackPutsThePreviousBundleBackOnThePodsTheRolloutChanged)
 // the host: after the restart the host's next idle poll gets the same assignment again
 // (PgRunStore::claimWork), instead of the pod waiting out the lease (20-30 min for flash and
 // reboot steps).
+//
+// The kills are tied to the rollout's progress (the first once a pod is in flight, the next
+// ones after 2 and 4 pods succeeded) plus a random delay, so they land at random points of a
+// pod's upgrade but never all after the rollout ended: with fixed gaps a fast run finished
+// before the second kill (CI, 2026-12-04).
 TEST_F(RolloutTest, KilndKilledAtRandomPointsStillCompletesWithoutUpgradingAPodTwice) {
   startFleet(kilnd_->url());
   const std::string bundle = createBundle(bundleDoc("1.0", kHmcV1, "28.43.3010", "575.57.08"));
@@ -350,14 +355,29 @@ TEST_F(RolloutTest, KilndKilledAtRandomPointsStillCompletesWithoutUpgradingAPodT
   InFlightSampler sampler(kilnd_->url(), kilnd_->adminToken(), id);
 
   std::mt19937 rng(static_cast<unsigned>(::testing::UnitTest::GetInstance()->random_seed()) + 17);
-  std::uniform_int_distribution<int> gap_ms(1500, 5000);
-  int kills = 0;
-  for (; kills < 3; ++kills) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms(rng)));
+  std::uniform_int_distribution<int> delay_ms(0, 800);
+  // -1 while kilnd is down; "started" counts every pod no longer pending.
+  auto progress = [&](const std::string& key) {
     auto now = tryGet("/api/v1/rollouts/" + id);
-    if (now && (*now)["state"] != "running") break;
+    if (!now) return -1;
+    int n = 0;
+    for (const auto& [phase, count] : (*now)["counts"].items())
+      if (phase == key || (key == "started" && phase != "pending")) n += count.get<int>();
+    return n;
+  };
+  auto running = [&] {
+    auto now = tryGet("/api/v1/rollouts/" + id);
+    return !now || (*now)["state"] == "running";
+  };
+  const std::vector<std::pair<std::string, int>> triggers = {{"started", 1}, {"succeeded", 2}, {"succeeded", 4}};
+  int kills = 0;
+  for (const auto& [key, at_least] : triggers) {
+    waitUntil([&] { return progress(key) >= at_least || !running(); }, 120s, 20ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    if (!running()) break;
     EXPECT_EQ(kilnd_->kill(), 128 + SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms(rng) / 5));
+    ++kills;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + delay_ms(rng) / 2));
     ASSERT_TRUE(kilnd_->start().ok()) << kilnd_->logTail();
   }
   RecordProperty("kilnd_kills", kills);
