@@ -8,6 +8,7 @@
 #include "cli/api_call.h"
 #include "cli/time_text.h"
 #include "common/yaml_json.h"
+#include "orchestrator/rollouts/policy.h"
 
 namespace kiln::cli {
 namespace {
@@ -114,6 +115,10 @@ std::vector<FlagSpec> policyFlags() {
       {.name = "max-rebooting", .type = FlagType::kInt, .value_name = "N",
        .help = "pods flashing and rebooting at once per building (default 2; power swings)", .min = 1, .max = 10000},
       {.name = "order", .value_name = "spread|name", .help = "pod order: round-robin over buildings (default) or by name"},
+      {.name = "window", .value_name = "SPEC",
+       .help = "start new pods only inside this UTC maintenance window, e.g. 'mon-fri 22:00-06:00' (repeat for more; "
+               "pods in flight finish after it closes)",
+       .repeated = true},
       {.name = "policy-file", .value_name = "FILE", .help = "a policy object in YAML or JSON; flags override its fields"},
   };
 }
@@ -183,6 +188,15 @@ Result<json> policyFromFlags(const ParsedCommand& cmd, const System& system) {
     const std::string o = cmd.value("order");
     if (o != "spread" && o != "name") return invalidArgument("--order must be spread or name, not '" + o + "'");
     policy["order"] = o;
+  }
+  if (cmd.has("window")) {
+    json windows = json::array();
+    for (const auto& spec : cmd.values("window")) {
+      std::string why;
+      if (!rollouts::parseWindow(spec, &why)) return invalidArgument("--window '" + spec + "': " + why);
+      windows.push_back(spec);
+    }
+    policy["windows"] = windows;
   }
   return policy;
 }

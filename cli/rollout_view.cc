@@ -212,6 +212,12 @@ std::string policyText(const json& p) {
   if (p.contains("max_rebooting_pods_per_building"))
     parts.push_back(field(p, "max_rebooting_pods_per_building") + " rebooting per building");
   if (p.contains("order")) parts.push_back("order " + field(p, "order"));
+  const json& windows = member(p, "windows");
+  if (windows.is_array() && !windows.empty()) {
+    std::string list;
+    for (const auto& w : windows) list += (list.empty() ? "" : "; ") + (w.is_string() ? w.get<std::string>() : w.dump());
+    parts.push_back("new pods only in " + list + " (UTC)");
+  }
   std::string out;
   for (const auto& s : parts) out += (out.empty() ? "" : ", ") + s;
   return out;

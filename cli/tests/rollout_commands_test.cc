@@ -22,7 +22,7 @@ json planDoc() {
     "selector": {"sites": ["prn"], "buildings": [], "platforms": [], "pods": [], "labels": {"rack": "a"}},
     "policy": {"canary_pods": 1, "waves": ["50%", "100%"], "soak": "10m", "max_concurrent_pods": 2,
                "capacity_floor": {"max_percent_down": 25.0}, "allocated": "wait", "failure_budget": {"pods": 1},
-               "max_rebooting_pods_per_building": 2, "order": "spread"},
+               "max_rebooting_pods_per_building": 2, "order": "spread", "windows": ["mon-fri 22:00-06:00", "sun 02:00-04:00"]},
     "plan": {"waves": [{"index": 0, "name": "canary", "pods": ["prn-b01-p0001"]},
                        {"index": 1, "name": "wave 1", "pods": ["prn-b02-p0001", "prn-b01-p0002"]},
                        {"index": 2, "name": "wave 2", "pods": ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10"]}],
@@ -38,7 +38,8 @@ TEST(RolloutPlanTest, BuildsSelectorAndPolicyFromFlags) {
   auto r = h.run({"rollout", "plan", "--bundle", "gb200-fw@2026.03", "--site", "prn", "--building", "b01,b02",
                   "--building", "b03,b01", "--platform", "clemente", "--pod", "p1", "--label", "rack=a", "--label", "row=3",
                   "--canary", "2", "--waves", "5,20%,100%", "--soak", "30m", "--max-concurrent", "4", "--max-percent-down",
-                  "12.5", "--allocated", "skip", "--failure-budget-percent", "5", "--max-rebooting", "3", "--order", "name"});
+                  "12.5", "--allocated", "skip", "--failure-budget-percent", "5", "--max-rebooting", "3", "--order", "name",
+                  "--window", "mon-fri 22:00-06:00", "--window", "sat,sun 00:00-24:00"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   ASSERT_EQ(h.transport.requests.size(), 1u);
   const ApiRequest& req = h.transport.requests[0];
@@ -50,7 +51,8 @@ TEST(RolloutPlanTest, BuildsSelectorAndPolicyFromFlags) {
                  "labels": {"rack": "a", "row": "3"}},
     "policy": {"canary_pods": 2, "waves": [5, "20%", "100%"], "soak": "30m", "max_concurrent_pods": 4,
                "capacity_floor": {"max_percent_down": 12.5}, "allocated": "skip", "failure_budget": {"percent": 5.0},
-               "max_rebooting_pods_per_building": 3, "order": "name"}})"));
+               "max_rebooting_pods_per_building": 3, "order": "name",
+               "windows": ["mon-fri 22:00-06:00", "sat,sun 00:00-24:00"]}})"));
 }
 
 TEST(RolloutPlanTest, SendsOnlyTheGivenFieldsSoTheServerDefaultsTheRest) {
@@ -90,7 +92,8 @@ TEST(RolloutPlanTest, RendersWavesAndEveryExcludedPodWithItsReason) {
             "Dry run (nothing was written): bundle gb200-fw@2026.03 (b-3), 13 pods eligible in 3 waves, 2 excluded\n"
             "selector:  sites prn; labels rack=a\n"
             "policy:    canary 1, waves 50%,100%, soak 10m, 2 pods at once, at most 25% of a building down, allocated pods: "
-            "wait, halt when more than 1 pods fail, 2 rebooting per building, order spread\n"
+            "wait, halt when more than 1 pods fail, 2 rebooting per building, order spread, new pods only in mon-fri "
+            "22:00-06:00; sun 02:00-04:00 (UTC)\n"
             "\n"
             "Waves:\n"
             "WAVE    PODS  POD LIST\n"
@@ -126,6 +129,9 @@ TEST(RolloutPlanTest, BadFlagsAreUsageErrorsAndSendNothing) {
       {{"rollout", "plan", "--bundle", "b-3", "--policy-file", "missing.yaml"},
        "kilnctl: cannot read missing.yaml: No such file or directory\n"},
       {{"rollout", "create", "--bundle", "b-3", "--label", "rack"}, "kilnctl: --label needs KEY=VALUE, not 'rack'\n"},
+      {{"rollout", "plan", "--bundle", "b-3", "--window", "mon-fri 22:00-06:00", "--window", "weekdays 22:00-06:00"},
+       "kilnctl: --window 'weekdays 22:00-06:00': unknown day 'weekdays': expected \"[DAYS ]HH:MM-HH:MM\" in UTC, e.g. "
+       "\"mon-fri 22:00-06:00\" (days mon..sun)\n"},
   };
   for (const auto& [args, first_line] : cases) {
     CliHarness h;

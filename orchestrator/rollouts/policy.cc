@@ -1,7 +1,11 @@
 #include "orchestrator/rollouts/policy.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <set>
 
@@ -49,7 +53,114 @@ std::optional<std::string> shortOfHosts(const PodHostFacts& h) {
          " to serve " + std::to_string(h.slice_gpus) + " GPUs";
 }
 
+constexpr int kDayMinutes = 24 * 60;
+constexpr const char* kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+
+int dayIndex(const std::string& name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (int d = 0; d < 7; ++d)
+    if (lower == kDayNames[d]) return d;
+  return -1;
+}
+
+// "HH:MM" -> minutes after midnight; "24:00" only where `allow_24`.
+std::optional<int> parseClock(const std::string& s, bool allow_24) {
+  if (s.size() != 5 || s[2] != ':' || !std::isdigit(static_cast<unsigned char>(s[0])) ||
+      !std::isdigit(static_cast<unsigned char>(s[1])) || !std::isdigit(static_cast<unsigned char>(s[3])) ||
+      !std::isdigit(static_cast<unsigned char>(s[4])))
+    return std::nullopt;
+  const int h = (s[0] - '0') * 10 + (s[1] - '0'), m = (s[3] - '0') * 10 + (s[4] - '0');
+  if (m > 59 || h > 24 || (h == 24 && (m != 0 || !allow_24))) return std::nullopt;
+  return h * 60 + m;
+}
+
+// Whole days since the epoch and minutes into that UTC day.
+std::pair<std::int64_t, int> utcDay(core::TimePoint t) {
+  const auto minutes = std::chrono::floor<std::chrono::minutes>(t.time_since_epoch()).count();
+  const std::int64_t day = minutes >= 0 ? minutes / kDayMinutes : (minutes - kDayMinutes + 1) / kDayMinutes;
+  return {day, static_cast<int>(minutes - day * kDayMinutes)};
+}
+int weekday(std::int64_t day) { return static_cast<int>(((day + 3) % 7 + 7) % 7); }  // 1970-01-01: Thursday
+
+bool opensOn(const MaintenanceWindow& w, std::int64_t day) { return (w.days >> weekday(day)) & 1u; }
+
+std::string utcText(core::TimePoint t) {
+  const std::time_t tt = core::Clock_::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%a %Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
 }  // namespace
+
+std::optional<MaintenanceWindow> parseWindow(const std::string& text, std::string* why) {
+  auto fail = [&](const std::string& m) {
+    if (why) *why = m;
+    return std::nullopt;
+  };
+  const std::string kForm = "expected \"[DAYS ]HH:MM-HH:MM\" in UTC, e.g. \"mon-fri 22:00-06:00\"";
+  MaintenanceWindow w;
+  w.text = text;
+  std::string times = text;
+  if (const auto space = text.find(' '); space != std::string::npos) {
+    w.days = 0;
+    const std::string days = text.substr(0, space);
+    times = text.substr(space + 1);
+    std::size_t from = 0;
+    while (from <= days.size()) {
+      const std::size_t comma = std::min(days.find(',', from), days.size());
+      const std::string item = days.substr(from, comma - from);
+      const std::size_t dash = item.find('-');
+      const int a = dayIndex(item.substr(0, dash));
+      const int b = dash == std::string::npos ? a : dayIndex(item.substr(dash + 1));
+      if (a < 0 || b < 0) return fail("unknown day '" + item + "': " + kForm + " (days mon..sun)");
+      for (int d = a;; d = (d + 1) % 7) {
+        w.days |= 1u << d;
+        if (d == b) break;
+      }
+      from = comma + 1;
+    }
+  }
+  const std::size_t dash = times.find('-');
+  if (dash == std::string::npos) return fail(kForm);
+  const auto start = parseClock(times.substr(0, dash), false);
+  const auto end = parseClock(times.substr(dash + 1), true);
+  if (!start || !end) return fail(kForm);
+  if (*start == *end) return fail("the window opens and closes at " + times.substr(0, dash) + ": " + kForm);
+  w.start_min = *start;
+  w.end_min = *end;
+  return w;
+}
+
+bool windowOpen(const std::vector<MaintenanceWindow>& windows, core::TimePoint t) {
+  if (windows.empty()) return true;
+  const auto [day, minute] = utcDay(t);
+  for (const auto& w : windows) {
+    if (w.start_min < w.end_min) {
+      if (opensOn(w, day) && minute >= w.start_min && minute < w.end_min) return true;
+    } else if ((opensOn(w, day) && minute >= w.start_min) || (opensOn(w, day - 1) && minute < w.end_min)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<core::TimePoint> nextWindowOpen(const std::vector<MaintenanceWindow>& windows, core::TimePoint t) {
+  if (windowOpen(windows, t)) return t;
+  const auto [today, _] = utcDay(t);
+  std::optional<core::TimePoint> next;
+  for (std::int64_t day = today; day <= today + 7; ++day)
+    for (const auto& w : windows) {
+      if (!opensOn(w, day)) continue;
+      const core::TimePoint at{std::chrono::duration_cast<core::Clock_::duration>(
+          std::chrono::minutes(day * kDayMinutes + w.start_min))};
+      if (at > t && (!next || at < *next)) next = at;
+    }
+  return next;
+}
 
 Result<Policy> parsePolicy(const json& doc) {
   Policy p;
@@ -59,7 +170,7 @@ Result<Policy> parsePolicy(const json& doc) {
   if (!doc.is_object()) return invalidContent("policy must be an object");
   static const std::set<std::string> known = {"canary_pods", "waves", "soak", "max_concurrent_pods",
                                               "capacity_floor", "allocated", "failure_budget",
-                                              "max_rebooting_pods_per_building", "order"};
+                                              "max_rebooting_pods_per_building", "order", "windows"};
   for (const auto& [k, _] : doc.items())
     if (!known.count(k)) fail(k, "unknown field");
   auto intField = [&](const char* key, int& out, int lo, int hi) {
@@ -139,6 +250,19 @@ Result<Policy> parsePolicy(const json& doc) {
     if (doc["order"] != "spread" && doc["order"] != "name") fail("order", "expected spread or name");
     else p.order = doc["order"].get<std::string>();
   }
+  if (doc.contains("windows")) {
+    const json& ws = doc["windows"];
+    if (!ws.is_array()) {
+      fail("windows", "expected a list like [\"mon-fri 22:00-06:00\", \"sat,sun 00:00-24:00\"] ([]: any time)");
+    } else {
+      for (std::size_t i = 0; i < ws.size(); ++i) {
+        std::string why = "expected a string like \"mon-fri 22:00-06:00\"";
+        auto w = ws[i].is_string() ? parseWindow(ws[i].get<std::string>(), &why) : std::nullopt;
+        if (!w) fail("windows[" + std::to_string(i) + "]", why);
+        else p.windows.push_back(*w);
+      }
+    }
+  }
   if (!bad.fields.empty()) {
     bad.message = "invalid policy: " + bad.fields[0].path + ": " + bad.fields[0].message;
     return bad;
@@ -158,6 +282,8 @@ json toJson(const Policy& p) {
   json budget = json::object();
   if (p.failure_budget_pods) budget["pods"] = *p.failure_budget_pods;
   if (p.failure_budget_percent) budget["percent"] = *p.failure_budget_percent;
+  json windows = json::array();
+  for (const auto& w : p.windows) windows.push_back(w.text);
   return {{"canary_pods", p.canary_pods},
           {"waves", waves},
           {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
@@ -166,7 +292,8 @@ json toJson(const Policy& p) {
           {"allocated", p.skip_allocated ? "skip" : "wait"},
           {"failure_budget", budget},
           {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
-          {"order", p.order}};
+          {"order", p.order},
+          {"windows", windows}};
 }
 
 Result<Selector> parseSelector(const json& doc) {
@@ -345,6 +472,17 @@ AdmissionResult admit(const AdmissionInput& in) {
       in.now < *in.previous_wave_finished + pol.soak)
     soaking = true;
 
+  // Outside every maintenance window no pod starts (and no job scheduler is asked).
+  const bool window_open = windowOpen(pol.windows, in.now);
+  std::string window_closed;
+  if (!window_open) {
+    std::string list;
+    for (const auto& w : pol.windows) list += (list.empty() ? "" : ", ") + w.text;
+    const auto next = nextWindowOpen(pol.windows, in.now);
+    window_closed = "window: outside the maintenance windows (" + list + ")" +
+                    (next ? "; the next opens " + utcText(*next) : std::string());
+  }
+
   std::map<std::string, BuildingLoad> load = in.buildings;
   for (const auto& p : in.pods) {
     if (p.phase != PodPhase::kPending) continue;
@@ -352,6 +490,7 @@ AdmissionResult admit(const AdmissionInput& in) {
     if (p.wave != out.current_wave) why = "wave " + std::to_string(p.wave) + " starts after wave " + std::to_string(out.current_wave);
     else if (in.halted || out.halt) why = "budget: the rollout is halted (failure budget)";
     else if (in.paused) why = "paused";
+    else if (!window_open) why = window_closed;
     else if (auto short_of = shortOfHosts(p.hosts)) why = *short_of;
     else if (soaking) why = "soak: waiting " + std::to_string(pol.soak.count()) + " s after the previous wave";
     else if (in_flight >= pol.max_concurrent_pods)

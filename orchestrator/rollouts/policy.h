@@ -1,7 +1,8 @@
 #pragma once
 // Rollout policy, plan and admission: the rules that decide which pods a rollout touches and
 // when. Every limit (concurrency, per-building capacity floor, per-building power, failure
-// budget, waves and soak, pause) is enforced in admit() and nowhere else. Pure, thread-safe.
+// budget, waves and soak, pause, maintenance windows) is enforced in admit() and nowhere else.
+// Pure, thread-safe.
 
 #include <chrono>
 #include <map>
@@ -23,6 +24,25 @@ struct WaveSize {
   bool operator==(const WaveSize&) const = default;
 };
 
+// A maintenance window, in UTC, written "[DAYS ]HH:MM-HH:MM": "mon-fri 22:00-06:00",
+// "sat,sun 00:00-24:00", "02:00-05:00" (every day). DAYS are mon..sun, lists and ranges
+// ("fri-mon" wraps); a window whose end is not after its start closes on the next day and
+// belongs to the day it opens.
+struct MaintenanceWindow {
+  unsigned days = 0x7f;  // bit d: opens on day d (0 = Monday)
+  int start_min = 0;     // minutes after 00:00 UTC
+  int end_min = 24 * 60;
+  std::string text;  // as written
+  bool operator==(const MaintenanceWindow&) const = default;
+};
+
+// nullopt: not of that form (`why` says what was expected).
+std::optional<MaintenanceWindow> parseWindow(const std::string& text, std::string* why = nullptr);
+// Inside one of `windows` at `t` (no windows: always).
+bool windowOpen(const std::vector<MaintenanceWindow>& windows, core::TimePoint t);
+// When the next of `windows` opens after `t` (t itself if one is open); nullopt for none.
+std::optional<core::TimePoint> nextWindowOpen(const std::vector<MaintenanceWindow>& windows, core::TimePoint t);
+
 struct Policy {
   int canary_pods = 1;
   // Cumulative: by the end of wave i, this share (or count) of the eligible pods is done; the
@@ -41,6 +61,9 @@ struct Policy {
   // multi-MW power swings (FACTS.md).
   int max_rebooting_pods_per_building = 2;
   std::string order = "spread";  // spread (round-robin over buildings) | name
+  // New pods start only inside one of these (none, the default: at any time). Pods in flight when a window
+  // closes finish, as when the rollout is paused.
+  std::vector<MaintenanceWindow> windows;
   bool operator==(const Policy&) const = default;
 };
 

@@ -308,8 +308,16 @@ Result<json> RolloutService::view(const std::string& id) {
   json eta = nullptr;
   if (!durations.empty() && remaining > 0) {
     const int later_waves = std::max(0, static_cast<int>(waves.size()) - std::max(current, 0) - 1);
-    eta = p50 * std::ceil(static_cast<double>(remaining) / ro->policy.max_concurrent_pods) +
-          static_cast<double>(later_waves * ro->policy.soak.count());
+    const int rounds = static_cast<int>(std::ceil(static_cast<double>(remaining) / ro->policy.max_concurrent_pods));
+    // A round starts only inside a maintenance window (none: at once).
+    const core::TimePoint now = clock_.now();
+    core::TimePoint t = now;
+    for (int r = 0; r < rounds; ++r) {
+      const auto open = nextWindowOpen(ro->policy.windows, t);
+      if (!open) break;
+      t = *open + std::chrono::duration_cast<core::Clock_::duration>(std::chrono::duration<double>(p50));
+    }
+    eta = std::chrono::duration<double>(t - now).count() + static_cast<double>(later_waves * ro->policy.soak.count());
   }
   auto events = store_.rolloutEvents(id, 20);
   json j = {{"id", ro->row.id},

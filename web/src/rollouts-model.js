@@ -38,11 +38,12 @@ export const rolloutState = (id) => lookup(ROLLOUT_STATES, id);
 export const podPhase = (id) => lookup(POD_PHASES, id);
 
 // Why a pending pod waits: the class before the colon of its waiting_reason (policy.cc
-// admit(): wave, budget, paused, repair, soak, allocated, concurrency, capacity, power).
+// admit(): wave, budget, paused, window, repair, soak, allocated, concurrency, capacity, power).
 export const WAIT_CLASSES = {
   wave: 'its wave has not started',
   budget: 'the failure budget halted the rollout',
   paused: 'the rollout is paused',
+  window: 'outside the maintenance windows',
   repair: 'too few of its hosts can serve (repair, quarantine)',
   soak: 'soaking after the previous wave',
   allocated: 'a job holds the pod',
@@ -137,6 +138,7 @@ export const POLICY_FIELDS = [
   { name: 'max_rebooting_pods_per_building', label: 'Max rebooting pods per building', type: 'int', default: '2', help: 'Power: pods flashing and rebooting at once.' },
   { name: 'allocated', label: 'Pods allocated to jobs', type: 'choice', choices: ['wait', 'skip'], default: 'wait', help: 'wait for the scheduler, or skip them' },
   { name: 'order', label: 'Order', type: 'choice', choices: ['spread', 'name'], default: 'spread', help: 'spread: round-robin over buildings' },
+  { name: 'windows', label: 'Maintenance windows (UTC)', type: 'windows', default: '', help: 'New pods start only inside one, e.g. mon-fri 22:00-06:00; sat,sun 00:00-24:00. Empty: any time.' },
 ];
 export function policyDefaults() {
   const v = {};
@@ -151,6 +153,14 @@ export function parseWaves(text) {
     .split(/[\s,]+/)
     .filter(Boolean)
     .map((t) => (/^\d+$/.test(t) ? Number(t) : t));
+}
+
+// "mon-fri 22:00-06:00; sat,sun 00:00-24:00" (or one per line) -> ["mon-fri 22:00-06:00", "sat,sun 00:00-24:00"]
+export function parseWindows(text) {
+  return String(text || '')
+    .split(/[;\n]+/)
+    .map((t) => t.trim().replace(/\s+/g, ' '))
+    .filter(Boolean);
 }
 
 function num(text) {
@@ -168,6 +178,7 @@ export function policyBody(values) {
     if (changed(k)) out[k] = num(v[k]);
   if (changed('waves')) out.waves = parseWaves(v.waves);
   if (changed('soak')) out.soak = String(v.soak).trim();
+  if (changed('windows')) out.windows = parseWindows(v.windows);
   for (const k of ['allocated', 'order']) if (changed(k)) out[k] = v[k];
   // capacity_floor and failure_budget replace the default as a whole: send every part set.
   if (changed('max_percent_down') || changed('max_pods_down')) {

@@ -510,7 +510,8 @@ function PlanPreview({ answer, busy, onCreate }) {
         {pol.capacity_floor && pol.capacity_floor.max_pods_down !== undefined ? ` ${pol.capacity_floor.max_pods_down} pods` : ''} per building, failure
         budget {pol.failure_budget && pol.failure_budget.pods !== undefined ? `${pol.failure_budget.pods} pods` : ''}
         {pol.failure_budget && pol.failure_budget.percent !== undefined ? ` ${pol.failure_budget.percent}%` : ''}, allocated pods: {pol.allocated}, order{' '}
-        {pol.order}.
+        {pol.order}
+        {pol.windows && pol.windows.length > 0 ? `; new pods only in ${pol.windows.join('; ')} (UTC)` : ''}.
       </p>
       <h3>Waves</h3>
       {plan.waves.length === 0 && <p class="muted">No pod needs this bundle in the selection.</p>}
@@ -761,7 +762,9 @@ function RolloutDetail({ data, now, canAct, onPodVerb }) {
               ['Last halt', view.state !== 'halted' ? view.halt_reason : ''],
               [
                 'Policy',
-                `canary ${view.policy.canary_pods}, waves ${(view.policy.waves || []).join(' → ')}, soak ${view.policy.soak}, ${view.policy.max_concurrent_pods} at once, ${view.policy.max_rebooting_pods_per_building} rebooting per building`,
+                `canary ${view.policy.canary_pods}, waves ${(view.policy.waves || []).join(' → ')}, soak ${view.policy.soak}, ${view.policy.max_concurrent_pods} at once, ${view.policy.max_rebooting_pods_per_building} rebooting per building${
+                  view.policy.windows && view.policy.windows.length > 0 ? `; new pods only in ${view.policy.windows.join('; ')} (UTC)` : ''
+                }`,
               ],
             ]}
           />

@@ -7,6 +7,7 @@ import {
   offeredVerbs,
   parseLabels,
   parseWaves,
+  parseWindows,
   planSummary,
   podSpans,
   podVerbs,
@@ -38,6 +39,15 @@ test('policyBody sends capacity_floor and failure_budget whole, keeping the part
   assert.equal(policyBody({ ...policyDefaults(), canary_pods: 'two' }).canary_pods, 'two');
 });
 
+test('policyBody sends maintenance windows as a list, split on semicolons or lines', () => {
+  assert.equal(policyBody(policyDefaults()).windows, undefined);
+  assert.deepEqual(policyBody({ ...policyDefaults(), windows: 'mon-fri  22:00-06:00; sat,sun 00:00-24:00\n' }).windows, [
+    'mon-fri 22:00-06:00',
+    'sat,sun 00:00-24:00',
+  ]);
+  assert.deepEqual(parseWindows(' ; \n'), []);
+});
+
 test('parseWaves keeps percentages as text and counts as numbers', () => {
   assert.deepEqual(parseWaves('10%, 50%  100%'), ['10%', '50%', '100%']);
   assert.deepEqual(parseWaves('1,x'), [1, 'x']);
@@ -62,9 +72,16 @@ test('rolloutFieldErrors maps kilnd paths onto the form fields', () => {
       { path: 'policy.capacity_floor.max_pods_down', message: 'bad floor' },
       { path: 'policy.failure_budget.percent', message: 'bad pct' },
       { path: 'selector.sites', message: 'bad sites' },
+      { path: 'policy.windows[0]', message: 'bad window' },
     ],
   });
-  assert.deepEqual(e, { waves: 'bad wave', max_pods_down: 'bad floor', failure_budget_percent: 'bad pct', 'selector:sites': 'bad sites' });
+  assert.deepEqual(e, {
+    waves: 'bad wave',
+    max_pods_down: 'bad floor',
+    failure_budget_percent: 'bad pct',
+    'selector:sites': 'bad sites',
+    windows: 'bad window',
+  });
   assert.deepEqual(rolloutFieldErrors({ field: 'bundle' }, 'no bundle'), { bundle: 'no bundle' });
 });
 

@@ -227,6 +227,76 @@ TEST(AdmissionTest, APodWithTooFewServiceableHostsWaitsWithoutTakingASlot) {
   EXPECT_EQ(admit(in).admit, (std::vector<std::string>{"p0"}));
 }
 
+// UTC wall-clock time in the week of Monday 2026-11-30 (day 0; 1795996800 s after the epoch).
+core::TimePoint at(int day, int hour, int minute = 0) {
+  return core::TimePoint{} + std::chrono::seconds(1795996800) + std::chrono::hours(24 * day + hour) +
+         std::chrono::minutes(minute);
+}
+
+TEST(MaintenanceWindowTest, ParsesDaysListsRangesAndTimes) {
+  auto w = parseWindow("mon-fri 22:00-06:00");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->days, 0x1fu);
+  EXPECT_EQ(w->start_min, 22 * 60);
+  EXPECT_EQ(w->end_min, 6 * 60);
+  EXPECT_EQ(parseWindow("Sat,SUN 00:00-24:00")->days, 0x60u);
+  EXPECT_EQ(parseWindow("fri-mon 01:00-02:30")->days, 0x71u);  // wraps over the weekend
+  EXPECT_EQ(parseWindow("02:00-05:00")->days, 0x7fu);          // every day
+  EXPECT_EQ(parseWindow("tue,thu-fri 10:00-11:00")->days, 0x1au);
+  for (const char* bad : {"", "22:00", "mon-fri", "mon-fry 01:00-02:00", "monday 01:00-02:00", "25:00-02:00",
+                          "01:60-02:00", "24:00-02:00", "1:00-2:00", "01:00-24:30", "03:00-03:00", "mon, tue 01:00-02:00"}) {
+    std::string why;
+    EXPECT_FALSE(parseWindow(bad, &why)) << bad;
+    EXPECT_NE(why.find("expected"), std::string::npos) << bad << ": " << why;
+  }
+}
+
+TEST(MaintenanceWindowTest, OpenOnItsDaysAndPastMidnightIntoTheNextDay) {
+  const std::vector<MaintenanceWindow> nights = {*parseWindow("mon-fri 22:00-06:00")};
+  EXPECT_FALSE(windowOpen(nights, at(0, 21, 59)));  // Monday evening, before it opens
+  EXPECT_TRUE(windowOpen(nights, at(0, 22)));
+  EXPECT_TRUE(windowOpen(nights, at(1, 5, 59)));   // Tuesday early: Monday's window
+  EXPECT_FALSE(windowOpen(nights, at(1, 6)));      // closed at 06:00
+  EXPECT_TRUE(windowOpen(nights, at(5, 3)));       // Saturday 03:00: Friday's window
+  EXPECT_FALSE(windowOpen(nights, at(5, 22)));     // Saturday night: none opens
+  EXPECT_FALSE(windowOpen(nights, at(0, 3)));      // Monday 03:00: Sunday opened none
+  EXPECT_TRUE(windowOpen({}, at(5, 22)));          // no windows: any time
+  const std::vector<MaintenanceWindow> weekend = {*parseWindow("sat,sun 00:00-24:00")};
+  EXPECT_TRUE(windowOpen(weekend, at(6, 23, 59)));
+  EXPECT_FALSE(windowOpen(weekend, at(7, 0)));     // the next Monday
+}
+
+TEST(MaintenanceWindowTest, NextOpeningIsTheEarliestOfAnyWindowWithinAWeek) {
+  const std::vector<MaintenanceWindow> ws = {*parseWindow("mon-fri 22:00-06:00"), *parseWindow("sun 10:00-12:00")};
+  EXPECT_EQ(nextWindowOpen(ws, at(0, 12)), at(0, 22));
+  EXPECT_EQ(nextWindowOpen(ws, at(0, 23)), at(0, 23));  // open: now
+  EXPECT_EQ(nextWindowOpen(ws, at(5, 7)), at(6, 10));   // Saturday morning -> Sunday 10:00
+  EXPECT_EQ(nextWindowOpen(ws, at(6, 12)), at(7, 22));  // Sunday noon -> Monday 22:00
+}
+
+TEST(AdmissionTest, OutsideTheMaintenanceWindowsNoPodStartsAndEachSaysWhenTheNextOpens) {
+  auto in = input(3);
+  in.policy.max_concurrent_pods = 3;
+  in.policy.windows = {*parseWindow("mon-fri 22:00-06:00")};
+  in.pods[2].allocated = true;
+  in.pods[0].phase = PodPhase::kUpgrading;  // in flight: not stopped by the window
+  in.now = at(4, 6, 30);                    // Friday 06:30: closed until 22:00
+  auto closed = admit(in);
+  EXPECT_TRUE(closed.admit.empty());
+  EXPECT_TRUE(closed.release.empty()) << "the job scheduler was asked to release a pod outside the window";
+  EXPECT_EQ(closed.waiting.at("p1"),
+            "window: outside the maintenance windows (mon-fri 22:00-06:00); the next opens Fri 2026-12-04 22:00 UTC");
+  EXPECT_FALSE(closed.waiting.count("p0"));
+  in.now = at(4, 22, 1);
+  auto open = admit(in);
+  EXPECT_EQ(open.admit, (std::vector<std::string>{"p1"}));
+  EXPECT_EQ(open.release, (std::vector<std::string>{"p2"}));
+  // Paused says paused, not window: the operator's own reason comes first.
+  in.now = at(5, 12);
+  in.paused = true;
+  EXPECT_EQ(admit(in).waiting.at("p1"), "paused");
+}
+
 TEST(PolicyTest, ParsesAndRejectsBadFields) {
   auto p = parsePolicy(json::parse(R"({"canary_pods": 2, "waves": ["20%", 50], "soak": "30m",
       "max_concurrent_pods": 4, "capacity_floor": {"max_pods_down": 2}, "allocated": "skip",
@@ -238,6 +308,18 @@ TEST(PolicyTest, ParsesAndRejectsBadFields) {
   auto bad = parsePolicy(json::parse(R"({"max_concurrent_pods": 0, "waves": ["150%"], "soak": "soon", "oops": 1})"));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().fields.size(), 4u);
+  auto windows = parsePolicy(json::parse(R"({"windows": ["sat,sun 00:00-24:00", "mon-fri 25:00-06:00", 7]})"));
+  ASSERT_FALSE(windows.ok());
+  ASSERT_EQ(windows.error().fields.size(), 2u);
+  EXPECT_EQ(windows.error().fields[0].path, "policy.windows[1]");
+  EXPECT_EQ(windows.error().fields[1].path, "policy.windows[2]");
+  EXPECT_FALSE(parsePolicy(json::parse(R"({"windows": "mon-fri 22:00-06:00"})")).ok());
+  // What toJson writes parses back to the same policy (a rollback reuses the stored policy).
+  auto with = parsePolicy(json::parse(R"({"windows": ["mon-fri 22:00-06:00"]})"));
+  ASSERT_TRUE(with.ok()) << with.error();
+  EXPECT_EQ(toJson(*with)["windows"], json::array({"mon-fri 22:00-06:00"}));
+  EXPECT_EQ(*parsePolicy(toJson(*with)), *with);
+  EXPECT_EQ(*parsePolicy(toJson(Policy{})), Policy{});
   EXPECT_EQ(percentile({10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 90), 90);
   EXPECT_EQ(percentile({7}, 50), 7);
 }
