@@ -1,5 +1,8 @@
 #include "orchestrator/kilnd/config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
@@ -85,7 +88,7 @@ std::string usage() {
          "             [--admin-token-file FILE] [--log-level LEVEL] [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
          "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
-         "             [--scheduler-hook URL]\n"
+         "             [--scheduler-hook URL|PATH]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";
@@ -169,8 +172,14 @@ Result<Config> parseConfig(const std::vector<std::string>& args,
   if (auto st = setInt(port, c.listen.substr(colon + 1), "--listen port", 1, 65535); !st.ok()) return st.error();
   if (c.database_url.empty()) return invalidArgument("--database-url (or KILN_DATABASE_URL) is required");
   if (c.tls_cert.empty() != c.tls_key.empty()) return invalidArgument("--tls-cert and --tls-key go together");
-  if (!c.scheduler_hook.empty() && c.scheduler_hook.rfind("http://", 0) != 0 && c.scheduler_hook.rfind("https://", 0) != 0)
-    return invalidArgument("--scheduler-hook must be an http:// or https:// URL, got '" + c.scheduler_hook + "'");
+  if (!c.scheduler_hook.empty() && c.scheduler_hook.rfind("http://", 0) != 0 && c.scheduler_hook.rfind("https://", 0) != 0) {
+    // A command: an absolute path to an executable file (run without a shell, with arguments).
+    struct stat st {};
+    if (c.scheduler_hook[0] != '/' || ::stat(c.scheduler_hook.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ::access(c.scheduler_hook.c_str(), X_OK) != 0)
+      return invalidArgument("--scheduler-hook must be an http:// or https:// URL or the absolute path of an executable file, got '" +
+                             c.scheduler_hook + "'");
+  }
   if (c.tls_cert.empty() && !isLoopback(c.host()) && !c.allow_insecure_http)
     return invalidArgument("refusing plain HTTP on " + c.host() +
                            ": give --tls-cert and --tls-key, or --allow-insecure-http on a trusted network");

@@ -24,8 +24,10 @@ struct Config {
   int network_threads = 4;
   std::string workflows_dir;       // workflow YAML loaded (and versioned) at start-up
   int unreachable_after_s = 90;    // an agent silent this long makes its host unreachable
-  int lease_grace_s = 30;
-  std::string scheduler_hook;      // URL kilnd POSTs {action: release, pod, hosts} to          // beyond a step's timeout before its assignment is lost
+  int lease_grace_s = 30;          // beyond a step's timeout before its assignment is lost
+  // URL kilnd POSTs {action: release, rollout, pod, hosts} to, or the absolute path of an
+  // executable it runs as `PATH release ROLLOUT POD HOST...` (scheduler_hook.h).
+  std::string scheduler_hook;
 
   std::string host() const;
   int port() const;

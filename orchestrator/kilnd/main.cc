@@ -173,15 +173,17 @@ int main(int argc, char** argv) {
 
   auto rollout_store = db::makePgRolloutStore({config->database_url, 4});
   rollouts::RolloutServiceOptions rollout_options;
-  // The job-scheduler hook's calls (3 s timeout each) run on their own two threads, never in
-  // the controller pass; the scheduler answers later with POST /hosts/{id}/actions
-  // {"action": "release"}. Declared before the rollout service: its destructor finishes the
-  // calls in flight.
+  // The job-scheduler hook's calls (an HTTP POST with a 3 s timeout, or a command with 10 s)
+  // run on their own two threads, never in the controller pass; the scheduler answers later
+  // with POST /hosts/{id}/actions {"action": "release"}. Declared before the rollout service:
+  // its destructor finishes the calls in flight.
   Executor hook_executor(2);
-  if (!config->scheduler_hook.empty())
+  if (!config->scheduler_hook.empty()) {
+    const bool http = config->scheduler_hook.rfind("http", 0) == 0;
     rollout_options.release_hook = kilnd::asyncReleaseHook(
-        hook_executor, kilnd::httpReleaseCall(config->scheduler_hook, std::chrono::milliseconds(3000),
-                                              [log](const std::string& line) { log->warn("{}", line); }));
+        hook_executor, kilnd::releaseCall(config->scheduler_hook, std::chrono::milliseconds(http ? 3000 : 10000),
+                                          [log](const std::string& line) { log->warn("{}", line); }));
+  }
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
   auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   reliability::ReliabilityService reliability_service(*reliability_store, clock);

@@ -1,12 +1,31 @@
 #include "orchestrator/kilnd/scheduler_hook.h"
 
+#include <unistd.h>
+
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "agents/exec/process_runner.h"
 #include "orchestrator/http/client.h"
 
+extern char** environ;
+
 namespace kiln::kilnd {
+
+namespace {
+
+nlohmann::json requestBody(const rollouts::ReleaseRequest& r) {
+  return {{"action", "release"}, {"rollout", r.rollout}, {"pod", r.pod}, {"hosts", r.hosts}};
+}
+
+std::string lastLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+}  // namespace
 
 rollouts::ReleaseHook asyncReleaseHook(Executor& executor, BlockingReleaseCall call) {
   auto shared = std::make_shared<BlockingReleaseCall>(std::move(call));
@@ -30,14 +49,46 @@ BlockingReleaseCall httpReleaseCall(const std::string& url, std::chrono::millise
   const std::string path = url.size() > o.base_url.size() ? url.substr(o.base_url.size()) : "/";
   auto client = std::make_shared<http::Client>(o);  // thread-safe: shared by the executor's threads
   return [client, path, url, warn = std::move(warn)](const rollouts::ReleaseRequest& r) {
-    nlohmann::json body = {{"action", "release"}, {"rollout", r.rollout}, {"pod", r.pod}, {"hosts", r.hosts}};
-    auto reply = client->request("POST", path, body.dump());
+    auto reply = client->request("POST", path, requestBody(r).dump());
     const bool told = reply.ok() && reply->status < 300;
     if (!told && warn)
       warn("scheduler hook " + url + " for pod " + r.pod + ": " +
            (reply.ok() ? "status " + std::to_string(reply->status) : reply.error().message));
     return told;
   };
+}
+
+BlockingReleaseCall commandReleaseCall(const std::string& path, std::chrono::milliseconds timeout,
+                                       std::function<void(const std::string&)> warn) {
+  std::shared_ptr<exec::ProcessRunner> runner = exec::makeBoostProcessRunner();  // thread-safe
+  const auto env = exec::allowListedEnvironment(environ, {"PATH", "LANG", "LC_ALL", "TZ"}, {});
+  return [runner, path, env, timeout, warn = std::move(warn)](const rollouts::ReleaseRequest& r) {
+    exec::ProcessSpec spec;
+    spec.argv = {path, "release", r.rollout, r.pod};
+    spec.argv.insert(spec.argv.end(), r.hosts.begin(), r.hosts.end());
+    spec.env = env;
+    spec.timeout = timeout;
+    spec.kill_grace = std::chrono::milliseconds(1000);
+    spec.output_cap = 4096;
+    spec.stdin_data = requestBody(r).dump() + "\n";
+    const exec::ProcessResult result = runner->run(spec);
+    if (result.succeeded()) return true;
+    if (warn) {
+      std::string why = !result.started   ? "did not start: " + result.spawn_error
+                        : result.timed_out ? "timed out after " + std::to_string(timeout.count()) + " ms"
+                        : result.term_signal != 0 ? "killed by signal " + std::to_string(result.term_signal)
+                                                  : "exited " + std::to_string(result.exit_code);
+      if (const std::string err = lastLine(result.stderr_tail); !err.empty()) why += ": " + err;
+      warn("scheduler hook " + path + " for pod " + r.pod + " " + why);
+    }
+    return false;
+  };
+}
+
+BlockingReleaseCall releaseCall(const std::string& hook, std::chrono::milliseconds timeout,
+                                std::function<void(const std::string&)> warn) {
+  if (hook.rfind("http://", 0) == 0 || hook.rfind("https://", 0) == 0) return httpReleaseCall(hook, timeout, std::move(warn));
+  return commandReleaseCall(hook, timeout, std::move(warn));
 }
 
 }  // namespace kiln::kilnd

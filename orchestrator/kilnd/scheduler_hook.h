@@ -1,7 +1,8 @@
 #pragma once
-// kilnd's job-scheduler hook (--scheduler-hook URL, deploy/OPERATIONS.md): the blocking HTTP
-// call, and the adapter that runs such a call on an Executor, so the controller pass that asks
-// never waits for the scheduler (a slow one held every rollout for up to 3 s per ask).
+// kilnd's job-scheduler hook (--scheduler-hook URL|PATH, deploy/OPERATIONS.md): the blocking
+// HTTP call or command, and the adapter that runs such a call on an Executor, so the controller
+// pass that asks never waits for the scheduler (a slow one held every rollout for up to 3 s per
+// ask).
 
 #include <chrono>
 #include <functional>
@@ -25,5 +26,17 @@ rollouts::ReleaseHook asyncReleaseHook(Executor& executor, BlockingReleaseCall c
 // `timeout`; `warn` gets a line for a call that failed (transport error or a status >= 300).
 BlockingReleaseCall httpReleaseCall(const std::string& url, std::chrono::milliseconds timeout,
                                     std::function<void(const std::string&)> warn);
+
+// Runs the executable `path` (absolute; never through a shell) as
+//   PATH release ROLLOUT POD HOST...
+// with the HTTP call's JSON body on its stdin and kilnd's PATH, LANG and TZ as its whole
+// environment; true when it exits 0 within `timeout` (then its process group is killed). `warn`
+// gets a line with the exit status and the last line of its stderr when it did not.
+BlockingReleaseCall commandReleaseCall(const std::string& path, std::chrono::milliseconds timeout,
+                                       std::function<void(const std::string&)> warn);
+
+// httpReleaseCall for an http:// or https:// `hook`, commandReleaseCall otherwise.
+BlockingReleaseCall releaseCall(const std::string& hook, std::chrono::milliseconds timeout,
+                                std::function<void(const std::string&)> warn);
 
 }  // namespace kiln::kilnd

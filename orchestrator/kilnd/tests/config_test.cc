@@ -1,5 +1,8 @@
 #include "orchestrator/kilnd/config.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace kiln::kilnd {
@@ -40,6 +43,15 @@ TEST(KilndConfigTest, ClearErrors) {
                 .message.find("http:// or https://"),
             std::string::npos);
   EXPECT_TRUE(parseConfig({"--database-url", "x", "--scheduler-hook", "http://127.0.0.1:8091/release"}, {}, noFile).ok());
+  // A command: an absolute path to an executable file.
+  EXPECT_TRUE(parseConfig({"--database-url", "x", "--scheduler-hook", "/bin/true"}, {}, noFile).ok());
+  char plain[] = "/tmp/kiln-config-test.XXXXXX";  // a file without execute permission
+  ::close(::mkstemp(plain));
+  for (const std::string& bad : std::vector<std::string>{"bin/true", "/nonexistent/release-pod", "/bin", plain})
+    EXPECT_NE(parseConfig({"--database-url", "x", "--scheduler-hook", bad}, {}, noFile).error().message.find("absolute path of an executable"),
+              std::string::npos)
+        << bad;
+  ::unlink(plain);
   auto bad_file = [](const std::string&) -> Result<std::string> { return std::string("listen: [1\n"); };
   auto e = parseConfig({"--config", "k.yaml", "--database-url", "x"}, {}, bad_file);
   ASSERT_FALSE(e.ok());

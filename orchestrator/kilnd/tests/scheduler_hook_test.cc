@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <stdlib.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
 
 #include "orchestrator/rollouts/tests/fakes.h"
 
@@ -74,6 +80,67 @@ TEST(SchedulerHookTest, ACallThatThrowsCountsAsNotTold) {
   auto f = told.get_future();
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   EXPECT_FALSE(f.get());
+}
+
+// A scheduler-hook command written as a script into a fresh directory; it records its
+// arguments (one per line), its stdin and its environment there.
+class HookScript {
+ public:
+  explicit HookScript(const std::string& body) {
+    char tmpl[] = "/tmp/kiln-hook-test.XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/release-pod";
+    std::ofstream(path_) << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir_ << "/args\ncat > " << dir_ << "/stdin\nenv > "
+                         << dir_ << "/env\n"
+                         << body << "\n";
+    ::chmod(path_.c_str(), 0755);
+  }
+  ~HookScript() { std::filesystem::remove_all(dir_); }
+  const std::string& path() const { return path_; }
+  std::string read(const std::string& name) const {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  std::string dir_, path_;
+};
+
+TEST(SchedulerHookCommandTest, RunsThePathWithTheRequestAsArgumentsAndStdinWithoutAShell) {
+  HookScript script("exit 0");
+  ::setenv("KILN_TEST_SECRET", "do-not-pass", 1);
+  std::vector<std::string> warnings;
+  auto call = releaseCall(script.path(), 5s, [&](const std::string& w) { warnings.push_back(w); });
+  // A host name with shell syntax in it stays one argument and runs nothing.
+  const std::string odd = "b1-p1-h02; touch " + script.path() + ".pwned";
+  EXPECT_TRUE(call({"ro-7", "b1-p1", {"b1-p1-h01", odd}}));
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(script.read("args"), "release\nro-7\nb1-p1\nb1-p1-h01\n" + odd + "\n");
+  EXPECT_FALSE(std::filesystem::exists(script.path() + ".pwned"));
+  auto body = nlohmann::json::parse(script.read("stdin"));
+  EXPECT_EQ(body, (nlohmann::json{{"action", "release"}, {"rollout", "ro-7"}, {"pod", "b1-p1"}, {"hosts", {"b1-p1-h01", odd}}}));
+  // kilnd's own environment (tokens, database URL) does not reach the command.
+  EXPECT_EQ(script.read("env").find("KILN_TEST_SECRET"), std::string::npos) << script.read("env");
+  EXPECT_NE(script.read("env").find("PATH="), std::string::npos);
+  ::unsetenv("KILN_TEST_SECRET");
+}
+
+TEST(SchedulerHookCommandTest, AFailingOrHangingCommandIsNotToldAndSaysWhy) {
+  HookScript failing("echo 'sinfo: slurmctld not responding' >&2\nexit 3");
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& w) { warnings.push_back(w); };
+  EXPECT_FALSE(releaseCall(failing.path(), 5s, warn)({"ro-1", "b1-p1", {"h1"}}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "scheduler hook " + failing.path() + " for pod b1-p1 exited 3: sinfo: slurmctld not responding");
+
+  HookScript hanging("sleep 30");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(releaseCall(hanging.path(), 300ms, warn)({"ro-1", "b1-p2", {"h1"}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[1].find("for pod b1-p2 timed out after 300 ms"), std::string::npos) << warnings[1];
 }
 
 }  // namespace
