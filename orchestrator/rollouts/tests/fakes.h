@@ -4,6 +4,7 @@
 // runs and lets the test finish them. Each counts the calls the controller's cost depends on.
 // Not thread-safe unless said: the tests drive tick() from one thread.
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -12,9 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/core/clock.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/store.h"
 #include "orchestrator/rollouts/rollout_store.h"
+#include "orchestrator/runs/run_service.h"
 #include "orchestrator/runs/run_store.h"
 
 namespace kiln::rollouts::testing {
@@ -128,9 +131,11 @@ class FakeFleet final : public core::Store {
 };
 
 // Rollouts, their pods and events in memory; pod facts (buildings, host states) from a FakeFleet.
+// Times the database stamps with now() (a pod's start and finish, a rollout's start and finish)
+// come from `clock` when given, else they are the epoch.
 class FakeRolloutStore final : public RolloutStore {
  public:
-  explicit FakeRolloutStore(FakeFleet& fleet) : fleet_(fleet) {}
+  explicit FakeRolloutStore(FakeFleet& fleet, const core::Clock* clock = nullptr) : fleet_(fleet), clock_(clock) {}
 
   // A running rollout of `bundle` over `pods` (plan order, one wave) under `policy`.
   void addRollout(const std::string& id, const Bundle& bundle, const std::vector<std::string>& pods,
@@ -157,6 +162,13 @@ class FakeRolloutStore final : public RolloutStore {
       if (p.pod == pod) return p;
     throw std::out_of_range(pod);
   }
+  // The versions the pod's hosts report: every host of the pod at `version` of `kind` (what the
+  // agents' inventory says after an upgrade). Unset pods have driver 570.1 on their 18 hosts.
+  void setVersion(const std::string& pod, const std::string& kind, const std::string& version) {
+    auto [it, added] = versions_.try_emplace(pod);
+    if (added) it->second["driver"]["570.1"] = 18;
+    it->second[kind] = {{version, 18}};
+  }
   // Events of a kind, as "pod: message".
   std::vector<std::string> eventsOf(const std::string& kind) const {
     std::lock_guard lock(mu_);
@@ -177,20 +189,59 @@ class FakeRolloutStore final : public RolloutStore {
     return std::optional<BundleRow>(row);
   }
   Result<std::vector<BundleRow>> listBundles() override { return fakeUnsupported(); }
+  // As the SQL: the selector's pods (every pod when it names none; the service applies the
+  // rest of the selector), by id, with the active rollout holding each.
   Result<std::vector<PodSnapshot>> podSnapshots(const Selector& s) override {
     std::vector<PodSnapshot> out;
-    for (const auto& id : s.pods) {
+    for (const auto& [id, d] : fleet_.pods_) {
+      if (!s.pods.empty() && std::find(s.pods.begin(), s.pods.end(), id) == s.pods.end()) continue;
       PodSnapshot snap;
       snap.id = id;
-      snap.hosts = 18;
-      snap.host_versions["driver"]["570.1"] = 18;
+      snap.site = d.pod.site;
+      snap.building = d.pod.building;
+      snap.platform = d.pod.platform;
+      snap.state = d.pod.state;
+      snap.hosts = static_cast<int>(d.hosts.size());
+      for (const auto& h : d.hosts) snap.allocated |= h.state == "allocated";
+      snap.other_rollout = holder(id);
+      if (auto it = versions_.find(id); it != versions_.end()) snap.host_versions = it->second;
+      else snap.host_versions["driver"]["570.1"] = snap.hosts;
       out.push_back(snap);
     }
     return out;
   }
-  Result<std::string> nextRolloutId() override { return fakeUnsupported(); }
-  Result<RolloutRow> createRollout(const RolloutRow&, const std::vector<RolloutPodRow>&, const core::Actor&) override {
-    return fakeUnsupported();
+  // "ro-<n>" from a sequence that skips the ids addRollout took.
+  Result<std::string> nextRolloutId() override {
+    std::string id;
+    do id = "ro-" + std::to_string(++next_rollout_);
+    while (rollouts_.count(id));
+    return id;
+  }
+  // As the SQL: kConflict when a pod is in flight or pending in another active rollout; the
+  // rollout starts in state created, its pods pending.
+  Result<RolloutRow> createRollout(const RolloutRow& r, const std::vector<RolloutPodRow>& pods,
+                                   const core::Actor& actor) override {
+    for (const auto& p : pods)
+      if (auto other = holder(p.pod); !other.empty())
+        return conflict("pod " + p.pod + " is already in rollout " + other).with("pod", p.pod);
+    RolloutRow row = r;
+    row.state = "created";
+    row.created_by = actor.token_id;
+    row.created_at = now();
+    rollouts_[r.id] = row;
+    auto& rows = pods_[r.id];
+    for (const auto& p : pods) {
+      RolloutPodRow pr;
+      pr.rollout_id = r.id;
+      pr.pod = p.pod;
+      pr.building = fleet_.pods_.at(p.pod).pod.building;
+      pr.wave = p.wave;
+      pr.position = p.position;
+      rows.push_back(pr);
+    }
+    std::lock_guard lock(mu_);
+    events_.push_back({"", "created", "rollout of bundle " + r.bundle_id + " over " + std::to_string(pods.size()) + " pods"});
+    return row;
   }
   Result<RolloutRow> getRollout(const std::string& id) override {
     auto it = rollouts_.find(id);
@@ -210,10 +261,18 @@ class FakeRolloutStore final : public RolloutStore {
   }
   Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from, const std::string& to,
                                 const std::string& reason, const core::Actor&) override {
-    auto& r = rollouts_.at(id);
-    if (std::find(from.begin(), from.end(), r.state) == from.end()) return conflict("rollout " + id + " is " + r.state);
+    auto it = rollouts_.find(id);
+    if (it == rollouts_.end()) return notFound("no rollout '" + id + "'");
+    auto& r = it->second;
+    if (std::find(from.begin(), from.end(), r.state) == from.end()) {
+      std::string allowed;
+      for (const auto& f : from) allowed += (allowed.empty() ? "" : ", ") + f;
+      return conflict("rollout " + id + " is " + r.state + "; this needs it to be " + allowed).with("state", r.state);
+    }
     r.state = to;
     if (to == "halted") r.halt_reason = reason;
+    if (to == "running" && !r.started_at) r.started_at = now();
+    if (to == "completed" || to == "aborted") r.finished_at = now();
     std::lock_guard lock(mu_);
     events_.push_back({"", to, reason});
     return r;
@@ -231,7 +290,8 @@ class FakeRolloutStore final : public RolloutStore {
       if (u.waiting_reason) p.waiting_reason = *u.waiting_reason;
       if (u.before_versions) p.before_versions = *u.before_versions;
       if (u.bump_attempt) ++p.attempt;
-      if (u.set_finished) p.finished_at = core::TimePoint{};
+      if (u.set_started) p.started_at = now();
+      if (u.set_finished) p.finished_at = now();
       if (u.phase == PodPhase::kPending) p.finished_at.reset();
     }
     std::lock_guard lock(mu_);
@@ -273,8 +333,27 @@ class FakeRolloutStore final : public RolloutStore {
     return out;
   }
   Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override { return fakeUnsupported(); }
-  Result<std::map<std::string, std::string>> previousBundles(const std::string&, const std::vector<std::string>&) override {
-    return fakeUnsupported();
+  // As the SQL: per pod, the bundle of the other rollout in which it succeeded last, among those
+  // that finished before this rollout started its first pod.
+  Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
+                                                             const std::vector<std::string>& pods) override {
+    std::optional<core::TimePoint> started;
+    for (const auto& p : pods_[rollout_id])
+      if (p.started_at && (!started || *p.started_at < *started)) started = p.started_at;
+    const core::TimePoint before = started.value_or(now());
+    std::map<std::string, std::string> out;
+    std::map<std::string, core::TimePoint> newest;
+    for (const auto& [id, rows] : pods_) {
+      if (id == rollout_id) continue;
+      for (const auto& p : rows) {
+        if (p.phase != PodPhase::kSucceeded || !p.finished_at || *p.finished_at >= before) continue;
+        if (std::find(pods.begin(), pods.end(), p.pod) == pods.end()) continue;
+        if (auto it = newest.find(p.pod); it != newest.end() && it->second >= *p.finished_at) continue;
+        newest[p.pod] = *p.finished_at;
+        out[p.pod] = rollouts_.at(id).bundle_id;
+      }
+    }
+    return out;
   }
 
   std::map<std::string, RolloutRow> rollouts_;
@@ -282,7 +361,23 @@ class FakeRolloutStore final : public RolloutStore {
   std::map<std::string, Bundle> bundles_;
 
  private:
+  core::TimePoint now() const { return clock_ ? clock_->now() : core::TimePoint{}; }
+  // The active rollout (created counts) in which the pod has not finished, if any.
+  std::string holder(const std::string& pod) const {
+    for (const auto& [id, rows] : pods_) {
+      const auto& state = rollouts_.at(id).state;
+      if (state != "created" && state != "running" && state != "paused" && state != "halted" && state != "aborting")
+        continue;
+      for (const auto& p : rows)
+        if (p.pod == pod && !finished(p.phase)) return id;
+    }
+    return "";
+  }
+
   FakeFleet& fleet_;
+  const core::Clock* clock_;
+  int next_rollout_ = 0;
+  std::map<std::string, std::map<std::string, std::map<std::string, int>>> versions_;  // pod -> kind -> version -> hosts
   mutable std::mutex mu_;  // events_ (hook answers may write from another thread)
   std::vector<RolloutEvent> events_;
 };
@@ -295,16 +390,23 @@ class FakeRunStore final : public runs::RunStore {
       "name: NAME\nversion: \"1\"\ndescription: fake\nscope: host\ntimeout: 10m\n"
       "steps:\n  - id: work\n    run: [true]\n    timeout: 1m\n";
 
-  // Ends the run: `failed` hosts fail (with a reason), the others pass.
+  // Ends the run: `failed` hosts fail (with a reason), the others pass, but a host a stop
+  // already ended (withdrawn: cancelled) stays so; the run's state is the real verdict's.
   void finishRun(const std::string& id, const std::set<std::string>& failed = {}) {
     auto& run = runs_.at(id);
-    run.state = failed.size() == groups_[id].size() ? "failed" : "passed";
     for (auto& g : groups_[id])
       for (auto& h : g.hosts) {
+        if (runs::isTerminal(h.status)) continue;
         h.status = failed.count(h.host) ? runs::HostStatus::kFailed : runs::HostStatus::kPassed;
         if (failed.count(h.host)) h.failures = {"flash failed"};
       }
+    run.state = runs::runVerdict(run, groups_[id]).first;
   }
+  const std::vector<runs::GroupState>& groupsOf(const std::string& run) { return groups_[run]; }
+
+  // Hosts whose step no agent has taken yet (pending assignments): a stop withdraws them.
+  // Others' steps are running on their agents.
+  std::set<std::string> untaken;
   std::vector<std::string> runsOf(const std::string& workflow) const {
     std::vector<std::string> out;
     for (const auto& [id, r] : runs_)
@@ -355,8 +457,23 @@ class FakeRunStore final : public runs::RunStore {
   Status updateGroup(const std::string&, const std::string&, const runs::GroupFn&, const core::Actor&) override {
     return fakeUnsupported();
   }
-  Status stopGroup(const std::string&, const std::string&, const runs::StopFn&, const core::Actor&) override {
-    return fakeUnsupported();
+  // As the SQL: fn on the group with its untaken assignments; the host transitions an update
+  // carries are not applied (a rollout run's carry none).
+  Status stopGroup(const std::string& run_id, const std::string& group, const runs::StopFn& fn,
+                   const core::Actor&) override {
+    auto run = runs_.find(run_id);
+    if (run == runs_.end()) return notFound("no workflow run '" + run_id + "'");
+    for (auto& g : groups_[run_id]) {
+      if (g.group != group) continue;
+      std::set<std::string> undispatched;
+      for (const auto& h : g.hosts)
+        if (!h.assignment_id.empty() && untaken.count(h.host)) undispatched.insert(h.assignment_id);
+      auto update = fn(run->second, g, undispatched);
+      if (!update.ok()) return update.error();
+      g = std::move(update->state);
+      return Ok{};
+    }
+    return notFound("no group '" + group + "' in run '" + run_id + "'");
   }
   Result<std::vector<std::pair<std::string, std::string>>> dueGroups(core::TimePoint, int) override {
     return fakeUnsupported();

@@ -1,0 +1,785 @@
+// The rollout controller (RolloutService::tick and the verbs) driven through whole pod
+// lifecycles against the in-memory fakes, time moved only by a FakeClock: the failure budget's
+// halt, pause and resume, abort, retry, skip, rollback, spares covering failed hosts, soak
+// between waves, and the durations and ETA of the view.
+
+#include "orchestrator/rollouts/rollout_service.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/rollouts/tests/fakes.h"
+
+namespace kiln::rollouts {
+namespace {
+
+using nlohmann::json;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using testing::FakeFleet;
+using testing::FakeRunStore;
+
+const core::Actor kSre{"t-1", "sre"};
+
+class RolloutControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bundle_ = bundle("b-2", "2", "580.1");
+    for (int i = 1; i <= 5; ++i) fleet_.addPod("b1-p" + std::to_string(i), "b1");
+  }
+
+  // A driver bundle installed by the "upgrade" workflow.
+  static Bundle bundle(const std::string& id, const std::string& version, const std::string& driver) {
+    Bundle b;
+    b.id = id;
+    b.name = "fw";
+    b.version = version;
+    b.platforms = {"catalina"};
+    b.workflow = "upgrade";
+    b.components = {{"driver", driver, "https://a/d-" + driver + ".run", std::string(64, 'a')}};
+    return b;
+  }
+  RolloutService& service() {
+    RolloutServiceOptions o;
+    o.validation_workflow = "validate";
+    service_ = std::make_unique<RolloutService>(fleet_, rollouts_, runs_, clock_, std::move(o));
+    return *service_;
+  }
+  // One wave, no soak; only max_concurrent_pods limits admission, unless `changes` say more.
+  static json policy(int max_concurrent, const json& changes = json::object()) {
+    json p = {{"canary_pods", 0}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", max_concurrent},
+              {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"percent", 100}}},
+              {"max_rebooting_pods_per_building", 100}};
+    p.update(changes);
+    return p;
+  }
+
+  RolloutPodRow& pod(const std::string& p, const std::string& rollout = "ro-1") { return rollouts_.pod(rollout, p); }
+  PodPhase phase(const std::string& p, const std::string& rollout = "ro-1") { return pod(p, rollout).phase; }
+  std::string state(const std::string& rollout = "ro-1") { return rollouts_.rollouts_.at(rollout).state; }
+
+  static std::string host(const std::string& pod, int tray) {
+    return pod + "-h" + (tray < 10 ? "0" : "") + std::to_string(tray);
+  }
+  static std::set<std::string> hosts(const std::string& pod, const std::set<int>& trays) {
+    std::set<std::string> out;
+    for (int t : trays) out.insert(host(pod, t));
+    return out;
+  }
+  static std::set<int> everyTray() {
+    std::set<int> out;
+    for (int t = 1; t <= 18; ++t) out.insert(t);
+    return out;
+  }
+  int hostsIn(const std::string& pod, const std::string& host_state) {
+    int n = 0;
+    for (const auto& h : fleet_.pods_.at(pod).hosts) n += h.state == host_state;
+    return n;
+  }
+
+  // The pod's upgrade (or validation) run ends: the hosts of `failed_trays` fail, the others pass.
+  void finishUpgrade(const std::string& p, const std::set<int>& failed_trays = {}) {
+    run_store_.finishRun(pod(p).run_id, hosts(p, failed_trays));
+  }
+  void finishValidation(const std::string& p, const std::set<int>& failed_trays = {}) {
+    run_store_.finishRun(pod(p).validation_run_id, hosts(p, failed_trays));
+  }
+  // Rollout ro-0 of bundle b-1 (driver 570.1) upgraded `pods` a day ago.
+  void upgradedADayAgo(const std::vector<std::string>& pods) {
+    rollouts_.addRollout("ro-0", bundle("b-1", "1", "570.1"), pods, policy(4), "completed");
+    for (auto& p : rollouts_.pods_.at("ro-0")) {
+      p.phase = PodPhase::kSucceeded;
+      p.started_at = p.finished_at = clock_.now();
+    }
+    clock_.advance(std::chrono::hours(24));
+  }
+  bool everyGroupStopping(const std::string& run) {
+    const auto& groups = run_store_.groupsOf(run);
+    return !groups.empty() &&
+           std::all_of(groups.begin(), groups.end(), [](const runs::GroupState& g) { return g.stopping; });
+  }
+
+  Bundle bundle_;
+  FakeFleet fleet_;
+  core::FakeClock clock_;
+  testing::FakeRolloutStore rollouts_{fleet_, &clock_};
+  FakeRunStore run_store_;
+  runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  std::unique_ptr<RolloutService> service_;
+};
+
+// ---- failure budget ----
+
+TEST_F(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePodsInFlightFinish) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4", "b1-p5"},
+                       policy(3, {{"failure_budget", {{"pods", 1}}}}));
+  auto& svc = service();
+  svc.tick();  // admits p1..p3
+  svc.tick();  // drains them and starts their upgrades
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p3"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p4"), PodPhase::kPending);
+
+  // p1: three hosts fail the flash; 15 of 18 serve, short of a 64-GPU slice.
+  finishUpgrade("b1-p1", {1, 2, 3});
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  EXPECT_EQ(pod("b1-p1").message, "only 60 healthy GPUs after the upgrade (a slice needs 64)");
+  // One failed pod is within a budget of one: the rollout goes on and p4 takes p1's slot.
+  EXPECT_EQ(state(), "running");
+  EXPECT_EQ(phase("b1-p4"), PodPhase::kDraining);
+  svc.tick();
+  ASSERT_EQ(phase("b1-p4"), PodPhase::kUpgrading);
+
+  // p2: the flash fails on every host. Two failed pods are more than the budget: the pass that
+  // sees it halts the rollout by itself, and admits nothing.
+  finishUpgrade("b1-p2", everyTray());
+  svc.tick();
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kFailed);
+  EXPECT_EQ(pod("b1-p2").message, "the upgrade failed on every host: flash failed");
+  EXPECT_EQ(state(), "halted");
+  EXPECT_EQ(rollouts_.eventsOf("halted"), (std::vector<std::string>{": 2 pods failed; the failure budget allows 1"}));
+  auto view = svc.view("ro-1");
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ((*view)["state"], "halted");
+  EXPECT_EQ((*view)["halt_reason"], "2 pods failed; the failure budget allows 1");
+
+  // Halted: p5 is never admitted, however many passes go by...
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(minutes(10));
+    svc.tick();
+  }
+  EXPECT_EQ(phase("b1-p5"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p5").waiting_reason, "budget: the rollout is halted (failure budget)");
+
+  // ...while p3 and p4, in flight when it halted, finish and return to service.
+  finishUpgrade("b1-p3");
+  finishUpgrade("b1-p4");
+  svc.tick();
+  finishValidation("b1-p3");
+  finishValidation("b1-p4");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kSucceeded);
+  EXPECT_EQ(phase("b1-p4"), PodPhase::kSucceeded);
+  EXPECT_EQ(hostsIn("b1-p4", "available"), 18);
+  svc.tick();
+  EXPECT_EQ(state(), "halted");
+  EXPECT_EQ(phase("b1-p5"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p5").attempt, 0);
+  EXPECT_EQ(hostsIn("b1-p5", "available"), 18);
+  EXPECT_EQ(run_store_.runsOf("upgrade").size(), 4u);  // none for p5
+}
+
+// ---- pause, resume and verbs in the wrong state ----
+
+TEST_F(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResumeAdmitsAgain) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(2));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+
+  auto paused = svc.verb("ro-1", "pause", kSre);
+  ASSERT_TRUE(paused.ok()) << paused.error();
+  EXPECT_EQ((*paused)["state"], "paused");
+  EXPECT_EQ(rollouts_.eventsOf("paused"), (std::vector<std::string>{": paused by t-1"}));
+
+  // p1 finishes while paused; its slot stays empty.
+  finishUpgrade("b1-p1");
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(hostsIn("b1-p1", "available"), 18);
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(minutes(30));
+    svc.tick();
+  }
+  EXPECT_EQ(state(), "paused");
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p3").waiting_reason, "paused");
+  EXPECT_EQ(pod("b1-p3").attempt, 0);
+
+  auto resumed = svc.verb("ro-1", "resume", kSre);
+  ASSERT_TRUE(resumed.ok()) << resumed.error();
+  EXPECT_EQ((*resumed)["state"], "running");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kDraining);
+  EXPECT_EQ(pod("b1-p3").attempt, 1);
+  EXPECT_EQ(pod("b1-p3").waiting_reason, "");
+}
+
+TEST_F(RolloutControllerTest, AVerbInTheWrongStateIsRefusedAsAConflictAndChangesNothing) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1), "created");
+  auto& svc = service();
+  auto refused = [&](const std::string& verb, const std::string& in_state) {
+    SCOPED_TRACE(verb + " while " + in_state);
+    auto r = svc.verb("ro-1", verb, kSre);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kConflict) << r.error();
+    EXPECT_EQ(state(), in_state);
+  };
+
+  svc.tick();  // a rollout not started is not worked on
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  refused("pause", "created");
+  refused("resume", "created");
+  ASSERT_TRUE(svc.verb("ro-1", "start", kSre).ok());
+  refused("start", "running");
+  refused("resume", "running");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  ASSERT_TRUE(svc.verb("ro-1", "pause", kSre).ok());
+  refused("pause", "paused");
+  refused("start", "paused");
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  refused("abort", "aborting");
+  refused("resume", "aborting");
+  refused("pause", "aborting");
+  svc.tick();
+  ASSERT_EQ(state(), "aborted");
+  refused("resume", "aborted");
+  refused("abort", "aborted");
+  refused("start", "aborted");
+  auto unknown = svc.verb("ro-1", "restart", kSre);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+
+  // Only the verbs that were allowed left a trace.
+  EXPECT_EQ(rollouts_.eventsOf("running"), (std::vector<std::string>{": started by t-1"}));
+  EXPECT_EQ(rollouts_.eventsOf("paused"), (std::vector<std::string>{": paused by t-1"}));
+  EXPECT_EQ(rollouts_.eventsOf("aborting"), (std::vector<std::string>{": aborted by t-1"}));
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p2").attempt, 0);
+}
+
+// ---- abort ----
+
+TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHostsOutOfServiceAndStartsNoOther) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
+  auto& svc = service();
+  svc.tick();  // admits p1, p2
+  fleet_.setState(host("b1-p2", 5), "allocated");  // a job landed on p2 before its drain
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
+  ASSERT_EQ(hostsIn("b1-p2", "maintenance"), 17);
+  const std::string upgrade = pod("b1-p1").run_id;
+
+  auto aborting = svc.verb("ro-1", "abort", kSre);
+  ASSERT_TRUE(aborting.ok()) << aborting.error();
+  EXPECT_EQ((*aborting)["state"], "aborting");
+  svc.tick();
+  // p1's upgrade is told to stop at a safe point (no flash is cut): the pod waits for it.
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  EXPECT_TRUE(everyGroupStopping(upgrade));
+  // p2 had not started its upgrade: it stops now, its drained hosts left drained.
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kAborted);
+  EXPECT_EQ(pod("b1-p2").message, "aborted while draining: hosts left drained");
+  EXPECT_EQ(hostsIn("b1-p2", "maintenance"), 17);
+  EXPECT_EQ(fleet_.state(host("b1-p2", 5)), "allocated");
+  EXPECT_EQ(state(), "aborting");  // p1 is still in flight
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
+
+  // The flashes that were running finish: p1 stops there, its hosts still in maintenance,
+  // neither validated nor back in service.
+  finishUpgrade("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
+  EXPECT_EQ(pod("b1-p1").message, "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
+  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 18);
+  EXPECT_TRUE(run_store_.runsOf("validate").empty());
+  EXPECT_EQ(state(), "aborted");
+  EXPECT_EQ(rollouts_.eventsOf("aborted"),
+            (std::vector<std::string>{"b1-p2: aborted while draining: hosts left drained",
+                                      "b1-p1: aborted: the upgrade stopped at a safe point; hosts left in maintenance",
+                                      ": every pod in flight stopped at a safe point"}));
+
+  // An aborted rollout is done: the pending pods never start.
+  clock_.advance(minutes(30));
+  EXPECT_EQ(svc.tick(), 0);
+  for (const char* p : {"b1-p3", "b1-p4"}) {
+    EXPECT_EQ(phase(p), PodPhase::kPending) << p;
+    EXPECT_EQ(pod(p).attempt, 0) << p;
+    EXPECT_EQ(hostsIn(p, "available"), 18) << p;
+  }
+  EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
+}
+
+TEST_F(RolloutControllerTest, AbortLeavesHostsWhoseUpgradeStepNoAgentHadTakenDrainedAndNotFailed) {
+  GTEST_SKIP() << "bug: on abort, the upgrade's hosts that a stop withdrew before their step (never flashed) "
+                  "are moved to failed by validation_fail (rollout_service.cc, kUpgrading), although the pod's "
+                  "message says 'hosts left in maintenance'; a retry then waits for their repair";
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  // The agents of trays 10-18 have not taken their step yet: the stop withdraws it.
+  run_store_.untaken = hosts("b1-p1", {10, 11, 12, 13, 14, 15, 16, 17, 18});
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  svc.tick();
+  finishUpgrade("b1-p1");  // trays 1-9 finish their flash
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kAborted);
+  EXPECT_EQ(pod("b1-p1").message, "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
+  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 18);
+  EXPECT_EQ(hostsIn("b1-p1", "failed"), 0);
+}
+
+TEST_F(RolloutControllerTest, AbortLetsAPodInValidationFinishItAndReturnsOnlyTheHostsThatPassed) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", {18});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  const std::string validation = pod("b1-p1").validation_run_id;
+
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  svc.tick();
+  EXPECT_TRUE(everyGroupStopping(validation));
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  EXPECT_EQ(state(), "aborting");
+
+  // The validation steps that were running finish: tray 17 fails it.
+  finishValidation("b1-p1", {17});
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(pod("b1-p1").message, "16 hosts back in service (64 GPUs); spares cover 2 hosts sent to repair");
+  EXPECT_EQ(hostsIn("b1-p1", "available"), 16);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 17)), "repair");
+  EXPECT_EQ(fleet_.state(host("b1-p1", 18)), "repair");
+  EXPECT_EQ(state(), "aborted");
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kPending);
+}
+
+TEST_F(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWithdrew) {
+  GTEST_SKIP() << "bug: on abort, the validation's hosts that a stop withdrew before their step (cancelled, never "
+                  "failed) are taken for validation failures (rollout_service.cc, kValidating): failed, then repair, "
+                  "and the pod is marked failed";
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  run_store_.untaken = hosts("b1-p1", {16, 17, 18});
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  svc.tick();
+  finishValidation("b1-p1");  // trays 1-15 finish their validation
+  svc.tick();
+  EXPECT_EQ(hostsIn("b1-p1", "repair"), 0);
+  EXPECT_EQ(hostsIn("b1-p1", "failed"), 0);
+  EXPECT_NE(phase("b1-p1"), PodPhase::kFailed);
+  for (int t : {16, 17, 18}) EXPECT_NE(fleet_.state(host("b1-p1", t)), "available") << t;  // not validated
+}
+
+// ---- retry ----
+
+TEST_F(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgainAsAttemptTwo) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2, {{"failure_budget", {{"pods", 1}}}}));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  const std::string first = pod("b1-p1").run_id;
+  EXPECT_EQ(run_store_.runs_.at(first).owner, "ro-1/b1-p1/upgrade/1");
+  finishUpgrade("b1-p1", everyTray());
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  ASSERT_EQ(hostsIn("b1-p1", "failed"), 18);
+  // Repair and quarantine validation give the hosts back.
+  for (int t = 1; t <= 18; ++t) fleet_.setState(host("b1-p1", t), "available");
+
+  auto retried = svc.podVerb("ro-1", "b1-p1", "retry", kSre);
+  ASSERT_TRUE(retried.ok()) << retried.error();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p1").message, "retried by t-1");
+  EXPECT_EQ(pod("b1-p1").run_id, "");
+  EXPECT_FALSE(pod("b1-p1").finished_at);
+  EXPECT_EQ(rollouts_.eventsOf("retry"), (std::vector<std::string>{"b1-p1: retry by t-1"}));
+
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  EXPECT_EQ(pod("b1-p1").attempt, 2);
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  // A new run, not the failed one found again by its owner key.
+  const std::string second = pod("b1-p1").run_id;
+  EXPECT_NE(second, first);
+  EXPECT_EQ(run_store_.runs_.at(second).owner, "ro-1/b1-p1/upgrade/2");
+  finishUpgrade("b1-p1");
+  svc.tick();
+  EXPECT_EQ(run_store_.runs_.at(pod("b1-p1").validation_run_id).owner, "ro-1/b1-p1/validate/2");
+  finishValidation("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(hostsIn("b1-p1", "available"), 18);
+}
+
+TEST_F(RolloutControllerTest, RetryingAPodThatDidNotFailIsRefusedAndChangesNothing) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();  // p1 succeeded, p3 admitted into its slot
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p3"), PodPhase::kDraining);
+  ASSERT_EQ(phase("b1-p4"), PodPhase::kPending);
+
+  for (const char* p : {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}) {
+    SCOPED_TRACE(p);
+    const RolloutPodRow before = pod(p);
+    auto r = svc.podVerb("ro-1", p, "retry", kSre);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+    EXPECT_EQ(r.error().details.at("phase"), podPhaseName(before.phase));
+    EXPECT_EQ(phase(p), before.phase);
+    EXPECT_EQ(pod(p).attempt, before.attempt);
+    EXPECT_EQ(pod(p).run_id, before.run_id);
+  }
+  EXPECT_TRUE(rollouts_.eventsOf("retry").empty());
+  EXPECT_EQ(svc.podVerb("ro-1", "b1-p5", "retry", kSre).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(svc.podVerb("ro-1", "b1-p1", "redo", kSre).error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(RolloutControllerTest, RetryingAPodOfAFinishedRolloutIsRefusedRatherThanLeftPendingForever) {
+  GTEST_SKIP() << "bug: podVerb retry (rollout_service.cc) accepts a failed or aborted pod whatever the rollout's "
+                  "state; in a completed or aborted rollout, which tick() no longer visits, the pod stays pending "
+                  "for ever";
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  ASSERT_EQ(state(), "aborted");
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kAborted);
+  auto r = svc.podVerb("ro-1", "b1-p1", "retry", kSre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
+}
+
+// ---- skip ----
+
+TEST_F(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompletesWithoutIt) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kPending);
+  auto skipped = svc.podVerb("ro-1", "b1-p2", "skip", kSre);
+  ASSERT_TRUE(skipped.ok()) << skipped.error();
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kSkipped);
+  EXPECT_EQ(pod("b1-p2").message, "skipped by t-1");
+  EXPECT_TRUE(pod("b1-p2").finished_at);
+  EXPECT_EQ(rollouts_.eventsOf("skip"), (std::vector<std::string>{"b1-p2: skip by t-1"}));
+
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(state(), "completed");
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kSkipped);
+  EXPECT_EQ(pod("b1-p2").attempt, 0);
+  EXPECT_EQ(hostsIn("b1-p2", "available"), 18);
+  EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
+}
+
+TEST_F(RolloutControllerTest, SkipTakesAFailedPodOutOfTheBudgetButRefusesAPodInFlightOrSucceeded) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"failure_budget", {{"pods", 0}}}}));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", everyTray());
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  ASSERT_EQ(state(), "halted");
+
+  ASSERT_TRUE(svc.podVerb("ro-1", "b1-p1", "skip", kSre).ok());
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSkipped);
+  // Resuming retries failed pods; a skipped one stays skipped and no longer counts as failed.
+  ASSERT_TRUE(svc.verb("ro-1", "resume", kSre).ok());
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSkipped);
+  svc.tick();
+  EXPECT_EQ(state(), "running");
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
+
+  auto refused = [&](const std::string& p, const std::string& in_phase) {
+    SCOPED_TRACE(p + " " + in_phase);
+    auto r = svc.podVerb("ro-1", p, "skip", kSre);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+    EXPECT_EQ(podPhaseName(phase(p)), in_phase);
+  };
+  refused("b1-p2", "draining");
+  svc.tick();
+  refused("b1-p2", "upgrading");
+  finishUpgrade("b1-p2");
+  svc.tick();
+  refused("b1-p2", "validating");
+  finishValidation("b1-p2");
+  svc.tick();
+  refused("b1-p2", "succeeded");
+  EXPECT_EQ(rollouts_.eventsOf("skip"), (std::vector<std::string>{"b1-p1: skip by t-1"}));
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kDraining);
+}
+
+// ---- rollback ----
+
+TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisRolloutChanged) {
+  upgradedADayAgo({"b1-p1", "b1-p2", "b1-p3", "b1-p4"});
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
+  auto& svc = service();
+  svc.tick();
+  ASSERT_TRUE(svc.podVerb("ro-1", "b1-p3", "skip", kSre).ok());
+  svc.tick();
+  ASSERT_TRUE(svc.verb("ro-1", "pause", kSre).ok());  // p4 is never started
+  finishUpgrade("b1-p1");
+  finishUpgrade("b1-p2", {1, 2, 3});
+  svc.tick();
+  finishValidation("b1-p1");
+  finishValidation("b1-p2");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kFailed);
+  ASSERT_EQ(phase("b1-p3"), PodPhase::kSkipped);
+  ASSERT_EQ(phase("b1-p4"), PodPhase::kPending);
+  rollouts_.setVersion("b1-p1", "driver", "580.1");  // p1's agents report the new driver
+
+  auto rb = svc.rollback("ro-1", kSre);
+  ASSERT_TRUE(rb.ok()) << rb.error();
+  const std::string id = (*rb)["id"];
+  EXPECT_NE(id, "ro-1");
+  EXPECT_EQ((*rb)["bundle"]["id"], "b-1");
+  EXPECT_EQ((*rb)["state"], "running");
+  EXPECT_EQ((*rb)["selector"]["pods"], json({"b1-p1"}));
+  ASSERT_EQ(rollouts_.pods_.at(id).size(), 1u);
+  EXPECT_EQ(rollouts_.pods_.at(id)[0].pod, "b1-p1");
+  EXPECT_EQ(*parsePolicy(rollouts_.rollouts_.at(id).policy), *parsePolicy(rollouts_.rollouts_.at("ro-1").policy));
+  EXPECT_EQ(rollouts_.eventsOf("rollback"), (std::vector<std::string>{": rolled back by " + id}));
+
+  // The rollback rollout upgrades p1 to b-1's driver; the first rollout stays paused.
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1", id), PodPhase::kUpgrading);
+  EXPECT_EQ(run_store_.runs_.at(pod("b1-p1", id).run_id).owner, id + "/b1-p1/upgrade/1");
+  EXPECT_EQ(state(), "paused");
+  EXPECT_EQ(phase("b1-p4"), PodPhase::kPending);
+}
+
+TEST_F(RolloutControllerTest, TheRollbackRolloutNamesTheRolloutItRollsBack) {
+  GTEST_SKIP() << "bug: rollback() creates the new rollout through create(), which never sets RolloutRow::rollback_of, "
+                  "so the new rollout's rollback_of (view, kilnctl 'rollback of') is always empty";
+  upgradedADayAgo({"b1-p1"});
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  ASSERT_EQ(state(), "completed");
+  rollouts_.setVersion("b1-p1", "driver", "580.1");
+  auto rb = svc.rollback("ro-1", kSre);
+  ASSERT_TRUE(rb.ok()) << rb.error();
+  EXPECT_EQ((*rb)["rollback_of"], json("ro-1"));
+  EXPECT_EQ(rollouts_.rollouts_.at((*rb)["id"].get<std::string>()).rollback_of, "ro-1");
+}
+
+TEST_F(RolloutControllerTest, RollbackIsRefusedWhileTheRolloutRunsOrWhenNoChangedPodHasAnEarlierBundle) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  auto running = svc.rollback("ro-1", kSre);
+  ASSERT_FALSE(running.ok());
+  EXPECT_EQ(running.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(running.error().details.at("state"), "running");
+
+  ASSERT_TRUE(svc.verb("ro-1", "pause", kSre).ok());
+  auto unchanged = svc.rollback("ro-1", kSre);
+  ASSERT_FALSE(unchanged.ok());
+  EXPECT_EQ(unchanged.error().message, "rollout ro-1 changed no pod: nothing to roll back");
+
+  finishUpgrade("b1-p1");
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  auto unknown = svc.rollback("ro-1", kSre);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(unknown.error().details.at("pod"), "b1-p1");
+  EXPECT_EQ(rollouts_.rollouts_.size(), 1u);  // no rollout was created
+}
+
+// ---- spares ----
+
+TEST_F(RolloutControllerTest, TwoFailedHostsOfEighteenLeaveSixtyFourGpusAndThePodServesWithThemInRepair) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", {3, 11});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  // Only the hosts the upgrade passed are validated.
+  EXPECT_EQ(run_store_.runs_.at(pod("b1-p1").validation_run_id).hosts.size(), 16u);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), "failed");
+  finishValidation("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(pod("b1-p1").message, "16 hosts back in service (64 GPUs); spares cover 2 hosts sent to repair");
+  EXPECT_EQ(hostsIn("b1-p1", "available"), 16);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), "repair");
+  EXPECT_EQ(fleet_.state(host("b1-p1", 11)), "repair");
+  EXPECT_EQ(state(), "completed");
+}
+
+TEST_F(RolloutControllerTest, ThreeFailedHostsLeaveTooFewGpusAndThePodFails) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", {2, 9, 17});
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  EXPECT_EQ(pod("b1-p1").message, "only 60 healthy GPUs after the upgrade (a slice needs 64)");
+  EXPECT_EQ(rollouts_.eventsOf("failed"),
+            (std::vector<std::string>{"b1-p1: only 60 healthy GPUs after the upgrade (a slice needs 64)"}));
+  // The failed hosts go to repair; the 15 that passed validation serve.
+  EXPECT_EQ(hostsIn("b1-p1", "repair"), 3);
+  EXPECT_EQ(hostsIn("b1-p1", "available"), 15);
+}
+
+TEST_F(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainstTheSpares) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", {4});
+  finishUpgrade("b1-p2", {4, 5});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kValidating);
+  finishValidation("b1-p1", {9});
+  finishValidation("b1-p2", {9});
+  svc.tick();
+
+  // p1: one upgrade and one validation failure, covered by the spares.
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(pod("b1-p1").message, "16 hosts back in service (64 GPUs); spares cover 2 hosts sent to repair");
+  EXPECT_EQ(fleet_.state(host("b1-p1", 9)), "repair");
+  EXPECT_EQ(fleet_.state(host("b1-p1", 4)), "repair");
+  // p2: two upgrade failures and one validation failure are one too many.
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kFailed);
+  EXPECT_EQ(pod("b1-p2").message, "only 60 healthy GPUs after the upgrade (a slice needs 64)");
+  EXPECT_EQ(fleet_.state(host("b1-p2", 9)), "repair");
+  EXPECT_EQ(hostsIn("b1-p2", "repair"), 3);
+  EXPECT_EQ(hostsIn("b1-p2", "available"), 15);
+}
+
+// ---- time ----
+
+TEST_F(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePreviousWaveFinished) {
+  rollouts_.bundles_[bundle_.id] = bundle_;
+  auto& svc = service();
+  bool dry_run = true;
+  auto created = svc.create({{"bundle", "b-2"},
+                             {"selector", {{"pods", {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}}}},
+                             {"policy", policy(4, {{"canary_pods", 2}, {"soak", "30m"}})},
+                             {"start", true}},
+                            kSre, &dry_run);
+  ASSERT_TRUE(created.ok()) << created.error();
+  ASSERT_FALSE(dry_run);
+  const std::string id = (*created)["id"];
+  ASSERT_EQ(id, "ro-1");
+  EXPECT_EQ((*created)["state"], "running");
+  EXPECT_EQ(pod("b1-p2").wave, 0);
+  EXPECT_EQ(pod("b1-p3").wave, 1);
+
+  svc.tick();
+  EXPECT_EQ(pod("b1-p3").waiting_reason, "wave 1 starts after wave 0");
+  svc.tick();
+  finishUpgrade("b1-p1");
+  finishUpgrade("b1-p2");
+  svc.tick();
+  finishValidation("b1-p1");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  clock_.advance(minutes(10));
+  finishValidation("b1-p2");
+  svc.tick();  // wave 0 finished now
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kSucceeded);
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p3").waiting_reason, "soak: waiting 1800 s after the previous wave");
+
+  clock_.advance(minutes(30) - seconds(1));
+  svc.tick();
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
+  EXPECT_EQ(phase("b1-p4"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p4").waiting_reason, "soak: waiting 1800 s after the previous wave");
+  clock_.advance(seconds(1));
+  svc.tick();
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kDraining);
+  EXPECT_EQ(phase("b1-p4"), PodPhase::kDraining);
+}
+
+TEST_F(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"soak", "10m"}}));
+  pod("b1-p3").wave = 1;
+  auto& svc = service();
+  svc.tick();  // p1 starts
+  svc.tick();
+  clock_.advance(minutes(20));
+  finishUpgrade("b1-p1");
+  svc.tick();
+  clock_.advance(minutes(10));
+  finishValidation("b1-p1");
+  svc.tick();  // p1 took 30 minutes; p2 starts
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
+
+  auto view = svc.view("ro-1");
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ((*view)["pod_durations"], (json{{"count", 1}, {"p50_s", 1800.0}, {"p90_s", 1800.0}}));
+  // Two pods left one at a time at the median, plus the soak before wave 1.
+  EXPECT_EQ((*view)["eta_s"], 2 * 1800.0 + 600);
+  auto pods = svc.pods("ro-1");
+  ASSERT_TRUE(pods.ok());
+  EXPECT_EQ((*pods)["items"][0]["duration_s"], 1800.0);
+  EXPECT_TRUE((*pods)["items"][1]["duration_s"].is_null());  // p2 has not finished
+
+  svc.tick();
+  clock_.advance(minutes(50));
+  finishUpgrade("b1-p2");
+  svc.tick();
+  finishValidation("b1-p2");
+  svc.tick();  // p2 took 50 minutes
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kSucceeded);
+  view = svc.view("ro-1");
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ((*view)["pod_durations"], (json{{"count", 2}, {"p50_s", 1800.0}, {"p90_s", 3000.0}}));
+  EXPECT_EQ((*view)["eta_s"], 1800.0);  // p3 alone, in the last wave
+}
+
+}  // namespace
+}  // namespace kiln::rollouts
