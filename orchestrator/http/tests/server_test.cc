@@ -15,6 +15,7 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "orchestrator/http/client.h"
 #include "tests/support/loopback.h"
@@ -130,6 +131,13 @@ TEST(SplitTargetTest, RefusesMalformedEscapes) {
   EXPECT_TRUE(splitTarget("/a?x=%25"));
 }
 
+// The server counts a request out after its answer is written, which may be just after the
+// client has read it and seen the connection close: the count reaches 0 within moments.
+bool settles(const Server& s) {
+  for (int i = 0; i < 200 && s.inFlight() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return s.inFlight() == 0;
+}
+
 TEST(ServerTest, ServesRequestsOnOneKeptAliveConnection) {
   TestHandler handler;
   auto s = start(handler);
@@ -147,7 +155,7 @@ TEST(ServerTest, ServesRequestsOnOneKeptAliveConnection) {
   const std::string back = rawExchange(s->port(), two);
   EXPECT_NE(back.find("GET /one  0"), std::string::npos) << back;
   EXPECT_NE(back.find("GET /two  0"), std::string::npos) << back;
-  EXPECT_EQ(s->inFlight(), 0);
+  EXPECT_TRUE(settles(*s)) << s->inFlight();
 }
 
 TEST(ServerTest, RefusedBodyIsAnsweredWithoutBeingReadOrHandled) {
@@ -161,7 +169,7 @@ TEST(ServerTest, RefusedBodyIsAnsweredWithoutBeingReadOrHandled) {
   EXPECT_NE(back.find("payload_too_large"), std::string::npos);
   EXPECT_NE(back.find("Connection: close"), std::string::npos);
   EXPECT_EQ(handler.handled(), 0);
-  EXPECT_EQ(s->inFlight(), 0);
+  EXPECT_TRUE(settles(*s)) << s->inFlight();
 }
 
 TEST(ServerTest, ChunkedBodyIs411AndMalformedHeadIs400) {
@@ -232,7 +240,7 @@ TEST(ServerTest, StopWaitsUntilAnAnswerStartedJustBeforeItIsOnTheWire) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body.size(), size);
-  EXPECT_EQ(s->inFlight(), 0);
+  EXPECT_TRUE(settles(*s)) << s->inFlight();
 }
 
 TEST(ServerTest, RequestsArrivingWhileStoppingGet503) {
