@@ -91,8 +91,8 @@ Router::Match Router::match(const std::string& method, const std::string& path) 
   Match out;
   const auto segs = splitPath(path);
   const Route* best = nullptr;
-  // Methods of the other routes matching the path: literal/parameter routes and prefix routes.
-  std::vector<std::string> literal_methods, prefix_methods;
+  // Methods of the other literal/parameter routes matching the path.
+  std::vector<std::string> literal_methods;
   for (const auto& r : routes_) {
     if (r.prefix ? segs.size() < r.segments.size() : segs.size() != r.segments.size()) continue;
     std::map<std::string, std::string> params;
@@ -104,8 +104,8 @@ Router::Match Router::match(const std::string& method, const std::string& path) 
     }
     if (!ok) continue;
     if (r.method != method) {
-      auto& methods = r.prefix ? prefix_methods : literal_methods;
-      if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) methods.push_back(r.method);
+      if (!r.prefix && std::find(literal_methods.begin(), literal_methods.end(), r.method) == literal_methods.end())
+        literal_methods.push_back(r.method);
       continue;
     }
     // Literal routes beat parameter routes and prefix routes (e.g. /pods/x vs /*).
@@ -121,12 +121,9 @@ Router::Match Router::match(const std::string& method, const std::string& path) 
     best = nullptr;
   }
   out.route = best;
-  if (!best) {
-    out.allowed_methods = literal_methods;
-    for (const auto& m : prefix_methods)
-      if (std::find(out.allowed_methods.begin(), out.allowed_methods.end(), m) == out.allowed_methods.end())
-        out.allowed_methods.push_back(m);
-  }
+  // Only a route of the path's own makes a wrong method a 405: the console's catch-all GET /*
+  // would make every unknown path (POST /rollouts/ro-1/abrot) a 405 "Allow: GET".
+  if (!best) out.allowed_methods = literal_methods;
   return out;
 }
 

@@ -255,7 +255,9 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       for (const auto& p : pods)
         txn.exec_params("INSERT INTO rollout_pods (rollout_id, pod_id, wave, position, phase) VALUES ($1,$2,$3,$4,'pending')",
                         r.id, p.pod, p.wave, p.position);
-      event(txn, r.id, "", "created", "rollout of bundle " + r.bundle_id + " over " + std::to_string(pods.size()) + " pods");
+      event(txn, r.id, "", "created",
+            "rollout of bundle " + r.bundle_id + " over " + std::to_string(pods.size()) + " pods by " + actor.token_id +
+                (r.rollback_of.empty() ? "" : ", rolling back " + r.rollback_of));
       writeAudit(txn, actor, "rollout.create", r.id, json{{"bundle", r.bundle_id}, {"pods", pods.size()}}.dump());
       return rolloutFromRow(txn.exec_params1(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = $1", r.id));
     });

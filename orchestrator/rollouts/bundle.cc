@@ -53,9 +53,16 @@ Result<Bundle> parseBundle(const json& doc) {
       fail(k, "unknown field");
   b.name = str(doc, "name");
   if (!core::isValidName(b.name)) fail("name", "expected a name of 1-63 characters [a-z0-9._-]");
-  if (doc.contains("version") && doc["version"].is_number()) b.version = doc["version"].dump();
+  // A whole number is its digits; a fraction is refused: YAML reads `version: 1.10` as the
+  // number 1.1, which would name another bundle.
+  const bool fraction = doc.contains("version") && doc["version"].is_number_float();
+  if (doc.contains("version") && doc["version"].is_number_integer()) b.version = doc["version"].dump();
   else b.version = str(doc, "version");
-  if (b.version.empty() || b.version.size() > 64) fail("version", "expected a version string");
+  if (fraction)
+    fail("version", "expected a version string: quote it (\"" + doc["version"].dump() +
+                        "\" as a number may have lost digits, e.g. 1.10 reads as 1.1)");
+  else if (b.version.empty() || b.version.size() > 64)
+    fail("version", "expected a version string");
   if (doc.contains("workflow")) {
     b.workflow = str(doc, "workflow");
     if (b.workflow.empty()) fail("workflow", "expected a workflow name");

@@ -24,6 +24,7 @@ PodCompliance complianceFromCounts(const Bundle& b, const PodSnapshot& s) {
   if (std::find(b.platforms.begin(), b.platforms.end(), s.platform) == b.platforms.end()) {
     out.state = Compliance::kIncompatible;
     out.reasons.push_back("platform " + s.platform + " is not one of the bundle's");
+    out.hosts_incompatible = s.hosts;  // every host of the pod, so the host counts add up
     return out;
   }
   auto versions = [&](const std::string& kind) -> std::pair<const std::map<std::string, int>*, int> {
@@ -111,11 +112,18 @@ RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::Ru
     : fleet_(fleet), store_(store), runs_(runs), clock_(clock), options_(std::move(options)) {}
 
 Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor, bool* created) {
+  // The workflow is checked with the rest, so one 422 names every bad field.
+  std::string workflow = Bundle{}.workflow;
+  if (doc.is_object() && doc.contains("workflow") && doc["workflow"].is_string()) workflow = doc["workflow"].get<std::string>();
+  const bool no_workflow = !workflow.empty() && !runs_.workflowParams(workflow).ok();
+  const std::string no_workflow_message = "bundle workflow '" + workflow + "' does not exist";
   auto b = parseBundle(doc);
-  if (!b.ok()) return b.error();
-  auto params = runs_.workflowParams(b->workflow);
-  if (!params.ok())
-    return Error(invalidContent("bundle workflow '" + b->workflow + "' does not exist")).with("field", "workflow");
+  if (!b.ok()) {
+    Error e = b.error();
+    if (no_workflow && !e.fields.empty()) e.fields.push_back({"workflow", no_workflow_message});
+    return e;
+  }
+  if (no_workflow) return Error(invalidContent(no_workflow_message)).with("field", "workflow");
   auto row = store_.putBundle(*b, actor);
   if (!row.ok()) return row.error();
   *created = row->second;
@@ -193,20 +201,41 @@ Result<Plan> RolloutService::plan(const Bundle& b, const Selector& s, const Poli
   return plan;
 }
 
-Result<json> RolloutService::create(const json& body, const core::Actor& actor, bool* dry_run) {
-  if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run}");
+Result<json> RolloutService::create(const json& body, const core::Actor& actor, bool* dry_run,
+                                    const std::string& rollback_of) {
+  if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run, start}");
+  // Every bad field of the request in one 422, and nothing written before all are checked.
+  Error bad = invalidContent("invalid rollout");
+  auto fail = [&](const std::string& path, const std::string& message) { bad.fields.push_back({path, message}); };
+  auto take = [&](const Error& e, const char* part) {
+    if (e.fields.empty()) fail(part, e.message);
+    for (const auto& f : e.fields) bad.fields.push_back(f);
+  };
   for (const auto& [k, _] : body.items())
-    if (k != "bundle" && k != "selector" && k != "policy" && k != "dry_run" && k != "start")
-      return Error(invalidContent("unknown field '" + k + "'")).with("field", k);
-  if (!body.contains("bundle") || !body["bundle"].is_string())
-    return Error(invalidContent("bundle is required (an id like b-3 or name@version)")).with("field", "bundle");
-  *dry_run = body.value("dry_run", false);
-  auto b = bundleFor(body["bundle"].get<std::string>());
-  if (!b.ok()) return b.error().code == ErrorCode::kNotFound ? Error(invalidContent(b.error().message)) : b.error();
+    if (k != "bundle" && k != "selector" && k != "policy" && k != "dry_run" && k != "start") fail(k, "unknown field");
+  for (const char* flag : {"dry_run", "start"})
+    if (body.contains(flag) && !body[flag].is_boolean()) fail(flag, "expected true or false");
+  std::optional<Bundle> b;
+  if (!body.contains("bundle") || !body["bundle"].is_string()) {
+    fail("bundle", "required: a bundle id like b-3 or name@version");
+  } else {
+    auto found = bundleFor(body["bundle"].get<std::string>());
+    if (found.ok()) b = std::move(*found);
+    else if (found.error().code == ErrorCode::kNotFound) fail("bundle", found.error().message);
+    else return found.error();
+  }
   auto selector = parseSelector(body.contains("selector") ? body["selector"] : json());
-  if (!selector.ok()) return selector.error();
+  if (!selector.ok()) take(selector.error(), "selector");
   auto policy = parsePolicy(body.contains("policy") ? body["policy"] : json());
-  if (!policy.ok()) return policy.error();
+  if (!policy.ok()) take(policy.error(), "policy");
+  if (!bad.fields.empty()) {
+    bad.message = "invalid rollout: " + bad.fields[0].path + ": " + bad.fields[0].message;
+    // The one-field form as well (details.field), as the console and scripts read it.
+    if (bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
+    return bad;
+  }
+  *dry_run = body.value("dry_run", false);
+  const bool start = body.value("start", false);
   auto p = plan(*b, *selector, *policy, nullptr);
   if (!p.ok()) return p.error();
   json out = {{"bundle", toJson(*b)}, {"selector", toJson(*selector)}, {"policy", toJson(*policy)}, {"plan", toJson(*p)}};
@@ -223,6 +252,7 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
   row.selector = toJson(*selector);
   row.policy = toJson(*policy);
   row.plan = toJson(*p);
+  row.rollback_of = rollback_of;
   std::vector<RolloutPodRow> pods;
   int position = 0;
   for (std::size_t w = 0; w < p->waves.size(); ++w)
@@ -235,8 +265,8 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
     }
   auto created = store_.createRollout(row, pods, actor);
   if (!created.ok()) return created.error();
-  if (body.value("start", false)) {
-    auto started = store_.transition(*id, {"created"}, "running", "started", actor);
+  if (start) {
+    auto started = store_.transition(*id, {"created"}, "running", "started by " + actor.token_id, actor);
     if (!started.ok()) return started.error();
   }
   return view(*id);
@@ -409,6 +439,12 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
   if (verb == "retry") {
     if (it->phase != PodPhase::kFailed && it->phase != PodPhase::kAborted)
       return conflict("only a failed or aborted pod can be retried; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
+    // A finished rollout is not reconciled any more: its pod would stay pending for ever.
+    auto ro = store_.getRollout(id);
+    if (!ro.ok()) return ro.error();
+    if (ro->state == "completed" || ro->state == "aborted")
+      return conflict("rollout " + id + " is " + ro->state + ": start a new rollout of its bundle to upgrade " + pod)
+          .with("state", ro->state);
     u.phase = PodPhase::kPending;
     u.run_id = "";
     u.validation_run_id = "";
@@ -452,9 +488,9 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
     return conflict("the changed pods came from " + std::to_string(bundles.size()) + " different bundles: roll them back one rollout per bundle");
   json body = {{"bundle", *bundles.begin()}, {"selector", {{"pods", changed}}}, {"policy", ro->row.policy}, {"start", true}};
   bool dry = false;
-  auto created = create(body, actor, &dry);
+  auto created = create(body, actor, &dry, id);
   if (!created.ok()) return created.error();
-  // Record the link both ways.
+  // Record the link both ways: the new rollout's rollback_of, this one's event.
   (void)store_.updatePods(id, {}, {{"", "rollback", "rolled back by " + (*created)["id"].get<std::string>()}});
   (void)fleet_.audit(actor, "rollout.rollback", id, json{{"rollback", (*created)["id"]}}.dump());
   return created;
@@ -559,7 +595,9 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
       std::vector<std::string> passed, failed;
       for (const auto& [host, st] : status->hosts) {
         if (st == runs::HostStatus::kPassed) passed.push_back(host);
-        else failed.push_back(host);
+        // Withdrawn by the abort before its agent took the step: nothing failed, the host
+        // stays drained in maintenance with the others.
+        else if (!(aborting && st == runs::HostStatus::kCancelled)) failed.push_back(host);
       }
       for (const auto& h : failed) {
         auto it = status->reasons.find(h);
@@ -567,6 +605,10 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
       }
       if (!aborting)
         for (const auto& h : passed) move(h, core::HostAction::kMaintenanceDone, "upgrade done");
+      // The pod ends here (aborted, or no host left to validate): its failed hosts go to repair
+      // now, as the validation's end would have sent them.
+      if (aborting || passed.empty())
+        for (const auto& h : failed) move(h, core::HostAction::kRepair, "failed during the upgrade");
       std::map<std::string, std::string> states;
       if (!applyMoves(states)) return 0;
       if (aborting)
@@ -599,9 +641,14 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
       std::map<std::string, std::string> states;
       for (const auto& h : detail->hosts) states[h.id] = h.state;
       std::set<std::string> to_repair;
+      int withdrawn = 0;
       for (const auto& [host, st] : status->hosts) {
         if (st == runs::HostStatus::kPassed) {
           move(host, core::HostAction::kValidationPass, "pod validation passed");
+        } else if (aborting && st == runs::HostStatus::kCancelled) {
+          // The abort withdrew its check before it ran: not validated, so it stays out of
+          // service (validating), and nothing says it is broken.
+          ++withdrawn;
         } else {
           auto it = status->reasons.find(host);
           move(host, core::HostAction::kValidationFail,
@@ -620,6 +667,11 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
         if (state == "available" || state == "allocated") ++serving;
       const auto& g = core::geometry(*core::parsePlatform(detail->pod.platform));
       const int gpus = serving * g.gpus_per_tray;
+      if (withdrawn > 0)
+        return finish(PodPhase::kValidating, PodPhase::kAborted,
+                      "aborted: validation stopped at a safe point; " + std::to_string(serving) + " hosts back in service, " +
+                          std::to_string(withdrawn) + " left in validating (not validated)" +
+                          (to_repair.empty() ? "" : ", " + std::to_string(to_repair.size()) + " sent to repair"));
       if (gpus >= g.active_gpus_per_pod())
         return finish(PodPhase::kValidating, PodPhase::kSucceeded,
                       std::to_string(serving) + " hosts back in service (" + std::to_string(gpus) + " GPUs)" +

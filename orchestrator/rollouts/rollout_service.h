@@ -56,7 +56,9 @@ class RolloutService {
   Result<nlohmann::json> compliance(const std::string& ref, const Selector& selector);
 
   // POST /rollouts: {bundle, selector, policy, dry_run, start}. A dry run writes nothing.
-  Result<nlohmann::json> create(const nlohmann::json& body, const core::Actor& actor, bool* dry_run);
+  // `rollback_of`: the rollout this one rolls back (rollback()).
+  Result<nlohmann::json> create(const nlohmann::json& body, const core::Actor& actor, bool* dry_run,
+                                const std::string& rollback_of = "");
   Result<nlohmann::json> view(const std::string& id);
   Result<nlohmann::json> pods(const std::string& id);
   Result<nlohmann::json> list(const std::string& state, const core::PageRequest& page);

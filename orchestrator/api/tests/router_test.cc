@@ -49,6 +49,10 @@ TEST(RouterTest, WrongMethodOnAnApiRouteIsNotTakenByTheCatchAll) {
   auto file = r.match("GET", "/index.html");
   ASSERT_NE(file.route, nullptr);
   EXPECT_EQ(file.route->pattern, "/*");
+  // A path of no route but the catch-all: no route (404), not "Allow: GET".
+  auto typo = r.match("POST", "/api/v1/hosts/h1/acttions");
+  EXPECT_EQ(typo.route, nullptr);
+  EXPECT_TRUE(typo.allowed_methods.empty());
 }
 
 TEST(RouterTest, PageParametersAreValidated) {
