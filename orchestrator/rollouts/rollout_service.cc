@@ -416,9 +416,14 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
           u.validation_run_id = "";
           updates.push_back(u);
         }
-      if (auto st = store_.updatePods(id, updates, {{"", "retry", std::to_string(updates.size()) + " failed pods retried on resume"}});
-          !st.ok())
-        return st.error();
+      // Halted by hand-skipped failures (or none left): nothing to retry, nothing to say.
+      if (!updates.empty())
+        if (auto st = store_.updatePods(id, updates,
+                                        {{"", "retry", std::to_string(updates.size()) +
+                                                           (updates.size() == 1 ? " failed pod" : " failed pods") +
+                                                           " retried on resume"}});
+            !st.ok())
+          return st.error();
     }
   } else if (verb == "abort") {
     r = store_.transition(id, {"created", "running", "paused", "halted"}, "aborting", "aborted by " + actor.token_id, actor);

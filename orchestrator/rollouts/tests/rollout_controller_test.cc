@@ -508,6 +508,7 @@ TEST_F(RolloutControllerTest, SkipTakesAFailedPodOutOfTheBudgetButRefusesAPodInF
   // Resuming retries failed pods; a skipped one stays skipped and no longer counts as failed.
   ASSERT_TRUE(svc.verb("ro-1", "resume", kSre).ok());
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSkipped);
+  EXPECT_TRUE(rollouts_.eventsOf("retry").empty()) << "an event for no pod retried";
   svc.tick();
   EXPECT_EQ(state(), "running");
   ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
