@@ -178,12 +178,10 @@ int main(int argc, char** argv) {
   // with POST /hosts/{id}/actions {"action": "release"}. Declared before the rollout service:
   // its destructor finishes the calls in flight.
   Executor hook_executor(2);
-  if (!config->scheduler_hook.empty()) {
-    const bool http = config->scheduler_hook.rfind("http", 0) == 0;
+  if (!config->scheduler_hook.empty())
     rollout_options.release_hook = kilnd::asyncReleaseHook(
-        hook_executor, kilnd::releaseCall(config->scheduler_hook, std::chrono::milliseconds(http ? 3000 : 10000),
-                                          [log](const std::string& line) { log->warn("{}", line); }));
-  }
+        hook_executor,
+        kilnd::releaseCall(config->scheduler_hook, [log](const std::string& line) { log->warn("{}", line); }));
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
   auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   reliability::ReliabilityService reliability_service(*reliability_store, clock);

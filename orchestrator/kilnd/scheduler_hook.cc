@@ -85,10 +85,10 @@ BlockingReleaseCall commandReleaseCall(const std::string& path, std::chrono::mil
   };
 }
 
-BlockingReleaseCall releaseCall(const std::string& hook, std::chrono::milliseconds timeout,
-                                std::function<void(const std::string&)> warn) {
-  if (hook.rfind("http://", 0) == 0 || hook.rfind("https://", 0) == 0) return httpReleaseCall(hook, timeout, std::move(warn));
-  return commandReleaseCall(hook, timeout, std::move(warn));
+BlockingReleaseCall releaseCall(const std::string& hook, std::function<void(const std::string&)> warn) {
+  if (hook.rfind("http://", 0) == 0 || hook.rfind("https://", 0) == 0)
+    return httpReleaseCall(hook, std::chrono::milliseconds(3000), std::move(warn));
+  return commandReleaseCall(hook, std::chrono::milliseconds(10000), std::move(warn));
 }
 
 }  // namespace kiln::kilnd

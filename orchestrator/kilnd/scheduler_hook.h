@@ -29,14 +29,14 @@ BlockingReleaseCall httpReleaseCall(const std::string& url, std::chrono::millise
 
 // Runs the executable `path` (absolute; never through a shell) as
 //   PATH release ROLLOUT POD HOST...
-// with the HTTP call's JSON body on its stdin and kilnd's PATH, LANG and TZ as its whole
-// environment; true when it exits 0 within `timeout` (then its process group is killed). `warn`
+// with the HTTP call's JSON body on its stdin and kilnd's PATH, LANG, LC_ALL and TZ as its
+// whole environment; true when it exits 0 within `timeout` (then its process group is killed). `warn`
 // gets a line with the exit status and the last line of its stderr when it did not.
 BlockingReleaseCall commandReleaseCall(const std::string& path, std::chrono::milliseconds timeout,
                                        std::function<void(const std::string&)> warn);
 
-// httpReleaseCall for an http:// or https:// `hook`, commandReleaseCall otherwise.
-BlockingReleaseCall releaseCall(const std::string& hook, std::chrono::milliseconds timeout,
-                                std::function<void(const std::string&)> warn);
+// --scheduler-hook's call: httpReleaseCall for an http:// or https:// `hook` (3 s timeout),
+// commandReleaseCall otherwise (10 s: a command such as scontrol may take a few seconds).
+BlockingReleaseCall releaseCall(const std::string& hook, std::function<void(const std::string&)> warn);
 
 }  // namespace kiln::kilnd

@@ -112,7 +112,7 @@ TEST(SchedulerHookCommandTest, RunsThePathWithTheRequestAsArgumentsAndStdinWitho
   HookScript script("exit 0");
   ::setenv("KILN_TEST_SECRET", "do-not-pass", 1);
   std::vector<std::string> warnings;
-  auto call = releaseCall(script.path(), 5s, [&](const std::string& w) { warnings.push_back(w); });
+  auto call = releaseCall(script.path(), [&](const std::string& w) { warnings.push_back(w); });  // a path: a command
   // A host name with shell syntax in it stays one argument and runs nothing.
   const std::string odd = "b1-p1-h02; touch " + script.path() + ".pwned";
   EXPECT_TRUE(call({"ro-7", "b1-p1", {"b1-p1-h01", odd}}));
@@ -131,13 +131,13 @@ TEST(SchedulerHookCommandTest, AFailingOrHangingCommandIsNotToldAndSaysWhy) {
   HookScript failing("echo 'sinfo: slurmctld not responding' >&2\nexit 3");
   std::vector<std::string> warnings;
   auto warn = [&](const std::string& w) { warnings.push_back(w); };
-  EXPECT_FALSE(releaseCall(failing.path(), 5s, warn)({"ro-1", "b1-p1", {"h1"}}));
+  EXPECT_FALSE(commandReleaseCall(failing.path(), 5s, warn)({"ro-1", "b1-p1", {"h1"}}));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], "scheduler hook " + failing.path() + " for pod b1-p1 exited 3: sinfo: slurmctld not responding");
 
   HookScript hanging("sleep 30");
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(releaseCall(hanging.path(), 300ms, warn)({"ro-1", "b1-p2", {"h1"}}));
+  EXPECT_FALSE(commandReleaseCall(hanging.path(), 300ms, warn)({"ro-1", "b1-p2", {"h1"}}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_NE(warnings[1].find("for pod b1-p2 timed out after 300 ms"), std::string::npos) << warnings[1];
