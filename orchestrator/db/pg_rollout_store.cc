@@ -340,6 +340,18 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         for (const auto& f : from) allowed += (allowed.empty() ? "" : ", ") + f;
         return conflict("rollout " + id + " is " + current + "; this needs it to be " + allowed).with("state", current);
       }
+      // A new statement, so a new snapshot: a pod verb that committed while this waited for the
+      // row lock is seen here.
+      if (to == "completed" || to == "aborted") {
+        const char* open = to == "completed" ? "('pending', 'draining', 'upgrading', 'validating')"
+                                             : "('draining', 'upgrading', 'validating')";
+        const auto left = txn.exec_params1(
+            std::string("SELECT count(*) FROM rollout_pods WHERE rollout_id = $1 AND phase IN ") + open, id)[0].as<long>();
+        if (left > 0)
+          return conflict("rollout " + id + " still has " + std::to_string(left) +
+                          (to == "completed" ? " unfinished" : " in-flight") + (left == 1 ? " pod" : " pods"))
+              .with("state", current);
+      }
       txn.exec_params(
           "UPDATE rollouts SET state = $2, halt_reason = CASE WHEN $2 = 'halted' THEN $3 ELSE halt_reason END,"
           " started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN now() ELSE started_at END,"
@@ -354,8 +366,19 @@ class PgRolloutStore final : public rollouts::RolloutStore {
   Status updatePods(const std::string& id, const std::vector<rollouts::PodUpdate>& updates,
                     const std::vector<rollouts::RolloutEvent>& events) override {
     return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      std::optional<std::string> state;  // the rollout's, locked, once a verb's update needs it
       for (const auto& u : updates) {
-        txn.exec_params(
+        if (!u.only_while.empty()) {
+          if (!state) {
+            auto rows = txn.exec_params("SELECT state FROM rollouts WHERE id = $1 FOR UPDATE", id);
+            if (rows.empty()) return notFound("no rollout '" + id + "'");
+            state = rows[0][0].as<std::string>();
+          }
+          if (std::find(u.only_while.begin(), u.only_while.end(), *state) == u.only_while.end())
+            return conflict("rollout " + id + " is " + *state + ": pod " + u.pod + " cannot change any more")
+                .with("state", *state);
+        }
+        const auto applied = txn.exec_params(
             "UPDATE rollout_pods SET phase = $3,"
             " run_id = CASE WHEN $4 THEN NULLIF($5, '') ELSE run_id END,"
             " validation_run_id = CASE WHEN $6 THEN NULLIF($7, '') ELSE validation_run_id END,"
@@ -371,6 +394,9 @@ class PgRolloutStore final : public rollouts::RolloutStore {
             u.message.value_or(""), u.waiting_reason.has_value(), u.waiting_reason.value_or(""),
             u.before_versions.has_value(), u.before_versions.value_or(json()).dump(), u.set_started, u.set_finished,
             u.bump_attempt, std::string(rollouts::podPhaseName(u.expect)));
+        if (!u.only_while.empty() && applied.affected_rows() == 0)
+          return conflict("pod " + u.pod + " of rollout " + id + " is no longer " + rollouts::podPhaseName(u.expect))
+              .with("pod", u.pod);
       }
       for (const auto& e : events) event(txn, id, e.pod, e.kind, e.message);
       return Ok{};

@@ -401,10 +401,12 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
     // Resuming a halted rollout retries its failed pods (clear the fault first, or skip them).
     // A retried pod whose hosts are still in repair waits at admission (PodHostFacts) instead
     // of failing again.
+    // The failed pods go back to pending while the rollout is still halted (checked under its
+    // lock), then it runs: the other order would let the controller see a running rollout with
+    // every pod finished and complete it before the pods are retried.
     auto before = store_.getRollout(id);
     if (!before.ok()) return before.error();
-    r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id, actor);
-    if (r.ok() && before->state == "halted") {
+    if (before->state == "halted") {
       auto rows = store_.rolloutPods(id);
       if (!rows.ok()) return rows.error();
       std::vector<PodUpdate> updates;
@@ -414,6 +416,7 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
           u.message = "retried on resume";
           u.run_id = "";
           u.validation_run_id = "";
+          u.only_while = {"halted"};
           updates.push_back(u);
         }
       // Halted by hand-skipped failures (or none left): nothing to retry, nothing to say.
@@ -425,6 +428,7 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
             !st.ok())
           return st.error();
     }
+    r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id, actor);
   } else if (verb == "abort") {
     r = store_.transition(id, {"created", "running", "paused", "halted"}, "aborting", "aborted by " + actor.token_id, actor);
   } else {
@@ -444,12 +448,15 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
   if (verb == "retry") {
     if (it->phase != PodPhase::kFailed && it->phase != PodPhase::kAborted)
       return conflict("only a failed or aborted pod can be retried; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
-    // A finished rollout is not reconciled any more: its pod would stay pending for ever.
+    // A finished (or finishing) rollout is not reconciled any more: its pod would stay pending
+    // for ever. Checked here for the message, and again by the store under the rollout's lock,
+    // where a retry racing the controller's completion is refused.
     auto ro = store_.getRollout(id);
     if (!ro.ok()) return ro.error();
-    if (ro->state == "completed" || ro->state == "aborted")
+    if (ro->state == "completed" || ro->state == "aborted" || ro->state == "aborting")
       return conflict("rollout " + id + " is " + ro->state + ": start a new rollout of its bundle to upgrade " + pod)
           .with("state", ro->state);
+    u.only_while = {"running", "paused", "halted"};
     u.phase = PodPhase::kPending;
     u.run_id = "";
     u.validation_run_id = "";
@@ -457,6 +464,7 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
   } else if (verb == "skip") {
     if (it->phase != PodPhase::kPending && it->phase != PodPhase::kFailed)
       return conflict("only a pending or failed pod can be skipped; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
+    u.only_while = {"created", "running", "paused", "halted", "aborting"};
     u.phase = PodPhase::kSkipped;
     u.message = "skipped by " + actor.token_id;
     u.set_finished = true;

@@ -66,6 +66,11 @@ struct PodUpdate {
   std::optional<std::string> run_id, validation_run_id, message, waiting_reason;
   std::optional<nlohmann::json> before_versions;
   bool set_started = false, set_finished = false, bump_attempt = false;
+  // An operator's verb (retry, skip): applied only while the rollout is in one of these states
+  // and the pod still in `expect`, checked under the rollout's row lock, so that it cannot slip
+  // in after the controller decided the rollout was finished; kConflict, nothing written,
+  // otherwise. Empty: the controller's own update, skipped quietly when the phase moved on.
+  std::vector<std::string> only_while;
 };
 
 class RolloutStore {
@@ -93,7 +98,9 @@ class RolloutStore {
   virtual Result<std::vector<std::string>> activeRollouts() = 0;
 
   // A verb: moves the rollout from one of `from` to `to` (kConflict naming the current state
-  // otherwise), with an event and an audit record.
+  // otherwise), with an event and an audit record. `completed` also needs every pod finished
+  // and `aborted` no pod in flight, checked under the same row lock that a pod verb
+  // (PodUpdate::only_while) takes.
   virtual Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from,
                                         const std::string& to, const std::string& reason, const core::Actor& actor) = 0;
   virtual Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,

@@ -269,6 +269,10 @@ class FakeRolloutStore final : public RolloutStore {
       for (const auto& f : from) allowed += (allowed.empty() ? "" : ", ") + f;
       return conflict("rollout " + id + " is " + r.state + "; this needs it to be " + allowed).with("state", r.state);
     }
+    if (to == "completed" || to == "aborted")  // as the store checks under the row lock
+      for (const auto& p : pods_[id])
+        if (to == "completed" ? !finished(p.phase) : inFlight(p.phase))
+          return conflict("rollout " + id + " still has a pod unfinished").with("state", r.state);
     r.state = to;
     if (to == "halted") r.halt_reason = reason;
     if (to == "running" && !r.started_at) r.started_at = now();
@@ -280,6 +284,13 @@ class FakeRolloutStore final : public RolloutStore {
   Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
                     const std::vector<RolloutEvent>& events) override {
     ++update_pods_calls;
+    for (const auto& u : updates) {
+      if (u.only_while.empty()) continue;
+      const std::string state = rollouts_.at(id).state;
+      if (std::find(u.only_while.begin(), u.only_while.end(), state) == u.only_while.end())
+        return conflict("rollout " + id + " is " + state).with("state", state);
+      if (pod(id, u.pod).phase != u.expect) return conflict("pod " + u.pod + " moved on").with("pod", u.pod);
+    }
     for (const auto& u : updates) {
       auto& p = pod(id, u.pod);
       if (p.phase != u.expect) continue;

@@ -466,6 +466,39 @@ TEST_F(RolloutControllerTest, RetryingAPodOfAFinishedRolloutIsRefusedRatherThanL
   EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
 }
 
+TEST_F(RolloutControllerTest, RetryingAPodOfAnAbortingRolloutIsRefusedTooAndSkipOfAFinishedOne) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(2));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  ASSERT_EQ(phase("b1-p3"), PodPhase::kPending);
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  // p1 stopped at its safe point; p2 is still flashing, so the rollout is still aborting.
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kAborted);
+  ASSERT_EQ(state(), "aborting");
+  auto r = svc.podVerb("ro-1", "b1-p1", "retry", kSre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(r.error().details.at("state"), "aborting");
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
+  finishUpgrade("b1-p2");
+  svc.tick();
+  ASSERT_EQ(state(), "aborted");
+  // A finished rollout's history is not rewritten: its never-started pod stays pending.
+  auto skipped = svc.podVerb("ro-1", "b1-p3", "skip", kSre);
+  ASSERT_FALSE(skipped.ok());
+  EXPECT_EQ(skipped.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(skipped.error().details.at("state"), "aborted");
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
+  EXPECT_TRUE(rollouts_.eventsOf("retry").empty());
+  EXPECT_TRUE(rollouts_.eventsOf("skip").empty());
+}
+
 // ---- skip ----
 
 TEST_F(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompletesWithoutIt) {

@@ -1,0 +1,150 @@
+// The rollout store's guarantees that only a real PostgreSQL can show: an operator's pod verb
+// and the controller's completion of the rollout are serialised on the rollout's row, so a
+// retried pod can never be left pending in a rollout that is already completed.
+
+#include "orchestrator/db/pg_rollout_store.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "orchestrator/db/pg_store.h"
+#include "tests/support/test_db.h"
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using rollouts::PodPhase;
+using rollouts::PodUpdate;
+
+class PgRolloutStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    json building = {{"name", "prn-b01"}, {"pods", json::array()}};
+    for (const char* pod : {"prn-b01-p1", "prn-b01-p2"})
+      building["pods"].push_back({{"name", pod}, {"platform", "catalina"}});
+    json doc = {{"sites", json::array({{{"name", "prn"}, {"buildings", json::array({building})}}})}};
+    auto spec = core::parseFleetSpec(doc);
+    ASSERT_TRUE(spec.ok()) << spec.error();
+    ASSERT_TRUE(fleet_->importFleet(*spec, admin_).ok());
+    auto bundle = rollouts::parseBundle(
+        {{"name", "fw"},
+         {"version", "2"},
+         {"platforms", {"catalina"}},
+         {"components", {{{"kind", "driver"}, {"version", "580.1"}, {"artifact", "https://a/d.run"},
+                          {"sha256", std::string(64, 'a')}}}}});
+    ASSERT_TRUE(bundle.ok()) << bundle.error();
+    auto put = store_->putBundle(*bundle, admin_);
+    ASSERT_TRUE(put.ok()) << put.error();
+    bundle_ = put->first.bundle.id;
+  }
+
+  // A running rollout over both pods: p1 succeeded, p2 failed; every pod finished.
+  std::string finishedButRunning() {
+    auto id = store_->nextRolloutId();
+    EXPECT_TRUE(id.ok());
+    rollouts::RolloutRow row;
+    row.id = *id;
+    row.bundle_id = bundle_;
+    row.selector = json::object();
+    row.policy = json::object();
+    row.plan = json::object();
+    std::vector<rollouts::RolloutPodRow> pods(2);
+    pods[0].pod = "prn-b01-p1";
+    pods[1].pod = "prn-b01-p2";
+    pods[1].position = 1;
+    EXPECT_TRUE(store_->createRollout(row, pods, admin_).ok());
+    EXPECT_TRUE(store_->transition(*id, {"created"}, "running", "", admin_).ok());
+    EXPECT_TRUE(store_->updatePods(*id, {PodUpdate{"prn-b01-p1", PodPhase::kPending, PodPhase::kSucceeded},
+                                         PodUpdate{"prn-b01-p2", PodPhase::kPending, PodPhase::kFailed}},
+                                   {})
+                    .ok());
+    return *id;
+  }
+
+  PodUpdate retry(const std::string& pod) {
+    PodUpdate u{pod, PodPhase::kFailed, PodPhase::kPending};
+    u.only_while = {"running", "paused", "halted"};
+    return u;
+  }
+
+  std::string phase(const std::string& id, const std::string& pod) {
+    return db_.query("SELECT phase FROM rollout_pods WHERE rollout_id = '" + id + "' AND pod_id = '" + pod + "'");
+  }
+
+  kiln::testing::TestDatabase db_;
+  std::unique_ptr<core::Store> fleet_ = makePgStore({db_.url(), 4});
+  std::unique_ptr<rollouts::RolloutStore> store_ = makePgRolloutStore({db_.url(), 4});
+  core::Actor admin_{"test-admin", "test"};
+  std::string bundle_;
+};
+
+TEST_F(PgRolloutStoreTest, CompletionIsRefusedWhileAPodIsUnfinishedAndAbortWhileOneIsInFlight) {
+  const std::string id = finishedButRunning();
+  ASSERT_TRUE(store_->updatePods(id, {retry("prn-b01-p2")}, {}).ok());
+  auto done = store_->transition(id, {"running"}, "completed", "every pod finished", admin_);
+  ASSERT_FALSE(done.ok());
+  EXPECT_EQ(done.error().code, ErrorCode::kConflict);
+  EXPECT_NE(done.error().message.find("1 unfinished pod"), std::string::npos) << done.error().message;
+  EXPECT_EQ(db_.query("SELECT state FROM rollouts WHERE id = '" + id + "'"), "running");
+
+  // Aborting with a pending pod may end (the pod never starts); with one draining it may not.
+  ASSERT_TRUE(store_->transition(id, {"running"}, "aborting", "", admin_).ok());
+  ASSERT_TRUE(store_->updatePods(id, {PodUpdate{"prn-b01-p2", PodPhase::kPending, PodPhase::kDraining}}, {}).ok());
+  EXPECT_FALSE(store_->transition(id, {"aborting"}, "aborted", "", admin_).ok());
+  ASSERT_TRUE(store_->updatePods(id, {PodUpdate{"prn-b01-p2", PodPhase::kDraining, PodPhase::kAborted}}, {}).ok());
+  EXPECT_TRUE(store_->transition(id, {"aborting"}, "aborted", "", admin_).ok());
+}
+
+TEST_F(PgRolloutStoreTest, AVerbsUpdateIsRefusedWholeInAFinishedRolloutOrWhenThePodMovedOn) {
+  const std::string id = finishedButRunning();
+  // The controller's own update of a pod that moved on is skipped quietly; a verb's is a 409.
+  EXPECT_TRUE(store_->updatePods(id, {PodUpdate{"prn-b01-p1", PodPhase::kFailed, PodPhase::kPending}}, {}).ok());
+  auto moved = store_->updatePods(id, {retry("prn-b01-p1")}, {{"prn-b01-p1", "retry", "retry by test"}});
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(phase(id, "prn-b01-p1"), "succeeded");
+
+  ASSERT_TRUE(store_->transition(id, {"running"}, "completed", "every pod finished", admin_).ok());
+  const std::string events = db_.query("SELECT count(*) FROM rollout_events WHERE rollout_id = '" + id + "'");
+  auto late = store_->updatePods(id, {retry("prn-b01-p2")}, {{"prn-b01-p2", "retry", "retry by test"}});
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code, ErrorCode::kConflict);
+  EXPECT_NE(late.error().message.find("is completed"), std::string::npos) << late.error().message;
+  EXPECT_EQ(phase(id, "prn-b01-p2"), "failed");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM rollout_events WHERE rollout_id = '" + id + "'"), events)
+      << "a refused verb writes no event";
+}
+
+TEST_F(PgRolloutStoreTest, ARetryRacingTheCompletionNeverLeavesAPendingPodInACompletedRollout) {
+  int retried = 0, completed = 0;
+  for (int round = 0; round < 40; ++round) {
+    const std::string id = finishedButRunning();
+    bool retry_ok = false, complete_ok = false;
+    std::thread verb([&] { retry_ok = store_->updatePods(id, {retry("prn-b01-p2")}, {}).ok(); });
+    std::thread controller(
+        [&] { complete_ok = store_->transition(id, {"running"}, "completed", "every pod finished", admin_).ok(); });
+    verb.join();
+    controller.join();
+    const std::string state = db_.query("SELECT state FROM rollouts WHERE id = '" + id + "'");
+    const std::string p2 = phase(id, "prn-b01-p2");
+    ASSERT_NE(retry_ok, complete_ok) << "round " << round << ": exactly one of the two wins";
+    if (retry_ok) {
+      EXPECT_EQ(state, "running") << "round " << round;
+      EXPECT_EQ(p2, "pending") << "round " << round;
+      ++retried;
+    } else {
+      EXPECT_EQ(state, "completed") << "round " << round;
+      EXPECT_EQ(p2, "failed") << "round " << round;
+      ++completed;
+    }
+    // Both pods leave the way free for the next round's rollout.
+    db_.query("UPDATE rollouts SET state = 'aborted' WHERE id = '" + id + "'");
+  }
+  std::printf("retry won %d rounds, completion %d\n", retried, completed);
+}
+
+}  // namespace
+}  // namespace kiln::db
