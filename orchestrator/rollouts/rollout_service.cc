@@ -483,11 +483,18 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
     return conflict("pause, abort or finish rollout " + id + " before rolling it back").with("state", ro->row.state);
   auto rows = store_.rolloutPods(id);
   if (!rows.ok()) return rows.error();
-  std::vector<std::string> changed;
-  for (const auto& p : *rows)
+  // Changed: the pods that succeeded, and the failed or aborted ones whose upgrade workflow
+  // started (some of their hosts may hold the new firmware). The rollback's plan leaves out,
+  // as compliant, those of the latter whose hosts all still run the previous bundle.
+  std::vector<std::string> changed, touched;
+  for (const auto& p : *rows) {
     if (p.phase == PodPhase::kSucceeded) changed.push_back(p.pod);
-  if (changed.empty()) return conflict("rollout " + id + " changed no pod: nothing to roll back");
-  auto prev = store_.previousBundles(id, changed);
+    else if ((p.phase == PodPhase::kFailed || p.phase == PodPhase::kAborted) && !p.run_id.empty()) touched.push_back(p.pod);
+  }
+  if (changed.empty() && touched.empty()) return conflict("rollout " + id + " changed no pod: nothing to roll back");
+  std::vector<std::string> asked = changed;
+  asked.insert(asked.end(), touched.begin(), touched.end());
+  auto prev = store_.previousBundles(id, asked);
   if (!prev.ok()) return prev.error();
   std::set<std::string> bundles;
   for (const auto& pod : changed) {
@@ -497,6 +504,21 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
           .with("pod", pod);
     bundles.insert(it->second);
   }
+  // A partly upgraded pod with no known earlier bundle cannot be rolled back; it does not keep
+  // the others from it (the rollback's event names it).
+  std::vector<std::string> unknown;
+  for (const auto& pod : touched) {
+    auto it = prev->find(pod);
+    if (it == prev->end()) {
+      unknown.push_back(pod);
+      continue;
+    }
+    bundles.insert(it->second);
+    changed.push_back(pod);
+  }
+  if (changed.empty())
+    return conflict("no earlier bundle is known for pod " + unknown.front() + " (it was never upgraded by a Kiln rollout before " + id + ")")
+        .with("pod", unknown.front());
   if (bundles.size() != 1)
     return conflict("the changed pods came from " + std::to_string(bundles.size()) + " different bundles: roll them back one rollout per bundle");
   json body = {{"bundle", *bundles.begin()}, {"selector", {{"pods", changed}}}, {"policy", ro->row.policy}, {"start", true}};
@@ -504,7 +526,12 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
   auto created = create(body, actor, &dry, id);
   if (!created.ok()) return created.error();
   // Record the link both ways: the new rollout's rollback_of, this one's event.
-  (void)store_.updatePods(id, {}, {{"", "rollback", "rolled back by " + (*created)["id"].get<std::string>()}});
+  std::string left;
+  for (const auto& pod : unknown) left += (left.empty() ? "" : ", ") + pod;
+  (void)store_.updatePods(id, {},
+                          {{"", "rollback",
+                            "rolled back by " + (*created)["id"].get<std::string>() +
+                                (left.empty() ? "" : "; not " + left + ": no earlier bundle known")}});
   (void)fleet_.audit(actor, "rollout.rollback", id, json{{"rollback", (*created)["id"]}}.dump());
   return created;
 }

@@ -169,6 +169,10 @@ class FakeRolloutStore final : public RolloutStore {
     if (added) it->second["driver"]["570.1"] = 18;
     it->second[kind] = {{version, 18}};
   }
+  // Some hosts of the pod at one version, the rest at another (a partly flashed pod).
+  void setVersions(const std::string& pod, const std::string& kind, std::map<std::string, int> hosts_by_version) {
+    versions_[pod][kind] = std::move(hosts_by_version);
+  }
   // Events of a kind, as "pod: message".
   std::vector<std::string> eventsOf(const std::string& kind) const {
     std::lock_guard lock(mu_);

@@ -587,6 +587,8 @@ TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisR
   ASSERT_EQ(phase("b1-p3"), PodPhase::kSkipped);
   ASSERT_EQ(phase("b1-p4"), PodPhase::kPending);
   rollouts_.setVersion("b1-p1", "driver", "580.1");  // p1's agents report the new driver
+  // p2 failed, but 15 of its 18 hosts took the new driver: it is rolled back too.
+  rollouts_.setVersions("b1-p2", "driver", {{"580.1", 15}, {"570.1", 3}});
 
   auto rb = svc.rollback("ro-1", kSre);
   ASSERT_TRUE(rb.ok()) << rb.error();
@@ -594,9 +596,10 @@ TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisR
   EXPECT_NE(id, "ro-1");
   EXPECT_EQ((*rb)["bundle"]["id"], "b-1");
   EXPECT_EQ((*rb)["state"], "running");
-  EXPECT_EQ((*rb)["selector"]["pods"], json({"b1-p1"}));
-  ASSERT_EQ(rollouts_.pods_.at(id).size(), 1u);
+  EXPECT_EQ((*rb)["selector"]["pods"], json({"b1-p1", "b1-p2"}));
+  ASSERT_EQ(rollouts_.pods_.at(id).size(), 2u);
   EXPECT_EQ(rollouts_.pods_.at(id)[0].pod, "b1-p1");
+  EXPECT_EQ(rollouts_.pods_.at(id)[1].pod, "b1-p2");
   EXPECT_EQ(*parsePolicy(rollouts_.rollouts_.at(id).policy), *parsePolicy(rollouts_.rollouts_.at("ro-1").policy));
   EXPECT_EQ(rollouts_.eventsOf("rollback"), (std::vector<std::string>{": rolled back by " + id}));
 
