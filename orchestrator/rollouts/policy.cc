@@ -162,6 +162,38 @@ std::optional<core::TimePoint> nextWindowOpen(const std::vector<MaintenanceWindo
   return next;
 }
 
+std::optional<core::TimePoint> windowCloses(const std::vector<MaintenanceWindow>& windows, core::TimePoint t) {
+  if (windows.empty() || !windowOpen(windows, t)) return std::nullopt;
+  // Openness changes to closed only at a window's end: the first end after t that no other
+  // window covers is when the open stretch ends.
+  const auto [today, _] = utcDay(t);
+  std::vector<core::TimePoint> ends;
+  for (std::int64_t day = today - 1; day <= today + 8; ++day)
+    for (const auto& w : windows) {
+      if (!opensOn(w, day)) continue;
+      const int end_day_offset = w.start_min < w.end_min ? 0 : 1;
+      ends.push_back(core::TimePoint{std::chrono::duration_cast<core::Clock_::duration>(
+          std::chrono::minutes((day + end_day_offset) * kDayMinutes + w.end_min))});
+    }
+  std::sort(ends.begin(), ends.end());
+  for (const auto& e : ends)
+    if (e > t && !windowOpen(windows, e)) return e;
+  return std::nullopt;
+}
+
+std::optional<core::TimePoint> nextWindowFitting(const std::vector<MaintenanceWindow>& windows, core::TimePoint t,
+                                                 core::Clock_::duration need) {
+  core::TimePoint cursor = t;
+  for (int stretch = 0; stretch < 64; ++stretch) {  // a week has at most 7 per window
+    const auto open = nextWindowOpen(windows, cursor);
+    if (!open || *open > t + std::chrono::hours(24 * 8)) return std::nullopt;
+    const auto closes = windowCloses(windows, *open);
+    if (!closes || *open + need <= *closes) return open;
+    cursor = *closes;
+  }
+  return std::nullopt;
+}
+
 Result<Policy> parsePolicy(const json& doc) {
   Policy p;
   if (doc.is_null()) return p;
@@ -481,6 +513,15 @@ AdmissionResult admit(const AdmissionInput& in) {
     const auto next = nextWindowOpen(pol.windows, in.now);
     window_closed = "window: outside the maintenance windows (" + list + ")" +
                     (next ? "; the next opens " + utcText(*next) : std::string());
+  } else if (in.pod_time_p90) {
+    // A pod started now would still be out of service when the window closes.
+    if (const auto closes = windowCloses(pol.windows, in.now); closes && in.now + *in.pod_time_p90 > *closes) {
+      const auto next = nextWindowFitting(pol.windows, *closes, *in.pod_time_p90);
+      window_closed = "window: the maintenance window closes " + utcText(*closes) + ", sooner than this rollout's P90 pod time (" +
+                      std::to_string(in.pod_time_p90->count() / 60) + " min)" +
+                      (next ? "; the next long enough opens " + utcText(*next)
+                            : std::string("; no maintenance window within a week is that long"));
+    }
   }
 
   std::map<std::string, BuildingLoad> load = in.buildings;
@@ -490,7 +531,7 @@ AdmissionResult admit(const AdmissionInput& in) {
     if (p.wave != out.current_wave) why = "wave " + std::to_string(p.wave) + " starts after wave " + std::to_string(out.current_wave);
     else if (in.halted || out.halt) why = "budget: the rollout is halted (failure budget)";
     else if (in.paused) why = "paused";
-    else if (!window_open) why = window_closed;
+    else if (!window_closed.empty()) why = window_closed;
     else if (auto short_of = shortOfHosts(p.hosts)) why = *short_of;
     else if (soaking) why = "soak: waiting " + std::to_string(pol.soak.count()) + " s after the previous wave";
     else if (in_flight >= pol.max_concurrent_pods)

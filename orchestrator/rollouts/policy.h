@@ -42,6 +42,13 @@ std::optional<MaintenanceWindow> parseWindow(const std::string& text, std::strin
 bool windowOpen(const std::vector<MaintenanceWindow>& windows, core::TimePoint t);
 // When the next of `windows` opens after `t` (t itself if one is open); nullopt for none.
 std::optional<core::TimePoint> nextWindowOpen(const std::vector<MaintenanceWindow>& windows, core::TimePoint t);
+// When the windows open at `t` stop covering it (adjacent or overlapping windows count as one);
+// nullopt when none is open at `t` or they never close (every day around the clock).
+std::optional<core::TimePoint> windowCloses(const std::vector<MaintenanceWindow>& windows, core::TimePoint t);
+// The first time at or after `t` when the windows are open and stay open for `need` (no
+// windows: t); nullopt when no stretch within a week is that long.
+std::optional<core::TimePoint> nextWindowFitting(const std::vector<MaintenanceWindow>& windows, core::TimePoint t,
+                                                 core::Clock_::duration need);
 
 struct Policy {
   int canary_pods = 1;
@@ -145,6 +152,9 @@ struct AdmissionInput {
   std::vector<LivePod> pods;  // this rollout's, in plan order
   std::map<std::string, BuildingLoad> buildings;
   std::optional<core::TimePoint> previous_wave_finished;  // when the last finished wave ended
+  // The P90 of this rollout's finished pods' times (none finished yet: not known). A pod does
+  // not start inside a maintenance window that closes sooner than this.
+  std::optional<std::chrono::seconds> pod_time_p90;
   core::TimePoint now;
 };
 

@@ -105,6 +105,16 @@ json installParams(const Bundle& b, const std::vector<std::string>& declared) {
   return out;
 }
 
+// How long each finished pod took, start to finish (succeeded or failed: skipped and aborted
+// pods say nothing of the pod time): the view's P50/P90 and admission's window check.
+std::vector<double> podSeconds(const std::vector<RolloutPodRow>& rows) {
+  std::vector<double> out;
+  for (const auto& p : rows)
+    if (p.started_at && p.finished_at && (p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed))
+      out.push_back(std::chrono::duration<double>(*p.finished_at - *p.started_at).count());
+  return out;
+}
+
 }  // namespace
 
 RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
@@ -311,7 +321,7 @@ Result<json> RolloutService::view(const std::string& id) {
   for (auto ph : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
                   PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted})
     counts[podPhaseName(ph)] = 0;
-  std::vector<double> durations;
+  const std::vector<double> durations = podSeconds(*rows);
   std::map<int, std::pair<int, int>> waves;  // wave -> (pods, finished)
   std::map<std::string, int> waiting;
   int remaining = 0;
@@ -321,8 +331,6 @@ Result<json> RolloutService::view(const std::string& id) {
     ++w.first;
     if (finished(p.phase)) ++w.second;
     else ++remaining;
-    if (p.started_at && p.finished_at && (p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed))
-      durations.push_back(std::chrono::duration<double>(*p.finished_at - *p.started_at).count());
     if (p.phase == PodPhase::kPending && !p.waiting_reason.empty())
       ++waiting[p.waiting_reason.substr(0, p.waiting_reason.find(':'))];
   }
@@ -339,11 +347,13 @@ Result<json> RolloutService::view(const std::string& id) {
   if (!durations.empty() && remaining > 0) {
     const int later_waves = std::max(0, static_cast<int>(waves.size()) - std::max(current, 0) - 1);
     const int rounds = static_cast<int>(std::ceil(static_cast<double>(remaining) / ro->policy.max_concurrent_pods));
-    // A round starts only inside a maintenance window (none: at once).
+    // A round starts only inside a maintenance window that stays open for the P90 pod time, as
+    // admission has it (no windows: at once).
     const core::TimePoint now = clock_.now();
+    const auto need = std::chrono::duration_cast<core::Clock_::duration>(std::chrono::duration<double>(std::ceil(p90)));
     core::TimePoint t = now;
     for (int r = 0; r < rounds; ++r) {
-      const auto open = nextWindowOpen(ro->policy.windows, t);
+      const auto open = nextWindowFitting(ro->policy.windows, t, need);
       if (!open) break;
       t = *open + std::chrono::duration_cast<core::Clock_::duration>(std::chrono::duration<double>(p50));
     }
@@ -782,6 +792,8 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
       pending.insert(p.pod);
     }
   }
+  if (const auto durations = podSeconds(rows); !durations.empty())
+    in.pod_time_p90 = std::chrono::seconds(static_cast<long>(std::ceil(percentile(durations, 90))));
   if (!pending.empty()) {
     auto states = store_.podHostStates(pending);
     if (!states.ok()) return 0;

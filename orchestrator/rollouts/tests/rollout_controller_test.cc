@@ -825,23 +825,31 @@ TEST_F(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaW
   finishUpgrade("b1-p1");
   svc.tick();
   finishValidation("b1-p1");
-  svc.tick();  // 02:30: p1 took 30 minutes; p2 starts inside the window
+  svc.tick();  // 02:30: p1 took 30 minutes; 15 minutes of the window are left
   ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
-  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
-  // p2 runs until 03:00; p3 cannot start before tomorrow's 02:00 and ends at 02:30.
+  // p2 would still be out of service when the window closes: it waits for tomorrow's.
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kPending);
+  EXPECT_EQ(pod("b1-p2").waiting_reason.rfind("window: the maintenance window closes ", 0), 0u) << pod("b1-p2").waiting_reason;
+  EXPECT_NE(pod("b1-p2").waiting_reason.find("sooner than this rollout's P90 pod time (30 min); the next long enough opens "),
+            std::string::npos)
+      << pod("b1-p2").waiting_reason;
+  // p2 tomorrow 02:00-02:30, p3 the day after (tomorrow's window has 15 minutes left then).
   auto view = svc.view("ro-1");
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ((*view)["eta_s"], 24 * 3600.0);
+  EXPECT_EQ((*view)["eta_s"], 48 * 3600.0);
+  clock_.advance(hours(23) + minutes(30));
+  svc.tick();  // tomorrow 02:00
+  ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
   // A pod in flight when the window closes finishes; the next waits.
   svc.tick();
-  clock_.advance(minutes(30));
+  clock_.advance(minutes(50));
   finishUpgrade("b1-p2");
   svc.tick();
   finishValidation("b1-p2");
   svc.tick();
   EXPECT_EQ(phase("b1-p2"), PodPhase::kSucceeded);
   EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
-  EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("window: ", 0), 0u) << pod("b1-p3").waiting_reason;
+  EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("window: outside the maintenance windows", 0), 0u) << pod("b1-p3").waiting_reason;
 }
 
 }  // namespace

@@ -297,6 +297,54 @@ TEST(AdmissionTest, OutsideTheMaintenanceWindowsNoPodStartsAndEachSaysWhenTheNex
   EXPECT_EQ(admit(in).waiting.at("p1"), "paused");
 }
 
+TEST(MaintenanceWindowTest, ClosesAtTheEndOfTheOpenStretchJoiningAdjacentWindows) {
+  const std::vector<MaintenanceWindow> nights = {*parseWindow("mon-fri 22:00-06:00")};
+  EXPECT_EQ(windowCloses(nights, at(0, 23)), at(1, 6));
+  EXPECT_EQ(windowCloses(nights, at(1, 5, 59)), at(1, 6));  // Monday's window, past midnight
+  EXPECT_EQ(windowCloses(nights, at(0, 12)), std::nullopt);  // not open
+  // Saturday and Sunday around the clock are one stretch, closing Monday 00:00; a Friday night
+  // window running into it joins it too.
+  const std::vector<MaintenanceWindow> weekend = {*parseWindow("sat,sun 00:00-24:00"), *parseWindow("fri 22:00-02:00")};
+  EXPECT_EQ(windowCloses(weekend, at(5, 1)), at(7, 0));
+  EXPECT_EQ(windowCloses(weekend, at(4, 23)), at(7, 0));
+  EXPECT_EQ(windowCloses({*parseWindow("00:00-24:00")}, at(3, 3)), std::nullopt);  // never closes
+  EXPECT_EQ(windowCloses({}, at(3, 3)), std::nullopt);
+  // The first stretch long enough: Saturday 01:00 needs 2 h: fine at once; 3 days: none.
+  EXPECT_EQ(nextWindowFitting(weekend, at(5, 1), std::chrono::hours(2)), at(5, 1));
+  EXPECT_EQ(nextWindowFitting(weekend, at(5, 1), std::chrono::hours(72)), std::nullopt);
+  // Tuesday 05:00 with 2 h needed: Monday's night closes at 06:00; Tuesday's opens 22:00.
+  EXPECT_EQ(nextWindowFitting(nights, at(1, 5), std::chrono::hours(2)), at(1, 22));
+  EXPECT_EQ(nextWindowFitting({}, at(1, 5), std::chrono::hours(2)), at(1, 5));
+}
+
+TEST(AdmissionTest, APodDoesNotStartInAWindowClosingSoonerThanTheRolloutsP90PodTime) {
+  auto in = input(2);
+  in.policy.max_concurrent_pods = 2;
+  in.policy.windows = {*parseWindow("mon-fri 22:00-06:00")};
+  in.pod_time_p90 = std::chrono::minutes(110);
+  in.now = at(1, 4, 30);  // Tuesday 04:30: 90 min left of Monday's window
+  auto late = admit(in);
+  EXPECT_TRUE(late.admit.empty());
+  EXPECT_EQ(late.waiting.at("p0"),
+            "window: the maintenance window closes Tue 2026-12-01 06:00 UTC, sooner than this rollout's P90 pod time "
+            "(110 min); the next long enough opens Tue 2026-12-01 22:00 UTC");
+  // A pod time longer than any window: said, not left to wait without a word.
+  in.pod_time_p90 = std::chrono::hours(9);
+  EXPECT_EQ(late.waiting.size(), 2u);
+  EXPECT_NE(admit(in).waiting.at("p0").find("no maintenance window within a week is that long"), std::string::npos);
+  in.pod_time_p90 = std::chrono::minutes(110);
+  in.now = at(1, 4, 9);  // 111 min left: it fits
+  EXPECT_EQ(admit(in).admit, (std::vector<std::string>{"p0", "p1"}));
+  // Before any pod finished there is no pod time to go by: the window alone decides.
+  in.now = at(1, 4, 30);
+  in.pod_time_p90.reset();
+  EXPECT_EQ(admit(in).admit, (std::vector<std::string>{"p0", "p1"}));
+  // Without windows the pod time changes nothing.
+  in.pod_time_p90 = std::chrono::hours(30);
+  in.policy.windows.clear();
+  EXPECT_EQ(admit(in).admit, (std::vector<std::string>{"p0", "p1"}));
+}
+
 TEST(PolicyTest, ParsesAndRejectsBadFields) {
   auto p = parsePolicy(json::parse(R"({"canary_pods": 2, "waves": ["20%", 50], "soak": "30m",
       "max_concurrent_pods": 4, "capacity_floor": {"max_pods_down": 2}, "allocated": "skip",
