@@ -54,11 +54,17 @@ int create(CommandContext& ctx) {
   return printNewRollout(ctx, *r, "created rollout");
 }
 
-int post(CommandContext& ctx, const std::string& path) {
+// A verb's request: --reason goes into the body, and from there into the event and audit log.
+ApiRequest verbRequest(const CommandContext& ctx, const std::string& path) {
   ApiRequest req;
   req.method = "POST";
   req.path = path;
-  auto r = callJson(ctx, req);
+  if (ctx.command.has("reason")) req.body = json{{"reason", ctx.command.value("reason")}}.dump();
+  return req;
+}
+
+int post(CommandContext& ctx, const std::string& path) {
+  auto r = callJson(ctx, verbRequest(ctx, path));
   if (!r) return kExitFailed;
   return printResult(ctx, *r, [](const json& doc) { return rolloutProgressLine(doc) + "\n"; });
 }
@@ -74,10 +80,7 @@ CommandFn podVerb(const std::string& name) {
 }
 
 int rollback(CommandContext& ctx) {
-  ApiRequest req;
-  req.method = "POST";
-  req.path = rolloutPath(ctx.command.args[0]) + "/rollback";
-  auto r = callJson(ctx, req);
+  auto r = callJson(ctx, verbRequest(ctx, rolloutPath(ctx.command.args[0]) + "/rollback"));
   if (!r) return kExitFailed;
   return printNewRollout(ctx, *r, "rollback of " + ctx.command.args[0] + " started as");
 }
@@ -256,6 +259,8 @@ CommandGroup rolloutGroup() {
       {.name = "state", .value_name = "S", .help = "created, running, paused, halted, completed, aborting or aborted"}};
   for (auto& f : pagingFlags()) list_flags.push_back(std::move(f));
   const std::vector<PositionalSpec> id = {{"ID", "rollout id, e.g. ro-5"}};
+  const std::vector<FlagSpec> reason = {
+      {.name = "reason", .value_name = "TEXT", .help = "why, recorded in the rollout's events and the audit log"}};
   const std::vector<PositionalSpec> id_pod = {{"ID", "rollout id, e.g. ro-5"}, {"POD", "pod id"}};
   return {.name = "rollout",
           .summary = "Rollouts: apply a bundle to pods in canary and waves under a policy; plan, control, follow.",
@@ -268,27 +273,32 @@ CommandGroup rolloutGroup() {
                .summary = "Create a rollout (operator; --start starts it); prints its id",
                .flags = planFlags(true),
                .run = create},
-              {.name = "start", .summary = "Start a created rollout (operator)", .positionals = id, .run = verb("start")},
+              {.name = "start", .summary = "Start a created rollout (operator)", .positionals = id, .flags = reason,
+               .run = verb("start")},
               {.name = "pause",
                .summary = "Pause: no new pod starts, pods in flight finish (operator)",
                .positionals = id,
+               .flags = reason,
                .run = verb("pause")},
               {.name = "resume",
                .summary = "Resume a paused or halted rollout; a halted one retries its failed pods (operator)",
                .positionals = id,
+               .flags = reason,
                .run = verb("resume")},
               {.name = "abort",
                .summary = "Abort: pods in flight stop at a safe point and stay drained (operator)",
                .positionals = id,
+               .flags = reason,
                .run = verb("abort")},
               {.name = "rollback",
                .summary = "Roll the pods this rollout upgraded back to their previous bundle (a new rollout, started)",
                .positionals = id,
+               .flags = reason,
                .run = rollback},
               {.name = "retry", .summary = "Put a failed or aborted pod back to pending (operator)", .positionals = id_pod,
-               .run = podVerb("retry")},
+               .flags = reason, .run = podVerb("retry")},
               {.name = "skip", .summary = "Skip a pending or failed pod (operator)", .positionals = id_pod,
-               .run = podVerb("skip")},
+               .flags = reason, .run = podVerb("skip")},
               {.name = "list", .summary = "List rollouts, newest first", .flags = std::move(list_flags), .run = list},
               {.name = "show",
                .summary = "Show a rollout: state, waves, pods by phase, why pods wait, P50/P90 pod time, ETA, events",

@@ -200,7 +200,15 @@ TEST(RolloutVerbTest, EachVerbPostsToItsPath) {
     ASSERT_EQ(h.transport.requests.size(), 1u);
     EXPECT_EQ(h.transport.requests[0].method, "POST");
     EXPECT_EQ(h.transport.requests[0].path, path);
+    EXPECT_EQ(h.transport.requests[0].body, "") << "no --reason: no body";
     EXPECT_EQ(r.out, "ro-5 paused: wave 1 0/3, 1/4 done (1 succeeded), 3 pending; P50 1h42m, P90 2h05m; ETA 3h10m\n");
+    // --reason goes into the body, for the rollout's events and the audit log.
+    CliHarness with_reason;
+    with_reason.transport.reply(200, rolloutDoc("paused", {{"succeeded", 1}, {"pending", 3}}, {{1, 1}, {3, 0}}).dump());
+    auto argv = args;
+    argv.insert(argv.end(), {"--reason", "CX7 \"28.43\" drops links"});
+    ASSERT_EQ(with_reason.run(argv).code, kExitOk);
+    EXPECT_EQ(json::parse(with_reason.transport.requests.at(0).body), (json{{"reason", "CX7 \"28.43\" drops links"}}));
   }
   CliHarness h;
   auto missing = h.run({"rollout", "retry", "ro-5"});

@@ -5,6 +5,34 @@
 #include "orchestrator/rollouts/rollout_service.h"
 
 namespace kiln::api {
+namespace {
+
+// A verb's optional body: nothing, or {"reason": "..."} (at most 1000 characters).
+Result<std::string> verbReason(const RequestContext& ctx) {
+  if (ctx.req.body.find_first_not_of(" \t\r\n") == std::string::npos) return std::string();
+  auto body = ctx.jsonBody();
+  if (!body.ok()) return body.error();
+  if (!body->is_object()) return invalidContent("expected no body or a JSON object {\"reason\": \"...\"}");
+  Error bad = invalidContent("invalid body");
+  for (const auto& [k, _] : body->items())
+    if (k != "reason") bad.fields.push_back({k, "unknown field (the only one is reason)"});
+  std::string reason;
+  if (body->contains("reason")) {
+    const auto& r = (*body)["reason"];
+    if (!r.is_string() || r.get<std::string>().size() > 1000)
+      bad.fields.push_back({"reason", "expected a string of at most 1000 characters"});
+    else reason = r.get<std::string>();
+  }
+  if (!bad.fields.empty()) {
+    bad.message = "invalid body: " + bad.fields[0].path + ": " + bad.fields[0].message;
+    if (bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
+    return bad;
+  }
+  return reason;
+}
+
+}  // namespace
+
 void addRolloutRoutes(Router& router, Services& s) {
   router.add({.method = "POST", .pattern = "/api/v1/bundles", .role = core::Role::kOperator,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -68,18 +96,24 @@ void addRolloutRoutes(Router& router, Services& s) {
   for (const char* verb : {"start", "pause", "resume", "abort"}) {
     router.add({.method = "POST", .pattern = std::string("/api/v1/rollouts/{id}/") + verb, .role = core::Role::kOperator,
                 .fn = [&s, verb](RequestContext& ctx) -> Result<http::Response> {
-                  return jsonResult(s.rollouts->verb(ctx.param("id"), verb, ctx.actor));
+                  auto reason = verbReason(ctx);
+                  if (!reason.ok()) return reason.error();
+                  return jsonResult(s.rollouts->verb(ctx.param("id"), verb, ctx.actor, *reason));
                 }});
   }
   router.add({.method = "POST", .pattern = "/api/v1/rollouts/{id}/rollback", .role = core::Role::kOperator,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                return jsonResult(s.rollouts->rollback(ctx.param("id"), ctx.actor), 201);
+                auto reason = verbReason(ctx);
+                if (!reason.ok()) return reason.error();
+                return jsonResult(s.rollouts->rollback(ctx.param("id"), ctx.actor, *reason), 201);
               }});
   for (const char* verb : {"retry", "skip"}) {
     router.add({.method = "POST", .pattern = std::string("/api/v1/rollouts/{id}/pods/{pod}/") + verb,
                 .role = core::Role::kOperator,
                 .fn = [&s, verb](RequestContext& ctx) -> Result<http::Response> {
-                  return jsonResult(s.rollouts->podVerb(ctx.param("id"), ctx.param("pod"), verb, ctx.actor));
+                  auto reason = verbReason(ctx);
+                  if (!reason.ok()) return reason.error();
+                  return jsonResult(s.rollouts->podVerb(ctx.param("id"), ctx.param("pod"), verb, ctx.actor, *reason));
                 }});
   }
 }

@@ -403,10 +403,12 @@ Result<json> RolloutService::events(const std::string& id) {
   return json{{"items", *e}, {"next_cursor", nullptr}};
 }
 
-Result<json> RolloutService::verb(const std::string& id, const std::string& verb, const core::Actor& actor) {
+Result<json> RolloutService::verb(const std::string& id, const std::string& verb, const core::Actor& actor,
+                                  const std::string& reason) {
+  const std::string why = reason.empty() ? "" : ": " + reason;
   Result<RolloutRow> r = notFound("");
-  if (verb == "start") r = store_.transition(id, {"created"}, "running", "started by " + actor.token_id, actor);
-  else if (verb == "pause") r = store_.transition(id, {"running"}, "paused", "paused by " + actor.token_id, actor);
+  if (verb == "start") r = store_.transition(id, {"created"}, "running", "started by " + actor.token_id + why, actor);
+  else if (verb == "pause") r = store_.transition(id, {"running"}, "paused", "paused by " + actor.token_id + why, actor);
   else if (verb == "resume") {
     // Resuming a halted rollout retries its failed pods (clear the fault first, or skip them).
     // A retried pod whose hosts are still in repair waits at admission (PodHostFacts) instead
@@ -438,9 +440,9 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
             !st.ok())
           return st.error();
     }
-    r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id, actor);
+    r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id + why, actor);
   } else if (verb == "abort") {
-    r = store_.transition(id, {"created", "running", "paused", "halted"}, "aborting", "aborted by " + actor.token_id, actor);
+    r = store_.transition(id, {"created", "running", "paused", "halted"}, "aborting", "aborted by " + actor.token_id + why, actor);
   } else {
     return notFound("no verb '" + verb + "'");
   }
@@ -449,7 +451,8 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
 }
 
 Result<json> RolloutService::podVerb(const std::string& id, const std::string& pod, const std::string& verb,
-                                     const core::Actor& actor) {
+                                     const core::Actor& actor, const std::string& reason) {
+  const std::string why = reason.empty() ? "" : ": " + reason;
   auto rows = store_.rolloutPods(id);
   if (!rows.ok()) return rows.error();
   auto it = std::find_if(rows->begin(), rows->end(), [&](const RolloutPodRow& r) { return r.pod == pod; });
@@ -470,23 +473,23 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
     u.phase = PodPhase::kPending;
     u.run_id = "";
     u.validation_run_id = "";
-    u.message = "retried by " + actor.token_id;
+    u.message = "retried by " + actor.token_id + why;
   } else if (verb == "skip") {
     if (it->phase != PodPhase::kPending && it->phase != PodPhase::kFailed)
       return conflict("only a pending or failed pod can be skipped; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
     u.only_while = {"created", "running", "paused", "halted", "aborting"};
     u.phase = PodPhase::kSkipped;
-    u.message = "skipped by " + actor.token_id;
+    u.message = "skipped by " + actor.token_id + why;
     u.set_finished = true;
   } else {
     return notFound("no pod verb '" + verb + "'");
   }
-  if (auto st = store_.updatePods(id, {u}, {{pod, verb, verb + " by " + actor.token_id}}); !st.ok()) return st.error();
-  (void)fleet_.audit(actor, "rollout.pod." + verb, id + "/" + pod, "{}");
+  if (auto st = store_.updatePods(id, {u}, {{pod, verb, verb + " by " + actor.token_id + why}}); !st.ok()) return st.error();
+  (void)fleet_.audit(actor, "rollout.pod." + verb, id + "/" + pod, reason.empty() ? "{}" : json{{"reason", reason}}.dump());
   return view(id);
 }
 
-Result<json> RolloutService::rollback(const std::string& id, const core::Actor& actor) {
+Result<json> RolloutService::rollback(const std::string& id, const core::Actor& actor, const std::string& reason) {
   auto ro = load(id);
   if (!ro.ok()) return ro.error();
   if (ro->row.state == "running" || ro->row.state == "aborting" || ro->row.state == "created")
@@ -540,9 +543,12 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
   for (const auto& pod : unknown) left += (left.empty() ? "" : ", ") + pod;
   (void)store_.updatePods(id, {},
                           {{"", "rollback",
-                            "rolled back by " + (*created)["id"].get<std::string>() +
+                            "rolled back by " + (*created)["id"].get<std::string>() + " (" + actor.token_id +
+                                (reason.empty() ? "" : ": " + reason) + ")" +
                                 (left.empty() ? "" : "; not " + left + ": no earlier bundle known")}});
-  (void)fleet_.audit(actor, "rollout.rollback", id, json{{"rollback", (*created)["id"]}}.dump());
+  json detail = {{"rollback", (*created)["id"]}};
+  if (!reason.empty()) detail["reason"] = reason;
+  (void)fleet_.audit(actor, "rollout.rollback", id, detail.dump());
   return created;
 }
 

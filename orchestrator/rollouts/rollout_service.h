@@ -63,12 +63,15 @@ class RolloutService {
   Result<nlohmann::json> pods(const std::string& id);
   Result<nlohmann::json> list(const std::string& state, const core::PageRequest& page);
   Result<nlohmann::json> events(const std::string& id);
-  // start | pause | resume | abort
-  Result<nlohmann::json> verb(const std::string& id, const std::string& verb, const core::Actor& actor);
+  // start | pause | resume | abort. `reason` (the operator's words, may be empty) goes into the
+  // event and the audit record after who did it: "aborted by t-3: CX7 firmware bricks NICs".
+  Result<nlohmann::json> verb(const std::string& id, const std::string& verb, const core::Actor& actor,
+                              const std::string& reason = "");
+  // retry | skip of one pod.
   Result<nlohmann::json> podVerb(const std::string& id, const std::string& pod, const std::string& verb,
-                                 const core::Actor& actor);
+                                 const core::Actor& actor, const std::string& reason = "");
   // A new rollout of the previous bundle over the pods this rollout upgraded.
-  Result<nlohmann::json> rollback(const std::string& id, const core::Actor& actor);
+  Result<nlohmann::json> rollback(const std::string& id, const core::Actor& actor, const std::string& reason = "");
 
   // One controller pass over every active rollout. Returns how many changes it made.
   int tick();

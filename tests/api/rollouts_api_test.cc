@@ -683,5 +683,33 @@ TEST_F(RolloutsApiTest, ARolloutCreatedAndStartedAtOnceNamesWhoStartedItInItsEve
     EXPECT_NE(e["message"].get<std::string>().find(op_id_), std::string::npos) << e.dump();
 }
 
+TEST_F(RolloutsApiTest, AVerbsReasonGoesIntoItsEventAndAuditAndABadBodyChangesNothing) {
+  const std::string bundle = mixedFleetAndBundle();
+  const std::string id = createRollout(bundle, {"t01-b01-p0001", "t01-b02-p0001"});
+  ASSERT_FALSE(id.empty());
+  const std::string verbs = "/api/v1/rollouts/" + id + "/";
+  // Bad bodies: 422 (400 for malformed JSON), the rollout stays where it was, no event.
+  for (const std::string& bad : {std::string(R"({"reason": 7})"), std::string(R"({"why": "x"})"), std::string("[1]"),
+                                 R"({"reason": ")" + std::string(1001, 'x') + R"("})"}) {
+    SCOPED_TRACE(bad);
+    Reply r = call(*op_, "POST", verbs + "start", bad);
+    EXPECT_EQ(r.status, 422) << r.body;
+    EXPECT_TRUE(r.doc().contains("error")) << r.body;
+  }
+  EXPECT_EQ(call(*op_, "POST", verbs + "start", "{not json").status, 400);
+  EXPECT_EQ(call(*op_, "GET", "/api/v1/rollouts/" + id).doc()["state"], "created");
+  EXPECT_EQ(decisions(id).size(), 1u) << "only the creation";
+
+  ASSERT_EQ(call(*op_, "POST", verbs + "start").status, 200);  // no body: no reason
+  Reply aborted = call(*op_, "POST", verbs + "abort", R"({"reason": "CX7 firmware 28.43 drops links"})");
+  ASSERT_EQ(aborted.status, 200) << aborted.body;
+  const auto events = decisions(id);  // newest first
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events[0]["kind"], "aborting");
+  EXPECT_EQ(events[0]["message"], "aborted by " + op_id_ + ": CX7 firmware 28.43 drops links");
+  EXPECT_EQ(events[1]["message"], "started by " + op_id_);
+  EXPECT_EQ(auditCount("action = 'rollout.aborting' AND target = '" + id + "' AND details->>'reason' LIKE '%CX7 firmware 28.43%'"), "1");
+}
+
 }  // namespace
 }  // namespace kiln::apitest

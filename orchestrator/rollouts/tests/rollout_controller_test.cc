@@ -601,7 +601,7 @@ TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisR
   EXPECT_EQ(rollouts_.pods_.at(id)[0].pod, "b1-p1");
   EXPECT_EQ(rollouts_.pods_.at(id)[1].pod, "b1-p2");
   EXPECT_EQ(*parsePolicy(rollouts_.rollouts_.at(id).policy), *parsePolicy(rollouts_.rollouts_.at("ro-1").policy));
-  EXPECT_EQ(rollouts_.eventsOf("rollback"), (std::vector<std::string>{": rolled back by " + id}));
+  EXPECT_EQ(rollouts_.eventsOf("rollback"), (std::vector<std::string>{": rolled back by " + id + " (t-1)"}));
 
   // The rollback rollout upgrades p1 to b-1's driver; the first rollout stays paused.
   svc.tick();
