@@ -45,12 +45,12 @@ int create(CommandContext& ctx) {
   }
   json b = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   if (!b.is_object()) return ctx.failure("the server's answer is not a bundle");
-  // 201: a new bundle; 200: the same name and version was already stored (an unused one is
-  // updated in place; the API does not tell those apart).
-  const bool created = response->status == 201;
-  return printResult(ctx, b, [created](const json& doc) {
-    return field(doc, "id") + " " + field(doc, "name") + "@" + field(doc, "version") + " " +
-           (created ? "created" : "unchanged") + "\n";
+  // The server says what it did: created, updated (an unused bundle corrected in place) or
+  // unchanged; a server from before `outcome` only tells created (201) from the rest.
+  std::string outcome = field(b, "outcome");
+  if (outcome.empty()) outcome = response->status == 201 ? "created" : "stored";
+  return printResult(ctx, b, [outcome](const json& doc) {
+    return field(doc, "id") + " " + field(doc, "name") + "@" + field(doc, "version") + " " + outcome + "\n";
   });
 }
 

@@ -35,14 +35,27 @@ TEST(BundleCreateTest, SendsYamlByExtensionAndSaysCreated) {
   EXPECT_EQ(r.out, "b-3 gb200-fw@2026.03 created\n");
 }
 
-TEST(BundleCreateTest, SniffsJsonFromStandardInputAndSaysUnchangedOn200) {
+TEST(BundleCreateTest, SniffsJsonFromStandardInputAndSaysWhatTheServerDid) {
   CliHarness h;
   h.fs.stdin_text = "  {\"name\": \"gb200-fw\"}";
-  h.transport.reply(200, kBundle);
+  json unchanged = json::parse(kBundle);
+  unchanged["outcome"] = "unchanged";
+  h.transport.reply(200, unchanged.dump());
   auto r = h.run({"bundle", "create", "-"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(h.transport.requests[0].content_type, "application/json");
   EXPECT_EQ(r.out, "b-3 gb200-fw@2026.03 unchanged\n");
+  // An unused bundle corrected in place says so; an older server's 200 says only "stored".
+  CliHarness u;
+  u.fs.stdin_text = "{}";
+  json updated = json::parse(kBundle);
+  updated["outcome"] = "updated";
+  u.transport.reply(200, updated.dump());
+  EXPECT_EQ(u.run({"bundle", "create", "-"}).out, "b-3 gb200-fw@2026.03 updated\n");
+  CliHarness old;
+  old.fs.stdin_text = "{}";
+  old.transport.reply(200, kBundle);
+  EXPECT_EQ(old.run({"bundle", "create", "-"}).out, "b-3 gb200-fw@2026.03 stored\n");
 
   CliHarness j;
   j.fs.files["fw.json"] = "name: not-really-json";

@@ -100,8 +100,8 @@ class PgRolloutStore final : public rollouts::RolloutStore {
  public:
   explicit PgRolloutStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
 
-  Result<std::pair<BundleRow, bool>> putBundle(const rollouts::Bundle& b, const core::Actor& actor) override {
-    return pool_.transact<std::pair<BundleRow, bool>>([&](pqxx::work& txn) -> Result<std::pair<BundleRow, bool>> {
+  Result<std::pair<BundleRow, PutOutcome>> putBundle(const rollouts::Bundle& b, const core::Actor& actor) override {
+    return pool_.transact<std::pair<BundleRow, PutOutcome>>([&](pqxx::work& txn) -> Result<std::pair<BundleRow, PutOutcome>> {
       json spec = rollouts::toJson(b);
       spec.erase("id");
       auto existing = txn.exec_params(std::string("SELECT ") + kBundleColumns +
@@ -112,7 +112,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         if (!row.ok()) return row.error();
         rollouts::Bundle same = b;
         same.id = row->bundle.id;
-        if (row->bundle == same) return std::make_pair(*row, false);
+        if (row->bundle == same) return std::make_pair(*row, PutOutcome::kUnchanged);
         if (row->used)
           return conflict("bundle " + b.name + "@" + b.version + " was used by a rollout and cannot change: publish a new version")
               .with("bundle", row->bundle.id);
@@ -121,7 +121,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         auto updated = bundleFromRow(txn.exec_params1(std::string("SELECT ") + kBundleColumns + " FROM bundles b WHERE id = $1",
                                                       row->bundle.id));
         if (!updated.ok()) return updated.error();
-        return std::make_pair(*updated, false);
+        return std::make_pair(*updated, PutOutcome::kUpdated);
       }
       const std::string id = "b-" + txn.exec1("SELECT nextval('bundle_seq')")[0].as<std::string>();
       txn.exec_params("INSERT INTO bundles (id, name, version, spec, created_by) VALUES ($1,$2,$3,$4::jsonb,$5)", id, b.name,
@@ -129,7 +129,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       writeAudit(txn, actor, "bundle.create", id, json{{"name", b.name}, {"version", b.version}}.dump());
       auto row = bundleFromRow(txn.exec_params1(std::string("SELECT ") + kBundleColumns + " FROM bundles b WHERE id = $1", id));
       if (!row.ok()) return row.error();
-      return std::make_pair(*row, true);
+      return std::make_pair(*row, PutOutcome::kCreated);
     });
   }
 

@@ -136,9 +136,12 @@ Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor
   if (no_workflow) return Error(invalidContent(no_workflow_message)).with("field", "workflow");
   auto row = store_.putBundle(*b, actor);
   if (!row.ok()) return row.error();
-  *created = row->second;
+  using Outcome = RolloutStore::PutOutcome;
+  *created = row->second == Outcome::kCreated;
   json j = toJson(row->first.bundle);
   j["used"] = row->first.used;
+  // What the call did, as a script re-publishing bundles needs to know (201 says created).
+  j["outcome"] = row->second == Outcome::kCreated ? "created" : row->second == Outcome::kUpdated ? "updated" : "unchanged";
   return j;
 }
 
@@ -324,6 +327,8 @@ Result<json> RolloutService::view(const std::string& id) {
   const std::vector<double> durations = podSeconds(*rows);
   std::map<int, std::pair<int, int>> waves;  // wave -> (pods, finished)
   std::map<std::string, int> waiting;
+  std::set<int> started_waves;
+  std::map<int, std::optional<core::TimePoint>> last_finish;  // wave -> its last pod's finish
   int remaining = 0;
   for (const auto& p : *rows) {
     ++counts[podPhaseName(p.phase)];
@@ -331,6 +336,8 @@ Result<json> RolloutService::view(const std::string& id) {
     ++w.first;
     if (finished(p.phase)) ++w.second;
     else ++remaining;
+    if (p.phase != PodPhase::kPending) started_waves.insert(p.wave);
+    if (p.finished_at && (!last_finish[p.wave] || *p.finished_at > *last_finish[p.wave])) last_finish[p.wave] = p.finished_at;
     if (p.phase == PodPhase::kPending && !p.waiting_reason.empty())
       ++waiting[p.waiting_reason.substr(0, p.waiting_reason.find(':'))];
   }
@@ -352,6 +359,9 @@ Result<json> RolloutService::view(const std::string& id) {
     const core::TimePoint now = clock_.now();
     const auto need = std::chrono::duration_cast<core::Clock_::duration>(std::chrono::duration<double>(std::ceil(p90)));
     core::TimePoint t = now;
+    // The current wave waiting for its soak starts when the soak ends.
+    if (current > 0 && !started_waves.count(current) && last_finish[current - 1])
+      t = std::max(now, *last_finish[current - 1] + ro->policy.soak);
     for (int r = 0; r < rounds; ++r) {
       const auto open = nextWindowFitting(ro->policy.windows, t, need);
       if (!open) break;
@@ -599,7 +609,18 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
 
   switch (pod.phase) {
     case PodPhase::kDraining: {
-      if (aborting) return finish(PodPhase::kDraining, PodPhase::kAborted, "aborted while draining: hosts left drained");
+      if (aborting) {
+        // Say what the operator finds: a pod aborted right after admission has nothing drained.
+        auto detail = fleet_.getPod(pod.pod);
+        if (!detail.ok()) return 0;
+        const auto out = std::count_if(detail->hosts.begin(), detail->hosts.end(), [](const core::HostSummary& h) {
+          return h.state == "draining" || h.state == "maintenance";
+        });
+        return finish(PodPhase::kDraining, PodPhase::kAborted,
+                      out == 0 ? std::string("aborted while draining, before any host was drained")
+                               : "aborted while draining: " + std::to_string(out) + " of " +
+                                     std::to_string(detail->hosts.size()) + " hosts left draining or in maintenance");
+      }
       auto detail = fleet_.getPod(pod.pod);
       if (!detail.ok()) return 0;
       std::map<std::string, std::string> states;

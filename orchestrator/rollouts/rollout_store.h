@@ -78,8 +78,10 @@ class RolloutStore {
   virtual ~RolloutStore() = default;
 
   // Creates a bundle, or returns the existing one with the same name and version when its
-  // content is the same; kConflict when it differs and a rollout used it. Second: created.
-  virtual Result<std::pair<BundleRow, bool>> putBundle(const Bundle& b, const core::Actor& actor) = 0;
+  // content is the same, or updates it in place when no rollout used it yet; kConflict when it
+  // differs and a rollout used it.
+  enum class PutOutcome { kCreated, kUpdated, kUnchanged };
+  virtual Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle& b, const core::Actor& actor) = 0;
   // By id ("b-3") or "name@version".
   virtual Result<std::optional<BundleRow>> getBundle(const std::string& ref) = 0;
   virtual Result<std::vector<BundleRow>> listBundles() = 0;

@@ -256,14 +256,17 @@ TEST_F(RolloutsApiTest, ABundleUsedByARolloutIsImmutableAndAChangeIsANewVersion)
   ASSERT_EQ(first.status, 201) << first.body;
   const std::string id = first.doc()["id"].get<std::string>();
   EXPECT_EQ(first.doc()["used"], false);
+  EXPECT_EQ(first.doc()["outcome"], "created");
   // Identical content again: the same bundle, not a second one.
   Reply again = call(*op_, "POST", "/api/v1/bundles", driverBundle().dump());
   EXPECT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(again.doc()["id"], id);
+  EXPECT_EQ(again.doc()["outcome"], "unchanged");
   // Unused, it may still be corrected in place (documented: "an unused one updated").
   Reply corrected = call(*op_, "POST", "/api/v1/bundles", driverBundle("2026.11", "580.65.07").dump());
   EXPECT_EQ(corrected.status, 200) << corrected.body;
   EXPECT_EQ(corrected.doc()["id"], id);
+  EXPECT_EQ(corrected.doc()["outcome"], "updated");
   EXPECT_EQ(corrected.doc()["components"][0]["version"], "580.65.07");
   EXPECT_EQ(auditCount("action = 'bundle.update' AND target = '" + id + "'"), "1");
 

@@ -184,7 +184,7 @@ class FakeRolloutStore final : public RolloutStore {
 
   int update_pods_calls = 0, set_waiting_calls = 0;
 
-  Result<std::pair<BundleRow, bool>> putBundle(const Bundle&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle&, const core::Actor&) override { return fakeUnsupported(); }
   Result<std::optional<BundleRow>> getBundle(const std::string& ref) override {
     auto it = bundles_.find(ref);
     if (it == bundles_.end()) return std::optional<BundleRow>();

@@ -260,6 +260,20 @@ TEST_F(RolloutControllerTest, AVerbInTheWrongStateIsRefusedAsAConflictAndChanges
 
 // ---- abort ----
 
+TEST_F(RolloutControllerTest, APodAbortedRightAfterAdmissionSaysNoHostWasDrained) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();  // admitted: draining, no host moved yet
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  ASSERT_EQ(hostsIn("b1-p1", "available"), 18);
+  ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
+  EXPECT_EQ(pod("b1-p1").message, "aborted while draining, before any host was drained");
+  EXPECT_EQ(hostsIn("b1-p1", "available"), 18);
+  EXPECT_EQ(state(), "aborted");
+}
+
 TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHostsOutOfServiceAndStartsNoOther) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
   auto& svc = service();
@@ -280,7 +294,7 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   EXPECT_TRUE(everyGroupStopping(upgrade));
   // p2 had not started its upgrade: it stops now, its drained hosts left drained.
   EXPECT_EQ(phase("b1-p2"), PodPhase::kAborted);
-  EXPECT_EQ(pod("b1-p2").message, "aborted while draining: hosts left drained");
+  EXPECT_EQ(pod("b1-p2").message, "aborted while draining: 17 of 18 hosts left draining or in maintenance");
   EXPECT_EQ(hostsIn("b1-p2", "maintenance"), 17);
   EXPECT_EQ(fleet_.state(host("b1-p2", 5)), "allocated");
   EXPECT_EQ(state(), "aborting");  // p1 is still in flight
@@ -296,7 +310,7 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   EXPECT_TRUE(run_store_.runsOf("validate").empty());
   EXPECT_EQ(state(), "aborted");
   EXPECT_EQ(rollouts_.eventsOf("aborted"),
-            (std::vector<std::string>{"b1-p2: aborted while draining: hosts left drained",
+            (std::vector<std::string>{"b1-p2: aborted while draining: 17 of 18 hosts left draining or in maintenance",
                                       "b1-p1: aborted: the upgrade stopped at a safe point; hosts left in maintenance",
                                       ": every pod in flight stopped at a safe point"}));
 
@@ -806,7 +820,13 @@ TEST_F(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
   view = svc.view("ro-1");
   ASSERT_TRUE(view.ok());
   EXPECT_EQ((*view)["pod_durations"], (json{{"count", 2}, {"p50_s", 1800.0}, {"p90_s", 3000.0}}));
-  EXPECT_EQ((*view)["eta_s"], 1800.0);  // p3 alone, in the last wave
+  // p3 alone, in the last wave, after the 10-minute soak that began as p2 finished.
+  EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("soak: ", 0), 0u) << pod("b1-p3").waiting_reason;
+  EXPECT_EQ((*view)["eta_s"], 600 + 1800.0);
+  clock_.advance(minutes(4));
+  EXPECT_EQ((*svc.view("ro-1"))["eta_s"], 360 + 1800.0);
+  clock_.advance(minutes(20));  // the soak is over (the pass that starts p3 has not run yet)
+  EXPECT_EQ((*svc.view("ro-1"))["eta_s"], 1800.0);
 }
 
 TEST_F(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaWaitsForTheNextOpening) {
