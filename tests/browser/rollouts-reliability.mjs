@@ -202,6 +202,7 @@ export async function rolloutAndReliabilityTests(ctx) {
     const dialog = op.locator('[role=dialog]');
     await dialog.locator('[data-testid=consequence]', { hasText: 'LEFT DRAINED' }).waitFor({ timeout: WAIT });
     assert((await dialog.textContent()).includes(`Abort ${rolloutId}?`), 'dialog names the rollout');
+    await dialog.locator('#verb-reason').fill('CX7 28.43 drops links, INC-4411');
     await shot(op, '26-rollout-abort-dialog');
     await dialog.locator('[data-confirm]').click();
     // Aborting until the canary's upgrade stops at a safe point; with no agent to finish the
@@ -213,6 +214,9 @@ export async function rolloutAndReliabilityTests(ctx) {
     );
     assert(['aborting', 'aborted'].includes((await admin.get(`/rollouts/${rolloutId}`)).state), 'state in the API');
     await op.locator('[data-testid=rollout-events] tr[data-kind=aborting]').waitFor({ timeout: WAIT });
+    // The reason typed in the dialog is in the event, after who aborted.
+    const abortEvent = (await admin.get(`/rollouts/${rolloutId}/events`)).items.find((e) => e.kind === 'aborting');
+    assert(abortEvent && /^aborted by \S+: CX7 28\.43 drops links, INC-4411$/.test(abortEvent.message), `abort event: ${JSON.stringify(abortEvent)}`);
     assertEq(await op.locator('[data-verb]').count(), 0, 'verbs offered while aborting');
     assertEq(await op.evaluate(() => window.__noReload), 'still-here', 'page was not reloaded');
     await shot(op, '27-rollout-aborting');

@@ -110,11 +110,14 @@ export const ROLLOUT_VERBS = [
     confirm: 'Start the rollback',
     danger: true,
     consequence:
-      'A new rollout of the previous bundle starts at once on every pod this rollout upgraded, with the same policy (drain, install, validate).',
+      'A new rollout of the previous bundle starts at once on every pod this rollout changed (the upgraded ones, and failed or aborted ones whose upgrade had started), with the same policy (drain, install, validate).',
   },
 ];
 export function offeredVerbs(state, counts) {
-  return ROLLOUT_VERBS.filter((v) => v.from.includes(state) && (v.id !== 'rollback' || (counts && counts.succeeded > 0)));
+  // Rollback: once a pod was upgraded, or failed or aborted (perhaps part-flashed; kilnd answers
+  // 409 when none of those had started its upgrade).
+  const changed = counts ? (counts.succeeded || 0) + (counts.failed || 0) + (counts.aborted || 0) : 0;
+  return ROLLOUT_VERBS.filter((v) => v.from.includes(state) && (v.id !== 'rollback' || changed > 0));
 }
 // Per-pod verbs: retry a failed or aborted pod, skip a pending or failed one.
 export function podVerbs(phase) {

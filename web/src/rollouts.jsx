@@ -587,6 +587,7 @@ export function RolloutView({ rolloutId, role }) {
   const [dialog, setDialog] = useState(null); // {verb} | {pod, verb}
   const [busy, setBusy] = useState(false);
   const [dialogError, setDialogError] = useState('');
+  const [reason, setReason] = useState(''); // the dialog's optional reason, sent with the verb
   const [notice, setNotice] = useState('');
   const [denied, setDenied] = useState(false);
   const now = useTicker(1000);
@@ -614,12 +615,14 @@ export function RolloutView({ rolloutId, role }) {
     setBusy(true);
     setDialogError('');
     const base = `/rollouts/${encodeURIComponent(rolloutId)}`;
+    // kilnd records the reason after who acted, in the rollout's events and the audit log.
+    const body = reason.trim() ? { reason: reason.trim() } : undefined;
     try {
       if (d.pod) {
-        await api(`${base}/pods/${encodeURIComponent(d.pod)}/${d.verb}`, { method: 'POST' });
+        await api(`${base}/pods/${encodeURIComponent(d.pod)}/${d.verb}`, { method: 'POST', body });
         setNotice(`${d.pod}: ${d.verb === 'retry' ? 'back to pending' : 'skipped'}.`);
       } else {
-        const r = await api(`${base}/${d.verb.id}`, { method: 'POST' });
+        const r = await api(`${base}/${d.verb.id}`, { method: 'POST', body });
         if (d.verb.id === 'rollback') {
           setDialog(null);
           setBusy(false);
@@ -655,7 +658,15 @@ export function RolloutView({ rolloutId, role }) {
         {verbs.length > 0 && (
           <span class="buttons push-right" data-testid="rollout-controls">
             {verbs.map((v) => (
-              <button type="button" class={v.danger ? 'danger' : ''} data-verb={v.id} onClick={() => setDialog({ verb: v })}>
+              <button
+                type="button"
+                class={v.danger ? 'danger' : ''}
+                data-verb={v.id}
+                onClick={() => {
+                  setReason('');
+                  setDialog({ verb: v });
+                }}
+              >
                 {v.label}…
               </button>
             ))}
@@ -674,7 +685,17 @@ export function RolloutView({ rolloutId, role }) {
           <strong>Halted:</strong> {view.halt_reason || 'no reason recorded'}. Resume retries the failed pods; skip the ones that cannot be fixed.
         </p>
       )}
-      {shown && <RolloutDetail data={shown} now={now} canAct={canAct} onPodVerb={(pod, verb) => setDialog({ pod, verb })} />}
+      {shown && (
+        <RolloutDetail
+          data={shown}
+          now={now}
+          canAct={canAct}
+          onPodVerb={(pod, verb) => {
+            setReason('');
+            setDialog({ pod, verb });
+          }}
+        />
+      )}
       {dialog && view && (
         <ConfirmDialog
           title={dialog.pod ? `${dialog.verb === 'retry' ? 'Retry' : 'Skip'} ${dialog.pod}?` : `${dialog.verb.label} ${rolloutId}?`}
@@ -700,6 +721,16 @@ export function RolloutView({ rolloutId, role }) {
                 ? `${dialog.verb.consequence} ${dialog.verb.haltedConsequence}`
                 : dialog.verb.consequence}
           </p>
+          <label for="verb-reason">Reason (optional; recorded in the rollout's events and the audit log)</label>
+          <input
+            id="verb-reason"
+            type="text"
+            name="reason"
+            maxLength={1000}
+            value={reason}
+            placeholder="e.g. CX7 28.43 drops links, INC-4411"
+            onInput={(e) => setReason(e.currentTarget.value)}
+          />
         </ConfirmDialog>
       )}
     </div>

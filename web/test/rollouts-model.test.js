@@ -105,7 +105,7 @@ test('planSummary and exclusionCounts describe a dry run', () => {
   assert.deepEqual(exclusionCounts(plan.excluded), { incompatible: 2, compliant: 1, 'in another rollout': 1, 'not in service': 1 });
 });
 
-test('offeredVerbs follows the rollout state; rollback only when a pod was upgraded', () => {
+test('offeredVerbs follows the rollout state; rollback only when a pod was upgraded, failed or aborted', () => {
   const ids = (s, c) => offeredVerbs(s, c).map((v) => v.id);
   assert.deepEqual(ids('created', {}), ['start', 'abort']);
   assert.deepEqual(ids('running', {}), ['pause', 'abort']);
@@ -113,6 +113,10 @@ test('offeredVerbs follows the rollout state; rollback only when a pod was upgra
   assert.deepEqual(ids('halted', { succeeded: 2 }), ['resume', 'abort', 'rollback']);
   assert.deepEqual(ids('aborting', {}), []);
   assert.deepEqual(ids('completed', { succeeded: 1 }), ['rollback']);
+  // A failed or aborted pod may have flashed some hosts: rollback is offered too.
+  assert.deepEqual(ids('halted', { succeeded: 0, failed: 2 }), ['resume', 'abort', 'rollback']);
+  assert.deepEqual(ids('aborted', { succeeded: 0, aborted: 1 }), ['rollback']);
+  assert.deepEqual(ids('aborted', { succeeded: 0, failed: 0, aborted: 0, pending: 3 }), []);
   assert.deepEqual(podVerbs('failed'), ['retry', 'skip']);
   assert.deepEqual(podVerbs('pending'), ['skip']);
   assert.deepEqual(podVerbs('upgrading'), []);
