@@ -206,7 +206,8 @@ std::string policyText(const json& p) {
   if (p.contains("allocated")) parts.push_back("allocated pods: " + field(p, "allocated"));
   const json& budget = member(p, "failure_budget");
   if (budget.is_object()) {
-    if (budget.contains("pods")) parts.push_back("halt when more than " + field(budget, "pods") + " pods fail");
+    if (budget.contains("pods"))
+      parts.push_back("halt when more than " + field(budget, "pods") + (field(budget, "pods") == "1" ? " pod fails" : " pods fail"));
     if (budget.contains("percent")) parts.push_back("halt when more than " + numberText(budget["percent"]) + "% fail");
   }
   if (p.contains("max_rebooting_pods_per_building"))

@@ -486,7 +486,8 @@ AdmissionResult admit(const AdmissionInput& in) {
     budget = std::min(budget, static_cast<int>(std::floor(*pol.failure_budget_percent / 100.0 * eligible)));
   if (failed > budget) {
     out.halt = true;
-    out.halt_reason = std::to_string(failed) + " pods failed; the failure budget allows " + std::to_string(budget);
+    out.halt_reason = std::to_string(failed) + (failed == 1 ? " pod failed" : " pods failed") +
+                      "; the failure budget allows " + std::to_string(budget);
   }
   // The current wave: the first with an unfinished pod.
   out.current_wave = waves;

@@ -168,6 +168,11 @@ TEST(AdmissionTest, HaltsWhenFailureBudgetExceededAndStartsNothing) {
   EXPECT_TRUE(r.halt);
   EXPECT_TRUE(r.admit.empty());
   EXPECT_NE(r.waiting.at("p2").find("budget"), std::string::npos);
+  EXPECT_EQ(r.halt_reason, "2 pods failed; the failure budget allows 1");
+  // No failure allowed: the first one halts, and says so in the singular.
+  in.policy.failure_budget_pods = 0;
+  in.pods[1].phase = PodPhase::kPending;
+  EXPECT_EQ(admit(in).halt_reason, "1 pod failed; the failure budget allows 0");
 }
 
 TEST(AdmissionTest, PausedStartsNothingAndWavesWaitForSoak) {
