@@ -609,10 +609,10 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
 
   switch (pod.phase) {
     case PodPhase::kDraining: {
+      auto detail = fleet_.getPod(pod.pod);
+      if (!detail.ok()) return 0;
       if (aborting) {
         // Say what the operator finds: a pod aborted right after admission has nothing drained.
-        auto detail = fleet_.getPod(pod.pod);
-        if (!detail.ok()) return 0;
         const auto out = std::count_if(detail->hosts.begin(), detail->hosts.end(), [](const core::HostSummary& h) {
           return h.state == "draining" || h.state == "maintenance";
         });
@@ -621,8 +621,6 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
                                : "aborted while draining: " + std::to_string(out) + " of " +
                                      std::to_string(detail->hosts.size()) + " hosts left draining or in maintenance");
       }
-      auto detail = fleet_.getPod(pod.pod);
-      if (!detail.ok()) return 0;
       std::map<std::string, std::string> states;
       std::vector<std::string> allocated;
       for (const auto& h : detail->hosts) {
@@ -819,7 +817,8 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
       pending.insert(p.pod);
     }
   }
-  if (const auto durations = podSeconds(rows); !durations.empty())
+  // Only the window check reads the pod time: no sort on every pass of a rollout without windows.
+  if (const auto durations = ro.policy.windows.empty() ? std::vector<double>() : podSeconds(rows); !durations.empty())
     in.pod_time_p90 = std::chrono::seconds(static_cast<long>(std::ceil(percentile(durations, 90))));
   if (!pending.empty()) {
     auto states = store_.podHostStates(pending);

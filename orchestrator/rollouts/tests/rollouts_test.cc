@@ -335,7 +335,6 @@ TEST(AdmissionTest, APodDoesNotStartInAWindowClosingSoonerThanTheRolloutsP90PodT
             "(110 min); the next long enough opens Tue 2026-12-01 22:00 UTC");
   // A pod time longer than any window: said, not left to wait without a word.
   in.pod_time_p90 = std::chrono::hours(9);
-  EXPECT_EQ(late.waiting.size(), 2u);
   EXPECT_NE(admit(in).waiting.at("p0").find("no maintenance window within a week is that long"), std::string::npos);
   in.pod_time_p90 = std::chrono::minutes(110);
   in.now = at(1, 4, 9);  // 111 min left: it fits
