@@ -32,5 +32,21 @@ TEST(LatencyHistogramTest, SeveralSamplesAtOnceAndNoEmptyBracesWithoutLabels) {
   EXPECT_EQ(out.find("{}"), std::string::npos) << out;
 }
 
+TEST(HistogramTest, PodBucketsSpanMinutesToADayAndPrintWithoutExponents) {
+  Histogram h(kPodBuckets);
+  h.record(7200);    // a pod at the P90 target: 2 h (FACTS.md)
+  h.record(26000);   // over 7 h
+  h.record(200000);  // stuck for days: only +Inf
+  std::string out;
+  h.render(out, "kiln_rollout_pod_duration_seconds", "rollout=\"ro-1\"");
+  EXPECT_NE(out.find("_bucket{rollout=\"ro-1\",le=\"5400\"} 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("_bucket{rollout=\"ro-1\",le=\"7200\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("_bucket{rollout=\"ro-1\",le=\"28800\"} 2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("_bucket{rollout=\"ro-1\",le=\"86400\"} 2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("_bucket{rollout=\"ro-1\",le=\"+Inf\"} 3\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("e+"), std::string::npos) << "bounds must print as plain numbers: " << out;
+  EXPECT_DOUBLE_EQ(h.sum(), 233200);
+}
+
 }  // namespace
 }  // namespace kiln

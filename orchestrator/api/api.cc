@@ -2,12 +2,45 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cstdio>
 
 #include "common/crypto.h"
+#include "common/log_context.h"
 #include "orchestrator/api/json_views.h"
 
 namespace kiln::api {
+namespace {
+
+const core::Actor kNobody{"-", "-"};
+
+// The client's X-Request-Id when it is a plain token (1-64 of [A-Za-z0-9._-]; a balancer or a
+// script may set one to follow a call through the logs), else a new random one.
+std::string requestId(const http::Request& req) {
+  const std::string given = req.header("x-request-id");
+  const bool plain = !given.empty() && given.size() <= 64 && std::all_of(given.begin(), given.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+  return plain ? given : randomHex(8);
+}
+
+// The log field for a route parameter: named after the collection it indexes, so that a log
+// search for rollout=ro-3 finds every call on it ("/api/v1/rollouts/{id}/pause" -> "rollout",
+// "/api/v1/workflow-runs/{id}" -> "workflow_run", "/api/v1/agents/{host}/work" -> "host").
+std::string objectKey(const std::string& pattern, const std::string& param) {
+  const std::string marker = "/{" + param + "}";
+  const auto at = pattern.find(marker);
+  if (param != "id" || at == std::string::npos) return param;
+  const auto begin = pattern.rfind('/', at - 1);
+  std::string key = pattern.substr(begin + 1, at - begin - 1);
+  if (!key.empty() && key.back() == 's') key.pop_back();
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key.empty() ? param : key;
+}
+
+}  // namespace
 
 Router buildRouter(Services& services) {
   Router router;
@@ -92,7 +125,7 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
   auto m = router_.match(req.method, req.path);
   if (!m.route) {
     if (m.allowed_methods.empty()) {
-      finish(req, nullptr, "-", start, errorResponse(notFound("no route for " + req.method + " " + req.path)), reply);
+      finish(req, nullptr, kNobody, {}, start, errorResponse(notFound("no route for " + req.method + " " + req.path)), reply);
       return;
     }
     std::string allow;
@@ -100,7 +133,7 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
     Error e(ErrorCode::kMethodNotAllowed, "method " + req.method + " is not allowed on " + req.path);
     http::Response resp = errorResponse(e.with("allow", allow));
     resp.headers.emplace_back("Allow", allow);
-    finish(req, nullptr, "-", start, std::move(resp), reply);
+    finish(req, nullptr, kNobody, {}, start, std::move(resp), reply);
     return;
   }
   const Route& route = *m.route;
@@ -110,7 +143,7 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
     if (!found.ok()) {
       http::Response resp = errorResponse(found.error());
       resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-      finish(req, &route, "-", start, std::move(resp), reply);
+      finish(req, &route, kNobody, ctx.params, start, std::move(resp), reply);
       return;
     }
     const Principal& principal = **found;
@@ -118,7 +151,7 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
       Error e(ErrorCode::kPermissionDenied, "this call needs the " + std::string(core::roleName(*route.role)) +
                                                 " role; the token has " +
                                                 std::string(core::roleName(principal.role)));
-      finish(req, &route, principal.token_id, start, errorResponse(e), reply);
+      finish(req, &route, {principal.token_id, principal.name}, ctx.params, start, errorResponse(e), reply);
       return;
     }
     ctx.actor = {principal.token_id, principal.name};
@@ -126,29 +159,41 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
     ctx.agent_host = principal.host;
   }
   if (route.async_fn) {
-    const std::string token_id = ctx.actor.token_id;
     // The handler may answer later from another thread; req stays alive in the closure.
     auto shared_req = std::make_shared<http::Request>(std::move(req));
-    RequestContext async_ctx{*shared_req, std::move(ctx.params), ctx.actor, ctx.role, ctx.agent_host};
-    route.async_fn(async_ctx, [this, shared_req, route_ptr = &route, token_id, start, reply](Result<http::Response> r) {
-      finish(*shared_req, route_ptr, token_id, start, r.ok() ? std::move(r.value()) : errorResponse(r.error()), reply);
+    RequestContext async_ctx{*shared_req, ctx.params, ctx.actor, ctx.role, ctx.agent_host};
+    route.async_fn(async_ctx, [this, shared_req, route_ptr = &route, actor = ctx.actor, params = ctx.params, start,
+                               reply](Result<http::Response> r) {
+      finish(*shared_req, route_ptr, actor, params, start, r.ok() ? std::move(r.value()) : errorResponse(r.error()), reply);
     });
     return;
   }
   Result<http::Response> result = route.fn(ctx);
-  finish(req, &route, ctx.actor.token_id, start, result.ok() ? std::move(result.value()) : errorResponse(result.error()),
+  finish(req, &route, ctx.actor, ctx.params, start, result.ok() ? std::move(result.value()) : errorResponse(result.error()),
          reply);
 }
 
-void Api::finish(const http::Request& req, const Route* route, const std::string& token_id,
-                 std::chrono::steady_clock::time_point start, http::Response resp, const http::Reply& reply) {
+void Api::finish(const http::Request& req, const Route* route, const core::Actor& actor,
+                 const std::map<std::string, std::string>& params, std::chrono::steady_clock::time_point start,
+                 http::Response resp, const http::Reply& reply) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int status = resp.status;
+  const std::string pattern = route ? route->pattern : "unmatched";
   // Counted before the reply: a client reading /metrics right after sees its own request.
-  metrics_.record(req.method, route ? route->pattern : "unmatched", status, secs);
+  metrics_.record(req.method, pattern, status, secs);
+  const std::string request_id = requestId(req);
+  resp.headers.emplace_back("X-Request-Id", request_id);
   reply(std::move(resp));
   const auto level = route && route->quiet && status < 400 ? spdlog::level::debug : spdlog::level::info;
-  log_->log(level, "{} {} {} {:.1f}ms token={}", req.method, req.path, status, secs * 1000, token_id);
+  if (!log_->should_log(level)) return;
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f", secs * 1000);
+  LogFields fields = {{"request_id", request_id}, {"method", req.method},        {"path", req.path},
+                      {"route", pattern},         {"status", std::to_string(status)}, {"duration_ms", ms},
+                      {"actor", actor.name},      {"token_id", actor.token_id}};
+  for (const auto& [name, value] : params) fields.emplace_back(objectKey(pattern, name), value);
+  LogScope scope(fields);
+  log_->log(level, "{} {} {} {}ms token={} req={}", req.method, req.path, status, ms, actor.token_id, request_id);
 }
 
 Result<std::optional<Api::Principal>> Api::authenticate(const http::Request& req, bool cached_only) {

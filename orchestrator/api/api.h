@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,7 @@ struct Services {
   core::Store* store = nullptr;
   core::Clock* clock = nullptr;
   RequestMetrics* metrics = nullptr;
+  ControllerMetrics* controller = nullptr;  // null: kiln_leader and the controller series are not exported
   runs::RunService* runs = nullptr;
   runs::RunStore* run_store = nullptr;
   runs::AgentGateway* agents = nullptr;
@@ -103,9 +105,12 @@ class Api final : public http::Handler {
              std::optional<Principal> principal);
   // Runs fn under the one top-level catch of a request: a bug answers 500, it does not end kilnd.
   void guarded(const http::Reply& reply, const std::function<void()>& fn);
-  void finish(const http::Request& req, const Route* route, const std::string& token_id,
-              std::chrono::steady_clock::time_point start, http::Response resp,
-              const http::Reply& reply);
+  // Counts the request, answers it (with X-Request-Id) and writes its log line, whose
+  // LogScope fields (request_id, route, status, actor, and each route parameter named after
+  // its collection: rollout, host, ...) the JSON log format shows.
+  void finish(const http::Request& req, const Route* route, const core::Actor& actor,
+              const std::map<std::string, std::string>& params, std::chrono::steady_clock::time_point start,
+              http::Response resp, const http::Reply& reply);
 
   Services services_;
   Router router_;

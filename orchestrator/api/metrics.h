@@ -1,6 +1,7 @@
 #pragma once
 // Request metrics in Prometheus text format. Thread-safe; recording is a short mutex hold.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -27,6 +28,28 @@ class RequestMetrics {
   // Its own lock: recorded on every executor-served request, besides record().
   mutable std::mutex wait_mu_;
   LatencyHistogram executor_wait_;
+};
+
+// What the controller loop tells /metrics: whether this replica holds the controller lock, and
+// its passes. Thread-safe.
+class ControllerMetrics {
+ public:
+  // Losing the lock forgets the last pass (kiln_controller_last_pass_timestamp_seconds 0), so
+  // a follower never looks like a lagging leader.
+  void setLeader(bool leader);
+  // A pass of the leader ended at `unix_seconds` (wall clock), took `seconds`; `ok` false when
+  // it threw.
+  void passDone(bool ok, double seconds, double unix_seconds);
+  // Appends kiln_leader, kiln_controller_passes_total, kiln_controller_last_pass_timestamp_seconds
+  // and kiln_controller_pass_duration_seconds.
+  void render(std::string& out) const;
+
+ private:
+  mutable std::mutex mu_;
+  bool leader_ = false;
+  std::uint64_t ok_ = 0, errors_ = 0;
+  double last_pass_unix_ = 0;
+  LatencyHistogram pass_seconds_;
 };
 
 // Escapes a Prometheus label value.

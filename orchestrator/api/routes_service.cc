@@ -7,6 +7,38 @@
 #include "orchestrator/rollouts/rollout_service.h"
 
 namespace kiln::api {
+namespace {
+
+// The fleet's series, read from the database: every replica exports the same values.
+void renderFleetMetrics(const core::FleetCounts& c, std::string& out) {
+  auto count = [](const std::map<std::string, std::int64_t>& m, std::string_view key) {
+    auto it = m.find(std::string(key));
+    return std::to_string(it == m.end() ? 0 : it->second);
+  };
+  out += "# HELP kiln_hosts Hosts by lifecycle state.\n# TYPE kiln_hosts gauge\n";
+  for (auto st : core::allHostStates())
+    out += "kiln_hosts{state=\"" + std::string(core::hostStateName(st)) + "\"} " + count(c.hosts_by_state, core::hostStateName(st)) + "\n";
+  out += "# HELP kiln_building_hosts Hosts by building and lifecycle state.\n# TYPE kiln_building_hosts gauge\n";
+  for (const auto& [building, states] : c.hosts_by_building)
+    for (auto st : core::allHostStates())
+      out += "kiln_building_hosts{building=\"" + promLabel(building) + "\",state=\"" + std::string(core::hostStateName(st)) +
+             "\"} " + count(states, core::hostStateName(st)) + "\n";
+  out += "# HELP kiln_gpus GPUs on the hosts in each lifecycle state (available and allocated serve jobs).\n"
+         "# TYPE kiln_gpus gauge\n";
+  for (auto st : core::allHostStates())
+    out += "kiln_gpus{state=\"" + std::string(core::hostStateName(st)) + "\"} " + count(c.gpus_by_state, core::hostStateName(st)) + "\n";
+  out += "# HELP kiln_agents Hosts whose agent has registered, by building and whether it polls (unreachable: silent past --unreachable-after).\n"
+         "# TYPE kiln_agents gauge\n";
+  for (const auto& [building, a] : c.agents_by_building) {
+    out += "kiln_agents{building=\"" + promLabel(building) + "\",status=\"reachable\"} " + std::to_string(a.reachable) + "\n";
+    out += "kiln_agents{building=\"" + promLabel(building) + "\",status=\"unreachable\"} " + std::to_string(a.unreachable) + "\n";
+  }
+  out += "# HELP kiln_pods Pods (NVL72 domains) by platform.\n# TYPE kiln_pods gauge\n";
+  for (auto p : core::allPlatforms())
+    out += "kiln_pods{platform=\"" + std::string(core::platformName(p)) + "\"} " + count(c.pods_by_platform, core::platformName(p)) + "\n";
+}
+
+}  // namespace
 
 void addServiceRoutes(Router& router, Services& s) {
   auto healthz = [&s](RequestContext&) -> Result<http::Response> {
@@ -30,24 +62,16 @@ void addServiceRoutes(Router& router, Services& s) {
     if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
     std::string out;
     s.metrics->render(out);
+    const bool database_up = s.store->ping().ok();
     auto counts = s.store->fleetCounts();
-    if (counts.ok()) {
-      out += "# HELP kiln_hosts Hosts by lifecycle state.\n# TYPE kiln_hosts gauge\n";
-      for (auto st : core::allHostStates()) {
-        auto it = counts->hosts_by_state.find(std::string(core::hostStateName(st)));
-        out += "kiln_hosts{state=\"" + std::string(core::hostStateName(st)) + "\"} " +
-               std::to_string(it == counts->hosts_by_state.end() ? 0 : it->second) + "\n";
-      }
-      out += "# HELP kiln_pods Pods (NVL72 domains) by platform.\n# TYPE kiln_pods gauge\n";
-      for (auto p : core::allPlatforms()) {
-        auto it = counts->pods_by_platform.find(std::string(core::platformName(p)));
-        out += "kiln_pods{platform=\"" + std::string(core::platformName(p)) + "\"} " +
-               std::to_string(it == counts->pods_by_platform.end() ? 0 : it->second) + "\n";
-      }
-    }
+    if (counts.ok()) renderFleetMetrics(*counts, out);
+    if (s.controller) s.controller->render(out);
+    if (s.runs) out += s.runs->stepMetrics();
     if (s.agents) out += s.agents->metrics();
     if (s.rollouts) out += s.rollouts->metrics();
     if (s.reliability) out += s.reliability->metrics();
+    out += "# HELP kiln_database_up 1 while this replica's PostgreSQL connection answers.\n# TYPE kiln_database_up gauge\n";
+    out += std::string("kiln_database_up ") + (database_up ? "1" : "0") + "\n";
     out += "# HELP kiln_up 1 while kilnd serves and its database answers.\n# TYPE kiln_up gauge\n";
     out += std::string("kiln_up ") + (counts.ok() ? "1" : "0") + "\n";
     http::Response r;

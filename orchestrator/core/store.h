@@ -142,6 +142,13 @@ struct HostTransition {
 struct FleetCounts {
   std::map<std::string, std::int64_t> hosts_by_state;
   std::map<std::string, std::int64_t> pods_by_platform;
+  std::map<std::string, std::map<std::string, std::int64_t>> hosts_by_building;  // building -> state -> hosts
+  std::map<std::string, std::int64_t> gpus_by_state;  // GPUs on the hosts in each state
+  // Hosts whose agent has registered (retired ones left out), by building: reachable, unreachable.
+  struct Agents {
+    std::int64_t reachable = 0, unreachable = 0;
+  };
+  std::map<std::string, Agents> agents_by_building;
 };
 
 class Store {

@@ -476,6 +476,40 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     });
   }
 
+  Result<std::vector<rollouts::MetricRollout>> metricRollouts(core::TimePoint finished_since) override {
+    using Out = std::vector<rollouts::MetricRollout>;
+    return pool_.transact<Out>([&](pqxx::work& txn) -> Result<Out> {
+      Out out;
+      std::map<std::string, std::size_t> index;
+      for (const auto& r : txn.exec_params(
+               "SELECT ro.id, ro.bundle_id, ro.state, ro.policy::text, extract(epoch from ro.started_at)::float8,"
+               " rp.phase, p.platform, extract(epoch from rp.started_at)::float8, extract(epoch from rp.finished_at)::float8"
+               " FROM rollouts ro JOIN rollout_pods rp ON rp.rollout_id = ro.id JOIN pods p ON p.id = rp.pod_id"
+               " WHERE ro.state NOT IN ('completed', 'aborted') OR ro.finished_at >= to_timestamp($1)"
+               " ORDER BY ro.created_at, ro.id, rp.position",
+               std::chrono::duration<double>(finished_since.time_since_epoch()).count())) {
+        const auto id = r[0].as<std::string>();
+        auto [it, fresh] = index.try_emplace(id, out.size());
+        if (fresh) {
+          rollouts::MetricRollout m;
+          m.id = id;
+          m.bundle_id = r[1].as<std::string>();
+          m.state = r[2].as<std::string>();
+          m.policy = json::parse(r[3].c_str());
+          m.started_at = optEpoch(r[4]);
+          out.push_back(std::move(m));
+        }
+        rollouts::MetricRollout::Pod pod;
+        pod.phase = rollouts::parsePodPhase(r[5].as<std::string>()).value_or(PodPhase::kPending);
+        pod.platform = r[6].as<std::string>();
+        pod.started_at = optEpoch(r[7]);
+        pod.finished_at = optEpoch(r[8]);
+        out[it->second].pods.push_back(std::move(pod));
+      }
+      return out;
+    });
+  }
+
   Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
                                                              const std::vector<std::string>& pods) override {
     return pool_.transact<std::map<std::string, std::string>>([&](pqxx::work& txn) -> Result<std::map<std::string, std::string>> {

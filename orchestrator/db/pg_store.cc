@@ -81,6 +81,14 @@ core::TokenInfo tokenFromRow(const pqxx::row& r) {
   return t;
 }
 
+// /metrics: hosts by building, state and platform (for GPUs per host), with how many of them
+// have an agent that registered and is reachable or not. One scan of hosts at every scrape.
+constexpr const char* kFleetCountsSql =
+    "SELECT h.building_id, h.state, p.platform, count(*),"
+    " count(*) FILTER (WHERE h.last_seen IS NOT NULL AND NOT h.unreachable),"
+    " count(*) FILTER (WHERE h.last_seen IS NOT NULL AND h.unreachable)"
+    " FROM hosts h JOIN pods p ON p.id = h.pod_id GROUP BY 1, 2, 3";
+
 constexpr const char* kTokenColumns =
     "id, name, role, host_id, extract(epoch from created_at)::float8, created_by,"
     " extract(epoch from revoked_at)::float8";
@@ -348,8 +356,18 @@ class PgStore final : public core::Store {
   Result<core::FleetCounts> fleetCounts() override {
     return pool_.transact<core::FleetCounts>([&](pqxx::work& txn) -> Result<core::FleetCounts> {
       core::FleetCounts c;
-      for (const auto& r : txn.exec("SELECT state, count(*) FROM hosts GROUP BY state"))
-        c.hosts_by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+      for (const auto& r : txn.exec(kFleetCountsSql)) {
+        const auto building = r[0].as<std::string>(), state = r[1].as<std::string>();
+        const auto hosts = r[3].as<std::int64_t>();
+        c.hosts_by_state[state] += hosts;
+        c.hosts_by_building[building][state] += hosts;
+        const auto platform = core::parsePlatform(r[2].as<std::string>());
+        c.gpus_by_state[state] += hosts * (platform ? core::geometry(*platform).gpus_per_tray : 0);
+        if (state != "retired") {
+          c.agents_by_building[building].reachable += r[4].as<std::int64_t>();
+          c.agents_by_building[building].unreachable += r[5].as<std::int64_t>();
+        }
+      }
       for (const auto& r : txn.exec("SELECT platform, count(*) FROM pods GROUP BY platform"))
         c.pods_by_platform[r[0].as<std::string>()] = r[1].as<std::int64_t>();
       return c;

@@ -51,6 +51,12 @@ std::vector<Setting> settings() {
            }
          return invalidArgument("--log-level must be trace, debug, info, warn, error or off");
        }},
+      {"--log-format", "KILN_LOG_FORMAT", "log_format", false,
+       [](Config& c, const std::string& v) -> Status {
+         if (v != "text" && v != "json") return invalidArgument("--log-format must be text or json, got '" + v + "'");
+         c.log_format = v;
+         return Ok{};
+       }},
       {"--tls-cert", "KILN_TLS_CERT", "tls_cert", false, str(&Config::tls_cert)},
       {"--tls-key", "KILN_TLS_KEY", "tls_key", false, str(&Config::tls_key)},
       {"--web-root", "KILN_WEB_ROOT", "web_root", false, str(&Config::web_root)},
@@ -85,7 +91,8 @@ int Config::port() const { return std::stoi(listen.substr(listen.rfind(':') + 1)
 
 std::string usage() {
   return "usage: kilnd [--config FILE] [--listen HOST:PORT] [--database-url URL]\n"
-         "             [--admin-token-file FILE] [--log-level LEVEL] [--tls-cert FILE --tls-key FILE]\n"
+         "             [--admin-token-file FILE] [--log-level LEVEL] [--log-format text|json]\n"
+         "             [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
          "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
          "             [--scheduler-hook URL|PATH]\n"

@@ -16,6 +16,7 @@ struct Config {
   std::string database_url;
   std::string admin_token_file;
   std::string log_level = "info";
+  std::string log_format = "text";  // text | json (one object per line, log_format.h)
   std::string tls_cert, tls_key;
   std::string web_root;
   bool allow_insecure_http = false;  // plain HTTP on a non-loopback address

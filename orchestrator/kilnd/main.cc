@@ -34,6 +34,7 @@
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/http/server.h"
 #include "orchestrator/kilnd/config.h"
+#include "orchestrator/kilnd/log_format.h"
 #include "orchestrator/kilnd/scheduler_hook.h"
 
 extern char** environ;
@@ -109,7 +110,10 @@ int main(int argc, char** argv) {
   }
   auto log = spdlog::stdout_color_mt("kilnd");
   log->set_level(spdlog::level::from_str(config->log_level));
-  log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  if (auto st = kilnd::setLogFormat(*log, config->log_format); !st.ok()) {
+    std::cerr << "kilnd: " << st.error().message << "\n";
+    return 2;
+  }
 
   // Block the stop signals in every thread; main waits for them with sigwait.
   sigset_t stop_signals;
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
   // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
   // and run verdicts.
   std::atomic<bool> stopping{false};
+  api::ControllerMetrics controller_metrics;
   std::thread controller([&] {
     db::LeaderLock leader(config->database_url);
     bool was_leader = false;
@@ -197,14 +202,20 @@ int main(int argc, char** argv) {
       const bool is_leader = leader.tryHold();
       if (is_leader != was_leader) log->info(is_leader ? "this kilnd now runs the controllers" : "lost the controller lock");
       was_leader = is_leader;
+      controller_metrics.setLeader(is_leader);
       int changes = 0;
       if (is_leader) {
+        const auto began = std::chrono::steady_clock::now();
+        bool ok = true;
         try {
           changes += run_service.tick();
           changes += rollout_service.tick();
         } catch (const std::exception& e) {
+          ok = false;
           log->error("controller pass failed: {}", e.what());
         }
+        controller_metrics.passDone(ok, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                                    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
       }
       // A pass that moved something may have made the next step due (a run finished, so its
       // pod starts validating; a pod admitted, so it drains): run again at once, a few times.
@@ -225,6 +236,7 @@ int main(int argc, char** argv) {
   services.agents = &gateway;
   services.rollouts = &rollout_service;
   services.reliability = &reliability_service;
+  services.controller = &controller_metrics;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
 

@@ -1,5 +1,7 @@
 #include "orchestrator/reliability/reliability_service.h"
 
+#include <cstdio>
+
 #include <ctime>
 #include <iomanip>
 #include <sstream>
@@ -193,6 +195,18 @@ std::string ReliabilityService::metrics() {
                     "# TYPE kiln_interruptions_total counter\n";
   for (const auto& c : causes())
     out += "kiln_interruptions_total{cause=\"" + c + "\"} " + std::to_string(counts->count(c) ? counts->at(c) : 0) + "\n";
+  // The targets that alerting and dashboards compare against (FACTS.md: 2 per 8K GPUs per day
+  // = 8,000 x 24 / 2 = 96,000 GPU-hours MTBI), so that no rule file repeats the numbers.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", kNorthStarPer8kPerDay);
+  out += "# HELP kiln_reliability_north_star_per_8k_gpus_per_day The target interruption rate per 8,000 GPUs per day.\n"
+         "# TYPE kiln_reliability_north_star_per_8k_gpus_per_day gauge\n";
+  out += std::string("kiln_reliability_north_star_per_8k_gpus_per_day ") + buf + "\n";
+  // In base units, as Prometheus names want them: 96,000 GPU-hours = 345,600,000 GPU-seconds.
+  std::snprintf(buf, sizeof buf, "%.0f", kGpusPerRateUnit * 24 / kNorthStarPer8kPerDay * 3600);
+  out += "# HELP kiln_reliability_north_star_mtbi_gpu_seconds The target mean time between interruptions in GPU-seconds (/ 3600: GPU-hours).\n"
+         "# TYPE kiln_reliability_north_star_mtbi_gpu_seconds gauge\n";
+  out += std::string("kiln_reliability_north_star_mtbi_gpu_seconds ") + buf + "\n";
   return out;
 }
 

@@ -468,6 +468,14 @@ bool finished(PodPhase p) {
   return p == PodPhase::kSucceeded || p == PodPhase::kFailed || p == PodPhase::kSkipped || p == PodPhase::kAborted;
 }
 
+int failureBudget(const Policy& pol, int eligible) {
+  int budget = std::numeric_limits<int>::max();
+  if (pol.failure_budget_pods) budget = std::min(budget, *pol.failure_budget_pods);
+  if (pol.failure_budget_percent)
+    budget = std::min(budget, static_cast<int>(std::floor(*pol.failure_budget_percent / 100.0 * eligible)));
+  return budget;
+}
+
 AdmissionResult admit(const AdmissionInput& in) {
   AdmissionResult out;
   const Policy& pol = in.policy;
@@ -480,10 +488,7 @@ AdmissionResult admit(const AdmissionInput& in) {
     waves = std::max(waves, p.wave + 1);
   }
   // Failure budget: halt when MORE than the budget failed.
-  int budget = std::numeric_limits<int>::max();
-  if (pol.failure_budget_pods) budget = std::min(budget, *pol.failure_budget_pods);
-  if (pol.failure_budget_percent)
-    budget = std::min(budget, static_cast<int>(std::floor(*pol.failure_budget_percent / 100.0 * eligible)));
+  const int budget = failureBudget(pol, eligible);
   if (failed > budget) {
     out.halt = true;
     out.halt_reason = std::to_string(failed) + (failed == 1 ? " pod failed" : " pods failed") +

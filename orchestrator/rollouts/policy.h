@@ -173,6 +173,10 @@ struct AdmissionResult {
 
 AdmissionResult admit(const AdmissionInput& in);
 
+// How many pods may fail before the rollout halts (it halts when MORE fail), for `eligible`
+// pods (those not skipped); INT_MAX without a budget. admit() and /metrics use this one rule.
+int failureBudget(const Policy& policy, int eligible);
+
 // P50/P90 of durations (seconds), nearest-rank; 0 for none.
 double percentile(std::vector<double> values, double p);
 

@@ -1,8 +1,14 @@
 #include "orchestrator/rollouts/rollout_service.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
 #include <set>
 
+#include "common/histogram.h"
 #include "orchestrator/core/fleet_model.h"
 
 namespace kiln::rollouts {
@@ -113,6 +119,80 @@ std::vector<double> podSeconds(const std::vector<RolloutPodRow>& rows) {
     if (p.started_at && p.finished_at && (p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed))
       out.push_back(std::chrono::duration<double>(*p.finished_at - *p.started_at).count());
   return out;
+}
+
+constexpr std::array<PodPhase, 8> kAllPodPhases = {PodPhase::kPending,   PodPhase::kDraining, PodPhase::kUpgrading,
+                                                   PodPhase::kValidating, PodPhase::kSucceeded, PodPhase::kFailed,
+                                                   PodPhase::kSkipped,   PodPhase::kAborted};
+constexpr auto kFinishedRolloutMetricsFor = std::chrono::hours(1);
+
+double unixSeconds(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+// The per-rollout series of /metrics. A pod's time is as the rollout view counts it (podSeconds):
+// started to finished, of pods that succeeded or failed.
+void renderRolloutMetrics(const std::vector<MetricRollout>& rollouts, std::string& out) {
+  auto label = [](const MetricRollout& r) { return "rollout=\"" + promLabelValue(r.id) + "\""; };
+  out += "# HELP kiln_rollout_info Rollouts not finished, and those finished in the last hour (value 1).\n"
+         "# TYPE kiln_rollout_info gauge\n";
+  for (const auto& r : rollouts)
+    out += "kiln_rollout_info{" + label(r) + ",bundle=\"" + promLabelValue(r.bundle_id) + "\",state=\"" + promLabelValue(r.state) +
+           "\"} 1\n";
+  out += "# HELP kiln_rollout_pod_phase A rollout's pods by phase.\n# TYPE kiln_rollout_pod_phase gauge\n";
+  for (const auto& r : rollouts) {
+    std::map<PodPhase, int> n;
+    for (const auto& p : r.pods) ++n[p.phase];
+    for (auto ph : kAllPodPhases)
+      out += "kiln_rollout_pod_phase{" + label(r) + ",phase=\"" + podPhaseName(ph) + "\"} " + std::to_string(n[ph]) + "\n";
+  }
+  out += "# HELP kiln_rollout_failure_budget_pods How many of a rollout's pods may fail before it halts (+Inf: no budget).\n"
+         "# TYPE kiln_rollout_failure_budget_pods gauge\n";
+  for (const auto& r : rollouts) {
+    auto policy = parsePolicy(r.policy);
+    if (!policy.ok()) continue;
+    const int eligible = static_cast<int>(std::count_if(r.pods.begin(), r.pods.end(), [](const MetricRollout::Pod& p) {
+      return p.phase != PodPhase::kSkipped;
+    }));
+    const int budget = failureBudget(*policy, eligible);
+    out += "kiln_rollout_failure_budget_pods{" + label(r) + "} " +
+           (budget == std::numeric_limits<int>::max() ? std::string("+Inf") : std::to_string(budget)) + "\n";
+  }
+  out += "# HELP kiln_rollout_last_progress_timestamp_seconds When a pod of the rollout last started or finished (Unix time).\n"
+         "# TYPE kiln_rollout_last_progress_timestamp_seconds gauge\n";
+  std::map<std::string, std::vector<double>> seconds;                       // rollout -> pod times
+  std::map<std::pair<std::string, std::string>, Histogram> by_platform;     // (rollout, platform)
+  for (const auto& r : rollouts) {
+    std::optional<core::TimePoint> last = r.started_at;
+    auto& all = seconds[r.id];
+    for (const auto& p : r.pods) {
+      for (const auto& t : {p.started_at, p.finished_at})
+        if (t && (!last || *t > *last)) last = t;
+      if (!p.started_at || !p.finished_at || (p.phase != PodPhase::kSucceeded && p.phase != PodPhase::kFailed)) continue;
+      const double s = std::chrono::duration<double>(*p.finished_at - *p.started_at).count();
+      all.push_back(s);
+      by_platform.try_emplace({r.id, p.platform}, kPodBuckets).first->second.record(s);
+    }
+    if (last) out += "kiln_rollout_last_progress_timestamp_seconds{" + label(r) + "} " + number(unixSeconds(*last)) + "\n";
+  }
+  out += "# HELP kiln_rollout_pod_duration_seconds Finished pods' upgrade times (drain to validated) by rollout and platform.\n"
+         "# TYPE kiln_rollout_pod_duration_seconds histogram\n";
+  for (const auto& [key, h] : by_platform)
+    h.render(out, "kiln_rollout_pod_duration_seconds",
+             "rollout=\"" + promLabelValue(key.first) + "\",platform=\"" + promLabelValue(key.second) + "\"");
+  for (const auto& [name, q] : {std::pair<const char*, double>{"p50", 50}, {"p90", 90}}) {
+    out += std::string("# HELP kiln_rollout_pod_duration_") + name + "_seconds The " + name +
+           " of the rollout's finished pods' times, nearest rank, as GET /rollouts/{id} says.\n";
+    out += std::string("# TYPE kiln_rollout_pod_duration_") + name + "_seconds gauge\n";
+    for (const auto& r : rollouts)
+      if (!seconds[r.id].empty())
+        out += std::string("kiln_rollout_pod_duration_") + name + "_seconds{" + label(r) + "} " + number(percentile(seconds[r.id], q)) + "\n";
+  }
 }
 
 }  // namespace
@@ -943,11 +1023,17 @@ std::string RolloutService::metrics() {
   for (const char* s : {"created", "running", "paused", "halted", "completed", "aborting", "aborted"})
     out += std::string("kiln_rollouts{state=\"") + s + "\"} " + std::to_string(c->first.count(s) ? c->first.at(s) : 0) + "\n";
   out += "# HELP kiln_rollout_pods Pods of active rollouts by phase.\n# TYPE kiln_rollout_pods gauge\n";
-  for (auto ph : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
-                  PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted}) {
+  for (auto ph : kAllPodPhases) {
     const std::string n = podPhaseName(ph);
     out += "kiln_rollout_pods{phase=\"" + n + "\"} " + std::to_string(c->second.count(n) ? c->second.at(n) : 0) + "\n";
   }
+  // Per rollout: those not finished, and finished ones for an hour, so that a scrape after the
+  // last pod still sees the final counts and times.
+  auto rollouts = store_.metricRollouts(clock_.now() - kFinishedRolloutMetricsFor);
+  // A failed read leaves the per-rollout series out of this scrape, and says why in a comment
+  // line (the exposition format's own), so that a missing series can be explained.
+  if (rollouts.ok()) renderRolloutMetrics(*rollouts, out);
+  else out += "# kiln: per-rollout series unavailable: " + rollouts.error().message + "\n";
   return out;
 }
 

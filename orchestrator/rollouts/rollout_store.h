@@ -73,6 +73,19 @@ struct PodUpdate {
   std::vector<std::string> only_while;
 };
 
+// A rollout as /metrics shows it: every pod's phase, platform and times.
+struct MetricRollout {
+  std::string id, bundle_id, state;
+  nlohmann::json policy;
+  std::optional<core::TimePoint> started_at;
+  struct Pod {
+    PodPhase phase = PodPhase::kPending;
+    std::string platform;
+    std::optional<core::TimePoint> started_at, finished_at;
+  };
+  std::vector<Pod> pods;
+};
+
 class RolloutStore {
  public:
   virtual ~RolloutStore() = default;
@@ -119,6 +132,9 @@ class RolloutStore {
   virtual Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) = 0;
   // Rollouts by state and active rollouts' pods by phase, for /metrics.
   virtual Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() = 0;
+  // Rollouts not finished (created, running, paused, halted, aborting) and those that finished
+  // at or after `finished_since`, oldest first, with their pods. One query, at every scrape.
+  virtual Result<std::vector<MetricRollout>> metricRollouts(core::TimePoint finished_since) = 0;
   // The bundle each pod got from its newest succeeded rollout before `rollout_id`.
   virtual Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
                                                                      const std::vector<std::string>& pods) = 0;

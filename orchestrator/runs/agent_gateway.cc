@@ -62,8 +62,7 @@ std::string AgentGateway::metrics() const {
   out += "# HELP kiln_agent_report_queue_seconds How long a step report waited for a transaction to take it.\n"
          "# TYPE kiln_agent_report_queue_seconds histogram\n";
   report_queue_seconds_.render(out, "kiln_agent_report_queue_seconds");
-  out += "# HELP kiln_agent_report_apply_seconds How long the transaction that applied a step report took (one\n"
-         "# sample per report: every report of a batch waits for all of it).\n"
+  out += "# HELP kiln_agent_report_apply_seconds How long the transaction that applied a step report took (one sample per report: every report of a batch waits for all of it).\n"
          "# TYPE kiln_agent_report_apply_seconds histogram\n";
   report_apply_seconds_.render(out, "kiln_agent_report_apply_seconds");
   return out;

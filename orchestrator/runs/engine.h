@@ -160,6 +160,7 @@ class Engine {
   Effects stop(GroupState& g, TimePoint now, const std::set<std::string>& undispatched = {}) const;
 
   static bool done(const GroupState& g);
+  const workflow::WorkflowSpec& spec() const { return spec_; }
 
  private:
   // `before`: the hosts that were terminal when the event arrived (hosts_finished = the rest).

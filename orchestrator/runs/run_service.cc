@@ -525,6 +525,11 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
   std::vector<ReportItem> items;
   std::vector<std::size_t> index;  // items[k] answers reports[index[k]]
   std::vector<Effects> produced(reports.size());
+  struct StepLabel {
+    std::string workflow, step;
+  };
+  std::vector<StepLabel> labels(reports.size());  // set inside the transaction
+  std::vector<std::shared_ptr<const StepResult>> results(reports.size());
   const auto now = clock_.now();
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const json& body = reports[i].body;
@@ -542,10 +547,15 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
     }
     const std::string id = reports[i].assignment_id;
     auto result = std::make_shared<const StepResult>(stepResultFrom(body));
+    results[i] = result;
     Effects* out = &produced[i];
+    StepLabel* label = &labels[i];
     items.push_back({id, reports[i].host, body["lease"].get<int>(), &body,
                      reports[i].text.empty() ? nullptr : &reports[i].text,
-                     engineFn([id, result, out, now](const Engine& e, GroupState& g) -> Result<Effects> {
+                     engineFn([id, result, out, label, now](const Engine& e, GroupState& g) -> Result<Effects> {
+                       for (const auto& h : g.hosts)
+                         if (h.assignment_id == id && h.step_index < e.spec().steps.size())
+                           *label = {e.spec().name, e.spec().steps[h.step_index].id};
                        auto fx = e.onResult(g, id, *result, now);
                        if (fx.ok()) *out = *fx;
                        return fx;
@@ -563,7 +573,10 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
     ReportAnswer a{reply->outcome, std::nullopt};
     if (reply->next) a.next = assignmentJson(*reply->next);
     run_complete = run_complete || reply->run_complete;
-    if (reply->outcome == ReportOutcome::kAccepted) notify(produced[i], reply->next ? reply->next->id : "");
+    if (reply->outcome == ReportOutcome::kAccepted) {
+      notify(produced[i], reply->next ? reply->next->id : "");
+      if (!labels[i].workflow.empty()) recordStep(labels[i].workflow, labels[i].step, *results[i]);
+    }
     answers[i] = std::move(a);
   };
   if (items.empty()) return answers;
@@ -580,6 +593,30 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
   }
   if (run_complete && options_.on_run_complete) options_.on_run_complete();
   return answers;
+}
+
+void RunService::recordStep(const std::string& workflow, const std::string& step, const StepResult& r) {
+  const char* outcome = !r.started ? "not_started"
+                        : r.timed_out ? "timed_out"
+                        : r.cancelled ? "cancelled"
+                        : r.exit_code == 0 && r.signal == 0 ? "succeeded"
+                                                            : "failed";
+  std::lock_guard lock(step_mu_);
+  auto it = step_seconds_.try_emplace({workflow, step, outcome}, kStepBuckets).first;
+  it->second.record(static_cast<double>(r.duration_ms) / 1000.0);
+}
+
+std::string RunService::stepMetrics() const {
+  std::string out =
+      "# HELP kiln_step_duration_seconds Workflow steps whose reports this replica applied, by outcome, as long as the agents measured.\n"
+      "# TYPE kiln_step_duration_seconds histogram\n";
+  std::lock_guard lock(step_mu_);
+  for (const auto& [key, h] : step_seconds_) {
+    const auto& [workflow, step, outcome] = key;
+    h.render(out, "kiln_step_duration_seconds",
+             "workflow=\"" + promLabelValue(workflow) + "\",step=\"" + promLabelValue(step) + "\",outcome=\"" + outcome + "\"");
+  }
+  return out;
 }
 
 int RunService::tick() {

@@ -8,10 +8,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/histogram.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
 #include "orchestrator/runs/run_store.h"
@@ -98,6 +100,11 @@ class RunService {
 
   static std::string defaultPurpose(const std::string& workflow);
 
+  // kiln_step_duration_seconds: the steps whose reports this replica applied, by workflow, step
+  // and outcome (succeeded: exit 0; failed: another exit or a signal; timed_out; cancelled;
+  // not_started: the agent could not spawn it), their durations as the agents measured them.
+  std::string stepMetrics() const;
+
  private:
   struct LoadedSpec {
     workflow::WorkflowSpec spec;
@@ -109,6 +116,7 @@ class RunService {
   // Tells on_work about every host fx gave work or cancelled work, but the assignment
   // `delivered` (handed out in the same transaction).
   void notify(const Effects& fx, const std::string& delivered = "");
+  void recordStep(const std::string& workflow, const std::string& step, const StepResult& r);
 
   core::Store& fleet_;
   RunStore& store_;
@@ -118,6 +126,8 @@ class RunService {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const LoadedSpec>> specs_;  // by "name@hash"
   core::TimePoint last_unreachable_scan_;
+  mutable std::mutex step_mu_;
+  std::map<std::tuple<std::string, std::string, std::string>, Histogram> step_seconds_;
 };
 
 // A run's verdict from its groups: ("passed" | "failed" | "cancelled", summary JSON with

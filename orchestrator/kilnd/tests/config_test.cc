@@ -24,6 +24,19 @@ TEST(KilndConfigTest, FlagsBeatEnvironmentBeatFile) {
   EXPECT_EQ(c->port(), 9000);
 }
 
+TEST(KilndConfigTest, LogFormatIsTextOrJsonFromFlagEnvironmentOrFile) {
+  auto c = parseConfig({"--database-url", "x"}, {}, noFile);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->log_format, "text");
+  EXPECT_EQ(parseConfig({"--database-url", "x", "--log-format", "json"}, {}, noFile)->log_format, "json");
+  EXPECT_EQ(parseConfig({"--database-url", "x"}, {{"KILN_LOG_FORMAT", "json"}}, noFile)->log_format, "json");
+  auto file = [](const std::string&) -> Result<std::string> { return std::string("database_url: x\nlog_format: json\n"); };
+  EXPECT_EQ(parseConfig({"--config", "k.yaml"}, {}, file)->log_format, "json");
+  auto bad = parseConfig({"--database-url", "x", "--log-format", "logfmt"}, {}, noFile);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--log-format must be text or json"), std::string::npos) << bad.error().message;
+}
+
 TEST(KilndConfigTest, RefusesPlainHttpOffLoopback) {
   auto c = parseConfig({"--listen", "0.0.0.0:8080", "--database-url", "x"}, {}, noFile);
   ASSERT_FALSE(c.ok());

@@ -348,6 +348,7 @@ class FakeRolloutStore final : public RolloutStore {
     return out;
   }
   Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override { return fakeUnsupported(); }
+  Result<std::vector<MetricRollout>> metricRollouts(core::TimePoint) override { return fakeUnsupported(); }
   // As the SQL: per pod, the bundle of the other rollout in which it succeeded last, among those
   // that finished before this rollout started its first pod.
   Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,

@@ -1,0 +1,61 @@
+#include "orchestrator/kilnd/log_format.h"
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "common/log_context.h"
+
+namespace kiln::kilnd {
+namespace {
+
+constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v";
+
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    using namespace std::chrono;
+    const auto since = msg.time.time_since_epoch();
+    const std::time_t secs = duration_cast<seconds>(since).count();
+    const auto millis = duration_cast<milliseconds>(since).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char ts[96];
+    std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(millis));
+    // Ordered keys: the fixed ones first, then the scope's fields as they were added.
+    nlohmann::ordered_json j;
+    j["ts"] = ts;
+    const auto level = spdlog::level::to_string_view(msg.level);
+    j["level"] = std::string(level.data(), level.size());
+    j["logger"] = std::string(msg.logger_name.data(), msg.logger_name.size());
+    j["msg"] = std::string(msg.payload.data(), msg.payload.size());
+    for (const auto& [key, value] : LogScope::current())
+      if (key != "ts" && key != "level" && key != "logger" && key != "msg") j[key] = value;
+    const std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    dest.append(line.data(), line.data() + line.size());
+    dest.push_back('\n');
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
+};
+
+}  // namespace
+
+std::unique_ptr<spdlog::formatter> makeJsonFormatter() { return std::make_unique<JsonFormatter>(); }
+
+Status setLogFormat(spdlog::logger& log, const std::string& format) {
+  if (format == "json") {
+    log.set_formatter(makeJsonFormatter());
+    return Ok{};
+  }
+  if (format == "text") {
+    log.set_pattern(kTextPattern);
+    return Ok{};
+  }
+  return invalidArgument("--log-format must be text or json, got '" + format + "'");
+}
+
+}  // namespace kiln::kilnd
