@@ -12,6 +12,7 @@ KILN_PACKAGES=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpugixml-dev libjemalloc-dev
   libgtest-dev libgmock-dev
   postgresql postgresql-client curl
+  prometheus  # promtool and a real Prometheus server for the prometheus test label (issue 16)
 )
 
 log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }
