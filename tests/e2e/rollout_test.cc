@@ -431,5 +431,87 @@ TEST_F(RolloutTest, SecondReplicaTakesOverTheControllerWhenTheLeaderIsKilled) {
   expectEveryPodSucceededOnce(id);
 }
 
+// Issue 16: a real Prometheus (Debian's 2.42) scrapes this kilnd every second, with the shipped
+// recording rules loaded, during a rollout; the rollout's progress and its P90 pod time are read
+// back through Prometheus's HTTP query API and match what kilnd's REST API says.
+TEST_F(RolloutTest, ARealPrometheusScrapingKilndSeesTheRolloutsProgressAndP90) {
+  const std::string prom_dir = dir_ + "/prometheus";
+  std::filesystem::create_directories(prom_dir);
+  for (const char* f : {"kiln-recording.yml", "kiln-alerts.yml"})
+    std::filesystem::copy_file(std::string(KILN_DEPLOY_DIR) + "/prometheus/" + f, prom_dir + "/" + f);
+  json viewer = call("POST", "/api/v1/tokens", json{{"role", "viewer"}, {"name", "prometheus"}}, 201);
+  std::ofstream(prom_dir + "/token") << viewer.value("token", "") << "\n";
+  std::ofstream(prom_dir + "/prometheus.yml")
+      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      << "rule_files: [kiln-recording.yml, kiln-alerts.yml]\n"
+      << "scrape_configs:\n  - job_name: kilnd\n    metrics_path: /metrics\n"
+      << "    authorization: {type: Bearer, credentials_file: " << prom_dir << "/token}\n"
+      << "    static_configs: [{targets: ['127.0.0.1:" << kilnd_->port() << "']}]\n";
+  const int port = testing::freeLoopbackPort();
+  Child prometheus({"/usr/bin/prometheus", "--config.file=" + prom_dir + "/prometheus.yml",
+                    "--storage.tsdb.path=" + prom_dir + "/data", "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+                   {{"PATH", "/usr/bin:/bin"}}, prom_dir + "/prometheus.log");
+  http::ClientOptions o;
+  o.base_url = "http://127.0.0.1:" + std::to_string(port);
+  o.timeout = 5s;
+  http::Client prom(o);
+  // The instant vector of `q`, empty until Prometheus answers.
+  auto query = [&](const std::string& q) {
+    auto r = prom.request("GET", "/api/v1/query?query=" + http::urlEncode(q));
+    if (!r.ok() || r->status != 200) return json::array();
+    json doc = json::parse(r->body, nullptr, false);
+    return doc.is_object() && doc["status"] == "success" ? doc["data"]["result"] : json::array();
+  };
+  auto value = [&](const std::string& q) -> std::optional<double> {
+    json v = query(q);
+    if (v.size() != 1) return std::nullopt;
+    return std::stod(v[0]["value"][1].get<std::string>());
+  };
+  ASSERT_TRUE(waitUntil([&] { return value("up{job=\"kilnd\"}") == 1.0; }, 60s, 250ms))
+      << "Prometheus never scraped kilnd:\n" << tailLines(readFile(prom_dir + "/prometheus.log"), 30);
+
+  startFleet(kilnd_->url());
+  const std::string bundle = createBundle(bundleDoc("1.0", kHmcV1, "28.43.3010", "575.57.08"));
+  const std::string id = startRollout(bundle, pods_, policy());
+  const std::string sel = "{rollout=\"" + id + "\"";
+  std::set<double> seen;  // succeeded counts Prometheus saw while the rollout ran
+  json done;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        if (auto v = value("kiln_rollout_pod_phase" + sel + ",phase=\"succeeded\"}")) seen.insert(*v);
+        done = call("GET", "/api/v1/rollouts/" + id);
+        return done.value("state", "") == "completed";
+      },
+      200s, 200ms))
+      << done.dump();
+  const double p90 = done["pod_durations"]["p90_s"].get<double>();
+  // The last scrape after completion: every pod succeeded, the P90 is kilnd's (3 decimals).
+  EXPECT_TRUE(waitUntil([&] { return value("kiln_rollout_pod_phase" + sel + ",phase=\"succeeded\"}") == kPods; }, 20s, 250ms));
+  EXPECT_TRUE(waitUntil([&] { return value("max by (rollout) (kiln_rollout_info" + sel + ",state=\"completed\"})") == 1.0; }, 20s, 250ms));
+  std::optional<double> got;
+  EXPECT_TRUE(waitUntil([&] { return (got = value("kiln_rollout_pod_duration_p90_seconds" + sel + "}")).has_value(); }, 20s, 250ms));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_NEAR(*got, p90, 0.002) << done.dump();
+  // Progress was seen on the way, not only at the end.
+  EXPECT_GE(seen.size(), 2u) << "Prometheus saw only " << seen.size() << " distinct succeeded counts";
+  // The shipped recording rules ran over the real series: the per-platform P90 exists and lies
+  // within the histogram's bucket of the exact value (simulated pods take seconds: bucket 30 s).
+  std::optional<double> recorded;
+  EXPECT_TRUE(waitUntil([&] {
+    return (recorded = value("kiln:rollout_pod_duration_seconds:p90" + sel + ",platform=\"catalina\"}")).has_value();
+  }, 20s, 250ms));
+  if (recorded) {
+    EXPECT_GT(*recorded, 0);
+    EXPECT_LE(*recorded, 30);
+  }
+  // The replica holds the lock, and the controller is not lagging.
+  EXPECT_EQ(value("sum(kiln_leader)"), 1.0);
+  auto lag = value("kiln:controller_lag_seconds");
+  ASSERT_TRUE(lag.has_value());
+  EXPECT_LT(*lag, 10);
+  // No alert of ours fires on a clean rollout (pending or firing).
+  EXPECT_EQ(query("ALERTS{alertstate=\"firing\",alertname=~\"KilnRollout.*|KilnLeaderLost|KilnPostgresUnreachable\"}").size(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
