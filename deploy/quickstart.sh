@@ -6,6 +6,7 @@
 # reuses what exists.
 #
 #   deploy/quickstart.sh          # start (or restart kilnd with a fresh build)
+#   deploy/quickstart.sh --prometheus   # also a Prometheus scraping kilnd with deploy/prometheus's rules
 #   deploy/quickstart.sh stop     # stop everything it started
 #   deploy/quickstart.sh status
 set -euo pipefail
@@ -21,8 +22,20 @@ JOBSIM_LISTEN=${KILN_DEMO_JOBSIM_LISTEN:-127.0.0.1:8091}
 BUILD=$KILN_ROOT/build
 DBURL=$(pg_url "$PGDIR" "$PGPORT" kiln)
 
-case "${1:-start}" in
+PROMETHEUS=0
+PROM_LISTEN=${KILN_DEMO_PROMETHEUS_LISTEN:-127.0.0.1:9090}
+ACTION=start
+for arg in "$@"; do
+  case "$arg" in
+    --prometheus) PROMETHEUS=1 ;;
+    start|stop|status) ACTION=$arg ;;
+    *) echo "usage: $0 [start [--prometheus]|stop|status]" >&2; exit 2 ;;
+  esac
+done
+
+case "$ACTION" in
   stop)
+    stop_pidfile "$STATE/prometheus.pid"
     stop_pidfile "$STATE/jobsim.pid"
     stop_pidfile "$STATE/fleet.pid" 100
     stop_pidfile "$STATE/kilnd.pid"
@@ -30,13 +43,12 @@ case "${1:-start}" in
     log "stopped (data kept in $STATE; rm -rf it for a clean start)"
     exit 0 ;;
   status)
-    for p in kilnd fleet jobsim; do
+    for p in kilnd fleet jobsim prometheus; do
       if [ -f "$STATE/$p.pid" ] && kill -0 "$(cat "$STATE/$p.pid")" 2>/dev/null; then
         echo "$p: running (pid $(cat "$STATE/$p.pid"))"; else echo "$p: stopped"; fi
     done
     exit 0 ;;
   start) ;;
-  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
 esac
 
 ensure_packages "${KILN_PACKAGES[@]}"
@@ -75,12 +87,41 @@ if [ -x "$KILN_ROOT/deploy/lib/demo-extras.sh" ]; then
     "$KILN_ROOT/deploy/lib/demo-extras.sh"
 fi
 
+PROM_LINE=""
+if [ "$PROMETHEUS" = 1 ]; then
+  # A real Prometheus (Debian's) scraping kilnd every 5 s with a viewer token, with the shipped
+  # recording and alerting rules (deploy/prometheus, OPERATIONS.md "Prometheus and Grafana").
+  ensure_packages prometheus
+  stop_pidfile "$STATE/prometheus.pid"
+  mkdir -p "$STATE/prometheus"
+  cp "$KILN_ROOT/deploy/prometheus/kiln-recording.yml" "$KILN_ROOT/deploy/prometheus/kiln-alerts.yml" "$STATE/prometheus/"
+  [ -s "$STATE/prometheus/token" ] || curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+      -d '{"role": "viewer", "name": "demo prometheus"}' "$URL/api/v1/tokens" \
+    | sed -n 's/.*"token":"\([^"]*\)".*/\1/p' >"$STATE/prometheus/token"
+  [ -s "$STATE/prometheus/token" ] || die "could not create a viewer token for Prometheus"
+  cat >"$STATE/prometheus/prometheus.yml" <<PROM
+global: {scrape_interval: 5s, evaluation_interval: 5s}
+rule_files: [kiln-recording.yml, kiln-alerts.yml]
+scrape_configs:
+  - job_name: kilnd
+    metrics_path: /metrics
+    authorization: {type: Bearer, credentials_file: $STATE/prometheus/token}
+    static_configs: [{targets: ['$LISTEN']}]
+PROM
+  nohup /usr/bin/prometheus --config.file="$STATE/prometheus/prometheus.yml" --storage.tsdb.path="$STATE/prometheus/data" \
+    --web.listen-address="$PROM_LISTEN" >"$STATE/prometheus.log" 2>&1 &
+  echo $! >"$STATE/prometheus.pid"
+  wait_http "http://$PROM_LISTEN/-/ready" 30 || die "Prometheus did not start, see $STATE/prometheus.log"
+  PROM_LINE="    prometheus:   http://$PROM_LISTEN/   (try: kiln_rollout_pod_phase, kiln:rollout_pod_duration_seconds:p90)"
+fi
+
 cat <<MSG
 
   Kiln is running.
     console:      $URL/
     API:          $URL/api/v1   (curl -H "Authorization: Bearer \$(cat .kiln/admin-token)" $URL/api/v1/pods)
     admin token:  $TOKEN   (also in .kiln/admin-token)
+$PROM_LINE
     logs:         .kiln/kilnd.log (kilnd), .kiln/fleet.log (simulated agents),
                   .kiln/jobsim.log (simulated job scheduler: jobs on prn-b01-p01 and prn-b02-p02)
     stop:         deploy/quickstart.sh stop
