@@ -3,7 +3,7 @@
 # PostgreSQL 15 (as the unprivileged user "kiln", fsync off, removed afterwards), then ctest.
 #
 #   deploy/test.sh                 # everything
-#   deploy/test.sh -L unit         # one tier (labels: unit, exec, store, api, e2e, browser)
+#   deploy/test.sh -L unit         # one tier (labels: unit, exec, store, api, e2e, browser, prometheus)
 #   deploy/test.sh -R PgStoreTest  # extra arguments go to ctest
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
