@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
           log->error("controller pass failed: {}", e.what());
         }
         controller_metrics.passDone(ok, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-                                    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+                                    std::chrono::duration<double>(clock.now().time_since_epoch()).count());
       }
       // A pass that moved something may have made the next step due (a run finished, so its
       // pod starts validating; a pod admitted, so it drains): run again at once, a few times.
