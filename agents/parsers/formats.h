@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/parsers/parsers.h"
 #include "common/result.h"
 
 namespace kiln::parsers {

@@ -1,6 +1,16 @@
-// `nvidia-smi -q -x`: <nvidia_smi_log> (nvsmi_device_v12.dtd; drivers 535-580 checked, older
-// ones where noted) to the normalized document of README.md.
+// `nvidia-smi -q -x`: <nvidia_smi_log> to the normalized document of README.md. Layouts read
+// (element names from NVIDIA's nvsmi_device_v8.dtd .. v12.dtd and real captures):
+// - v8 (driver 375, Pascal/Kepler): <power_readings> with power_draw / power_limit /
+//   enforced_power_limit, <clocks_throttle_reasons>, ECC as single_bit/double_bit blocks,
+//   <retired_pages> with <pending_retirement>, no <remapped_rows>, no <fabric>;
+// - v10/v11 (drivers 418-530): the same plus <remapped_rows>, <mig_mode>, <pending_blacklist>;
+// - v12 (drivers 535-580, Hopper, Blackwell, Grace hosts): <gpu_power_readings> with
+//   current_/requested_power_limit (power_draw until ~545, then instant_ and
+//   average_power_draw), <module_power_readings> (Grace-based modules), <clocks_event_reasons>,
+//   sram_/dram_ ECC counters, <fabric>, <gpu_recovery_action>.
+// Elements this code does not know are ignored wherever they appear.
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -29,10 +39,26 @@ std::optional<std::string_view> textAt(const pugi::xml_node& node, const char* p
   return trim(found.child_value());
 }
 
-// A string field: null when absent, empty or "N/A".
+// Whether nvidia-smi printed "no value" rather than a value: N/A, Not Supported, Unknown Error,
+// Insufficient Permissions, ..., with or without the square brackets that newer drivers (and
+// the CSV/text modes) put around them, and the "Requested functionality has been deprecated"
+// of fields 570+ no longer fill.
+bool isNoValue(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    text = trim(text.substr(1, text.size() - 2));
+  }
+  for (std::string_view word : {"", "N/A", "Not Supported", "Not Available", "Unknown Error",
+                                "Insufficient Permissions", "GPU is lost", "GPU requires reset",
+                                "Requested functionality has been deprecated"}) {
+    if (text == word) return true;
+  }
+  return false;
+}
+
+// A string field: null when absent or a no-value word.
 json stringAt(const pugi::xml_node& node, const char* path) {
   std::optional<std::string_view> text = textAt(node, path);
-  if (!text || text->empty() || *text == "N/A") return nullptr;
+  if (!text || isNoValue(*text)) return nullptr;
   return sanitizeUtf8(*text);
 }
 
@@ -51,12 +77,38 @@ json integerAt(const pugi::xml_node& node, const char* path) {
   return value ? json(*value) : json(nullptr);
 }
 
-// "Yes"/"No" to a bool; anything else (N/A) to null.
-json yesNoAt(const pugi::xml_node& node, const char* path) {
+// A measurement printed as a number and a unit: "45 C", "350.00 W", "81559 MiB", "1980 MHz",
+// "0 %", or a bare number. An integer stays an integer, a number with a fraction is a double.
+// The unit is not checked (each field has one unit, named in README.md); anything that does not
+// start with a number followed by white space or the end (N/A, [Not Supported], ...) is null.
+json measureAt(const pugi::xml_node& node, const char* path) {
   std::optional<std::string_view> text = textAt(node, path);
+  if (!text || isNoValue(*text)) return nullptr;
+  std::size_t end = text->find_first_of(" \t");
+  std::optional<json> number = parseJsonNumber(text->substr(0, end));
+  if (!number) return nullptr;
+  return *number;
+}
+
+// The first of `paths` that holds a measurement.
+json firstMeasureAt(const pugi::xml_node& node, std::initializer_list<const char*> paths) {
+  for (const char* path : paths) {
+    json value = measureAt(node, path);
+    if (!value.is_null()) return value;
+  }
+  return nullptr;
+}
+
+// "Yes"/"No" to a bool; anything else (N/A) to null.
+std::optional<bool> yesNo(std::optional<std::string_view> text) {
   if (text == "Yes") return true;
   if (text == "No") return false;
-  return nullptr;
+  return std::nullopt;
+}
+
+json yesNoAt(const pugi::xml_node& node, const char* path) {
+  std::optional<bool> value = yesNo(textAt(node, path));
+  return value ? json(*value) : json(nullptr);
 }
 
 // Drivers from ~535 name the element clocks_event_reasons; older ones clocks_throttle_reasons.
@@ -94,7 +146,8 @@ void add(std::optional<std::int64_t>& sum, std::optional<std::int64_t> value) {
 // Sums one <volatile> or <aggregate> block over its memory types. Layouts:
 // - 535+: sram_correctable, sram_uncorrectable (580: _parity and _secded), dram_correctable,
 //   dram_uncorrectable, and flags such as sram_threshold_exceeded (ignored);
-// - before ~525: single_bit/* and double_bit/* per memory type, each with a <total>.
+// - before ~525 (v8 to v11 DTDs): single_bit/* and double_bit/* per memory type, each with a
+//   <total>.
 EccCounts sumEcc(const pugi::xml_node& block) {
   EccCounts counts;
   if (!block) return counts;
@@ -146,9 +199,89 @@ json remappedRows(const pugi::xml_node& gpu) {
           {"histogram", histogram}};
 }
 
+// <retired_pages>: page counts retired for multiple single-bit errors and for double-bit
+// errors, and whether a retirement waits for the next reboot/reset (<pending_retirement>;
+// drivers ~410-470 called it <pending_blacklist>, 535+ print both).
+json retiredPages(const pugi::xml_node& gpu) {
+  pugi::xml_node pages = gpu.child("retired_pages");
+  std::optional<bool> pending;
+  for (const char* name : {"pending_retirement", "pending_blacklist"}) {
+    std::optional<bool> value = yesNo(textAt(pages, name));
+    if (value) pending = pending.value_or(false) || *value;
+  }
+  return {{"single_bit", integerAt(pages, "multiple_single_bit_retirement/retired_count")},
+          {"double_bit", integerAt(pages, "double_bit_retirement/retired_count")},
+          {"pending", pending ? json(*pending) : json(nullptr)}};
+}
+
+json temperature(const pugi::xml_node& gpu) {
+  pugi::xml_node t = gpu.child("temperature");
+  return {{"gpu", measureAt(t, "gpu_temp")},
+          {"memory", measureAt(t, "memory_temp")},
+          {"tlimit", measureAt(t, "gpu_temp_tlimit")},
+          {"shutdown", measureAt(t, "gpu_temp_max_threshold")},
+          {"slowdown", measureAt(t, "gpu_temp_slow_threshold")},
+          {"max_operating", measureAt(t, "gpu_temp_max_gpu_threshold")},
+          {"max_memory", measureAt(t, "gpu_temp_max_mem_threshold")},
+          {"target", measureAt(t, "gpu_target_temperature")}};
+}
+
+// One <power_readings> (v8-v11), <gpu_power_readings> or <module_power_readings> (v12) block.
+json powerReadings(const pugi::xml_node& block) {
+  return {{"draw", firstMeasureAt(block, {"instant_power_draw", "power_draw"})},
+          {"draw_average", measureAt(block, "average_power_draw")},
+          {"limit", firstMeasureAt(block, {"current_power_limit", "enforced_power_limit"})},
+          {"requested_limit", firstMeasureAt(block, {"requested_power_limit", "power_limit"})},
+          {"default_limit", measureAt(block, "default_power_limit")},
+          {"min_limit", measureAt(block, "min_power_limit")},
+          {"max_limit", measureAt(block, "max_power_limit")}};
+}
+
+json fbMemory(const pugi::xml_node& usage) {
+  return {{"total", measureAt(usage, "total")},
+          {"reserved", measureAt(usage, "reserved")},
+          {"used", measureAt(usage, "used")},
+          {"free", measureAt(usage, "free")}};
+}
+
+json clockSet(const pugi::xml_node& block) {
+  return {{"graphics", measureAt(block, "graphics_clock")},
+          {"sm", measureAt(block, "sm_clock")},
+          {"memory", measureAt(block, "mem_clock")},
+          {"video", measureAt(block, "video_clock")}};
+}
+
+json utilization(const pugi::xml_node& gpu) {
+  pugi::xml_node u = gpu.child("utilization");
+  return {{"gpu", measureAt(u, "gpu_util")},
+          {"memory", measureAt(u, "memory_util")},
+          {"encoder", measureAt(u, "encoder_util")},
+          {"decoder", measureAt(u, "decoder_util")}};
+}
+
+// <mig_mode> and the <mig_device> elements of <mig_devices> ("None" when MIG is off).
+json mig(const pugi::xml_node& gpu) {
+  json devices = json::array();
+  for (pugi::xml_node device : gpu.child("mig_devices").children("mig_device")) {
+    devices.push_back(
+        {{"index", integerAt(device, "index")},
+         {"gpu_instance_id", integerAt(device, "gpu_instance_id")},
+         {"compute_instance_id", integerAt(device, "compute_instance_id")},
+         {"multiprocessor_count", integerAt(device, "device_attributes/shared/multiprocessor_count")},
+         {"volatile_sram_uncorrectable", integerAt(device, "ecc_error_count/volatile_count/sram_uncorrectable")},
+         {"fb_memory_mib", fbMemory(device.child("fb_memory_usage"))}});
+  }
+  return {{"current", stringAt(gpu, "mig_mode/current_mig")},
+          {"pending", stringAt(gpu, "mig_mode/pending_mig")},
+          {"devices", std::move(devices)}};
+}
+
 json gpuJson(const pugi::xml_node& gpu, std::size_t index) {
   json busId = stringAt(gpu, "pci/pci_bus_id");
   if (busId.is_null() && gpu.attribute("id")) busId = sanitizeUtf8(gpu.attribute("id").value());
+  pugi::xml_node power = gpu.child("gpu_power_readings");
+  if (!power) power = gpu.child("power_readings");
+  pugi::xml_node modulePower = gpu.child("module_power_readings");
   return {
       {"index", index},
       {"pci_bus_id", busId},
@@ -172,6 +305,14 @@ json gpuJson(const pugi::xml_node& gpu, std::size_t index) {
       {"clock_event_reasons_active", activeClockEventReasons(gpu)},
       {"ecc", ecc(gpu)},
       {"remapped_rows", remappedRows(gpu)},
+      {"retired_pages", retiredPages(gpu)},
+      {"temperature_c", temperature(gpu)},
+      {"power_w", powerReadings(power)},
+      {"module_power_w", modulePower ? powerReadings(modulePower) : json(nullptr)},
+      {"fb_memory_mib", fbMemory(gpu.child("fb_memory_usage"))},
+      {"clocks_mhz", {{"current", clockSet(gpu.child("clocks"))}, {"max", clockSet(gpu.child("max_clocks"))}}},
+      {"utilization_pct", utilization(gpu)},
+      {"mig", mig(gpu)},
       {"fabric",
        {{"state", stringAt(gpu, "fabric/state")},
         {"status", stringAt(gpu, "fabric/status")},
@@ -181,15 +322,49 @@ json gpuJson(const pugi::xml_node& gpu, std::size_t index) {
   };
 }
 
+// The deepest element nesting of the document, walked without recursion.
+std::size_t elementDepth(const pugi::xml_document& doc) {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  pugi::xml_node node = doc.first_child();
+  while (node) {
+    if (node.first_child()) {
+      node = node.first_child();
+      deepest = std::max(deepest, ++depth);
+      continue;
+    }
+    while (node && !node.next_sibling()) {
+      node = node.parent();
+      if (depth > 0) --depth;
+    }
+    if (node) node = node.next_sibling();
+  }
+  return deepest;
+}
+
 }  // namespace
 
 kiln::Result<json> parseNvidiaSmiXml(std::string_view text) {
   pugi::xml_document doc;
-  pugi::xml_parse_result parsed =
-      doc.load_buffer(text.data(), text.size(), pugi::parse_default, pugi::encoding_utf8);
+  pugi::xml_parse_result parsed = doc.load_buffer(
+      text.data(), text.size(), pugi::parse_default | pugi::parse_doctype, pugi::encoding_utf8);
   if (!parsed) {
     return problem(describePosition(text, static_cast<std::size_t>(parsed.offset)) + ": " +
                    parsed.description());
+  }
+  // nvidia-smi prints `<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_vN.dtd">` and nothing
+  // more. pugixml expands no entities, but an internal subset (entity declarations: the
+  // "billion laughs" shape) is refused outright so no reader downstream ever sees one.
+  for (pugi::xml_node node : doc.children()) {
+    if (node.type() != pugi::node_doctype) continue;
+    std::string_view doctype = node.value();
+    if (doctype.find('[') != std::string_view::npos || doctype.find("<!") != std::string_view::npos) {
+      return problem("a DOCTYPE with an internal subset (entity declarations) is not nvidia-smi output");
+    }
+  }
+  if (std::size_t depth = elementDepth(doc); depth > kMaxNestingDepth) {
+    return problem("elements nested " + std::to_string(depth) + " deep, more than the limit of " +
+                   std::to_string(kMaxNestingDepth));
   }
   pugi::xml_node log = doc.document_element();
   if (std::string_view(log.name()) != "nvidia_smi_log") {

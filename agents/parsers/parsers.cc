@@ -1,11 +1,10 @@
 #include "agents/parsers/parsers.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
 
 #include "agents/parsers/formats.h"
 #include "agents/parsers/text_util.h"
@@ -37,7 +36,59 @@ std::string joinedNames() {
 void printUsage(std::ostream& os) {
   os << "usage: kiln-agent parse FORMAT [FILE]\n"
      << "Reads a tool's output from FILE (or stdin) and prints it as normalized JSON.\n"
-     << "FORMAT: " << joinedNames() << "\n";
+     << "FORMAT: " << joinedNames() << "\n"
+     << "Input over " << (kMaxInputBytes >> 20) << " MiB, empty input or nesting deeper than "
+     << kMaxNestingDepth << " levels is refused: one line on stderr, exit 2.\n";
+}
+
+// What each format calls itself in its messages.
+std::string_view whatOf(Format format) {
+  switch (format) {
+    case Format::kNvidiaSmiXml: return "nvidia-smi XML";
+    case Format::kDcgmDiagJson: return "dcgmi diag JSON";
+    case Format::kDcgmNvlinkJson: return "dcgmi nvlink JSON";
+    case Format::kJson: return "JSON";
+    case Format::kKeyValue: return "key-value";
+  }
+  return "input";
+}
+
+std::string tooLargeMessage() {
+  return "input is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB (" +
+         std::to_string(kMaxInputBytes) + " bytes), the limit of every parser";
+}
+
+// Reads `in` up to kMaxInputBytes + 1 bytes: one byte past the bound says it is too large
+// without reading (or holding) the rest.
+struct BoundedRead {
+  std::string text;
+  bool tooLarge = false;
+  bool failed = false;
+};
+
+BoundedRead readBounded(std::istream& in) {
+  BoundedRead result;
+  constexpr std::size_t kChunk = 64 * 1024;
+  std::size_t want = kMaxInputBytes + 1;
+  while (result.text.size() < want && in) {
+    std::size_t before = result.text.size();
+    std::size_t chunk = std::min(kChunk, want - before);
+    result.text.resize(before + chunk);
+    in.read(result.text.data() + before, static_cast<std::streamsize>(chunk));
+    result.text.resize(before + static_cast<std::size_t>(in.gcount()));
+  }
+  result.failed = in.bad();
+  result.tooLarge = result.text.size() > kMaxInputBytes;
+  return result;
+}
+
+// Messages are printed on one line whatever the parser quoted.
+std::string oneLine(std::string_view message) {
+  std::string line = sanitizeUtf8(message);
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return line;
 }
 
 }  // namespace
@@ -65,6 +116,12 @@ std::vector<std::string_view> formatNames() {
 }
 
 kiln::Result<nlohmann::json> parse(Format format, std::string_view text) {
+  if (text.size() > kMaxInputBytes) {
+    return kiln::invalidContent(std::string(whatOf(format)) + ": " + tooLargeMessage());
+  }
+  if (trim(text).empty()) {
+    return kiln::invalidContent(std::string(whatOf(format)) + ": line 1 column 1: the output is empty");
+  }
   switch (format) {
     case Format::kNvidiaSmiXml: return parseNvidiaSmiXml(text);
     case Format::kDcgmDiagJson: return parseDcgmDiagJson(text);
@@ -88,27 +145,34 @@ int runParseCommand(const std::vector<std::string>& args, std::istream& in, std:
   }
   kiln::Result<Format> format = formatFromName(args[0]);
   if (!format) {
-    err << "kiln-agent parse: " << format.error().message << "\n";
+    err << "kiln-agent parse: " << oneLine(format.error().message) << "\n";
     return 2;
   }
-  std::string text;
+  BoundedRead input;
   if (args.size() == 2 && args[1] != "-") {
     std::error_code ignored;  // a path that cannot be inspected fails to open below
     bool isDirectory = std::filesystem::is_directory(args[1], ignored);
     std::ifstream file(args[1], std::ios::binary);
-    std::ostringstream contents;
-    if (file && !isDirectory) contents << file.rdbuf();
-    if (!file || isDirectory || file.bad()) {
-      err << "kiln-agent parse: cannot read " << args[1] << "\n";
+    if (file && !isDirectory) input = readBounded(file);
+    if (!file.is_open() || isDirectory || input.failed) {
+      err << "kiln-agent parse: cannot read " << oneLine(args[1]) << "\n";
       return 2;
     }
-    text = std::move(contents).str();
   } else {
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    input = readBounded(in);
+    if (input.failed) {
+      err << "kiln-agent parse: cannot read stdin\n";
+      return 2;
+    }
   }
+  if (input.tooLarge) {
+    err << "kiln-agent parse: " << tooLargeMessage() << "\n";
+    return 2;
+  }
+  const std::string& text = input.text;
   kiln::Result<nlohmann::json> parsed = parse(*format, text);
   if (!parsed) {
-    err << "kiln-agent parse: " << parsed.error().message << "\n";
+    err << "kiln-agent parse: " << oneLine(parsed.error().message) << "\n";
     return 2;
   }
   out << parsed->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

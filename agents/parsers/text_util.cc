@@ -1,5 +1,7 @@
 #include "agents/parsers/text_util.h"
 
+#include "agents/parsers/parsers.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -136,6 +138,40 @@ std::size_t jsonValueEnd(std::string_view text, std::size_t start) {
   return text.size();
 }
 
+// The offset of the first '[' or '{' nested deeper than kMaxNestingDepth, outside strings.
+// nlohmann's parser keeps its own stack, but dump() and the comparisons recurse: the bound
+// keeps every later walk over the document shallow.
+std::optional<std::size_t> tooDeepAt(std::string_view text) {
+  std::size_t depth = 0;
+  bool inString = false;
+  bool escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxNestingDepth) return i;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+kiln::Error tooDeep(std::string_view what, std::string_view text, std::size_t offset) {
+  return kiln::invalidContent(std::string(what) + ": " + describePosition(text, offset) +
+                              ": nested more than " + std::to_string(kMaxNestingDepth) +
+                              " levels deep");
+}
+
 }  // namespace
 
 std::optional<nlohmann::json> parseJsonNumber(std::string_view text) {
@@ -158,6 +194,7 @@ std::optional<nlohmann::json> parseJsonNumber(std::string_view text) {
 }
 
 kiln::Result<nlohmann::json> parseJsonText(std::string_view text, std::string_view what) {
+  if (std::optional<std::size_t> at = tooDeepAt(text)) return tooDeep(what, text, *at);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -186,6 +223,7 @@ kiln::Result<JsonDocuments> parseJsonDocuments(std::string_view text, std::strin
     std::size_t start = pos + static_cast<std::size_t>(content.data() - line.data());
     std::size_t end = jsonValueEnd(text, start);
     std::string_view slice = text.substr(start, end - start);
+    if (std::optional<std::size_t> at = tooDeepAt(slice)) return tooDeep(what, text, start + *at);
     try {
       result.documents.push_back(nlohmann::json::parse(slice.begin(), slice.end()));
     } catch (const nlohmann::json::parse_error& e) {
