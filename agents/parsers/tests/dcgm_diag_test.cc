@@ -146,6 +146,90 @@ TEST(DcgmDiagParserTest, SkipsPlainLinesBeforeTheDocument) {
   EXPECT_EQ(doc["tests"].size(), 3u);
 }
 
+TEST(DcgmDiagParserTest, Dcgm3xLevel3WithSkipsAndWarningsIsWarnNotFail) {
+  json doc = parseOk(readTestdata("dcgm3_diag_r3_h100_skip_warn.json"));
+  EXPECT_EQ(doc["dcgm_major"], 3);
+  EXPECT_EQ(doc["dcgm_version"], "3.3.7");
+  EXPECT_EQ(doc["driver_version"], "535.183.01");
+  EXPECT_EQ(doc["overall"], "Warn");
+  EXPECT_EQ(doc["failed"], json::array());
+  const json& persistence = testNamed(doc, "Persistence Mode");
+  EXPECT_EQ(persistence["category"], "Deployment");
+  EXPECT_EQ(persistence["results"][0]["status"], "Warn");
+  EXPECT_EQ(persistence["results"][0]["entity_id"], 1);
+  EXPECT_EQ(persistence["results"][0]["warnings"][0]["error_id"], 29);
+  const json& power = testNamed(doc, "Targeted Power");
+  EXPECT_EQ(power["results"][1]["status"], "Warn");
+  EXPECT_EQ(power["results"][1]["warnings"][0]["message"],
+            "Clocks are being throttled for GPU 1 because of power constraints");
+  const json& bandwidth = testNamed(doc, "Memory Bandwidth");
+  EXPECT_EQ(bandwidth["results"][0]["status"], "Skip");
+  EXPECT_EQ(bandwidth["results"][1]["status"], "Skip");
+  EXPECT_EQ(testNamed(doc, "EUD")["results"][0]["info"],
+            json::array({"EUD Test: the EUD package is not installed"}));
+  EXPECT_EQ(testNamed(doc, "PCIe")["results"][1]["entity_id"], 1);  // "1" as a string
+}
+
+TEST(DcgmDiagParserTest, Dcgm4xListsEveryFailingGpuWithItsErrorIds) {
+  json doc = parseOk(readTestdata("dcgm4_diag_r3_gb200_multi_gpu_errors.json"));
+  EXPECT_EQ(doc["dcgm_major"], 4);
+  EXPECT_EQ(doc["dcgm_version"], "4.4.1");
+  EXPECT_EQ(doc["driver_version"], "580.82.07");
+  EXPECT_EQ(doc["overall"], "Fail");
+  ASSERT_EQ(doc["failed"].size(), 3u) << doc["failed"].dump();
+  EXPECT_EQ(doc["failed"][0]["test"], "memory");
+  EXPECT_EQ(doc["failed"][0]["entity_id"], 2);
+  EXPECT_EQ(doc["failed"][0]["error_ids"], json::array({4}));
+  EXPECT_EQ(doc["failed"][1]["test"], "targeted_stress");
+  EXPECT_EQ(doc["failed"][1]["entity_id"], 0);
+  EXPECT_EQ(doc["failed"][1]["error_ids"], json::array({34}));
+  EXPECT_EQ(doc["failed"][2]["test"], "targeted_stress");
+  EXPECT_EQ(doc["failed"][2]["entity_id"], 3);
+  EXPECT_EQ(doc["failed"][2]["error_ids"], json::array({30, 14}));
+  EXPECT_NE(doc["failed"][2]["message"].get<std::string>().find("; GPU 3's NvLink link 11 is currently down"),
+            std::string::npos);
+  const json& diagnostic = testNamed(doc, "diagnostic");
+  EXPECT_EQ(diagnostic["summary"]["status"], "Warn");
+  EXPECT_EQ(diagnostic["results"][1]["warnings"][0]["error_id"], 43);
+  EXPECT_EQ(diagnostic["results"][2]["status"], "Skip");
+}
+
+// A newer DCGM adds keys anywhere: at the top level, in the root, in categories, tests, results,
+// warnings and summaries. None of it may be fatal or change the normalized document.
+TEST(DcgmDiagParserTest, UnknownKeysAnywhereAreIgnored) {
+  for (const char* sample : {"dcgm4_diag_r3_gb200_multi_gpu_errors.json", "dcgm3_diag_r3_h100_skip_warn.json"}) {
+    json raw = json::parse(readTestdata(sample));
+    json before = parseOk(raw.dump());
+    raw["future_top_level"] = {{"a", json::array({1, 2})}};
+    json& root = raw.contains("DCGM Diagnostic") ? raw["DCGM Diagnostic"] : raw["DCGM GPU Diagnostic"];
+    root["future_root_key"] = "x";
+    for (json& category : root["test_categories"]) {
+      category["future_category_key"] = 1;
+      for (json& test : category["tests"]) {
+        test["future_test_key"] = json::object();
+        if (test.contains("test_summary")) test["test_summary"]["future_summary_key"] = nullptr;
+        for (json& result : test["results"]) {
+          result["future_result_key"] = {{"nested", true}};
+          if (result.contains("warnings")) {
+            for (json& w : result["warnings"]) w["future_warning_key"] = 3.5;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(parseOk(raw.dump()), before) << sample;
+  }
+}
+
+TEST(DcgmDiagParserTest, RefusesNestingDeeperThanTheBound) {
+  std::string deep = "{\"DCGM Diagnostic\": {\"test_categories\": [], \"x\": ";
+  deep += std::string(kMaxNestingDepth + 5, '[') + std::string(kMaxNestingDepth + 5, ']') + "}}";
+  EXPECT_NE(parseError(deep).find("nested more than 128 levels deep"), std::string::npos);
+  // Brackets inside strings do not count.
+  std::string text = "{\"DCGM Diagnostic\": {\"test_categories\": [], \"x\": \"" +
+                     std::string(kMaxNestingDepth + 5, '[') + "\"}}";
+  EXPECT_EQ(parseOk(text)["overall"], "Pass");
+}
+
 TEST(DcgmDiagParserTest, RejectsJsonWithoutTheRootKey) {
   EXPECT_EQ(parseError(R"({"tests": [{"name": "software", "results": []}]})"),
             "dcgmi diag JSON: no \"DCGM Diagnostic\" (DCGM 4.x) or \"DCGM GPU Diagnostic\" "

@@ -51,6 +51,22 @@ TEST(DcgmNvlinkParserTest, GpuWithoutReadableCountersHasNoLinks) {
   EXPECT_EQ((*doc)["totals"]["replay"], 0);
 }
 
+TEST(DcgmNvlinkParserTest, UnknownKeysAndCountersAreIgnored) {
+  std::string text = readTestdata("dcgm4_nvlink_e_gb200_two_gpus.txt");
+  kiln::Result<json> before = parse(Format::kDcgmNvlinkJson, text);
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  std::string extended = R"({"header": ["NVLINK Error Counts", "GPU 5"], "future": {"a": 1},
+    "body": {"Link 0": {"children": {"CRC FLIT Error": {"value": "4", "unit": "count"},
+                                     "Effective BER": {"value": "1e-15"}}, "future": 2},
+             "Summary": {"children": {}}}})";
+  kiln::Result<json> doc = parse(Format::kDcgmNvlinkJson, text + "\n" + extended);
+  ASSERT_TRUE(doc.ok()) << doc.error().message;
+  EXPECT_EQ((*doc)["gpus"][0], (*before)["gpus"][0]);
+  const json& gpu5 = (*doc)["gpus"][2];
+  EXPECT_EQ(gpu5["gpu_id"], 5);
+  EXPECT_EQ(gpu5["links"], json::parse(R"([{"link": 0, "crc_flit": 4, "crc_data": null, "replay": null, "recovery": null}])"));
+}
+
 TEST(DcgmNvlinkParserTest, RejectsDocumentWithoutGpuHeader) {
   kiln::Result<json> doc = parse(Format::kDcgmNvlinkJson, R"({"body": {}})");
   ASSERT_FALSE(doc.ok());
