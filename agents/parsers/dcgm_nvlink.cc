@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,12 +57,23 @@ json counterValue(const json& node) {
     if (it == node.end()) return nullptr;
     value = &*it;
   }
-  if (value->is_number_integer()) return *value;
-  if (value->is_string()) {
-    std::optional<json> number = parseJsonNumber(trim(value->get_ref<const std::string&>()));
-    if (number && number->is_number_integer()) return *number;
-  }
+  std::optional<json> number;
+  if (value->is_number_integer()) number = *value;
+  else if (value->is_string()) number = parseJsonNumber(trim(value->get_ref<const std::string&>()));
+  // Error counters count up from 0: a negative value, or one past int64 (which would wrap in
+  // the totals), is not a reading.
+  if (number && number->is_number_integer() && !number->is_number_unsigned() && number->get<std::int64_t>() >= 0)
+    return *number;
+  if (number && number->is_number_unsigned() &&
+      number->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return number->get<std::int64_t>();
   return nullptr;  // "N/A" and other blanks
+}
+
+// a + b, held at the largest int64 rather than overflowing (undefined behaviour).
+std::int64_t saturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<std::int64_t>::max() : sum;
 }
 
 }  // namespace
@@ -103,8 +115,8 @@ kiln::Result<json> parseDcgmNvlinkJson(std::string_view text) {
           auto it = children->find(counter.dcgmName);
           entry[counter.key] = it == children->end() ? json(nullptr) : counterValue(*it);
           if (entry[counter.key].is_number_integer()) {
-            totals[counter.key] = totals[counter.key].get<std::int64_t>() +
-                                  entry[counter.key].get<std::int64_t>();
+            totals[counter.key] = saturatingAdd(totals[counter.key].get<std::int64_t>(),
+                                                entry[counter.key].get<std::int64_t>());
           }
         }
         links.emplace_back(*link, std::move(entry));

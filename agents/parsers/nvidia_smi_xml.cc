@@ -25,6 +25,10 @@ namespace kiln::parsers {
 namespace {
 
 constexpr std::string_view kWhat = "nvidia-smi XML";
+// Tags ('<' characters) the XML may hold. pugixml spends 64 bytes per node, so the DOM of 16
+// MiB of `<a/>` would take ~270 MB; this caps it near 64 MB. A real 8-GPU
+// `nvidia-smi -q -x` has ~20k tags (supported_clocks included).
+constexpr std::size_t kMaxXmlTags = 1u << 19;
 
 using nlohmann::json;
 
@@ -345,6 +349,10 @@ std::size_t elementDepth(const pugi::xml_document& doc) {
 }  // namespace
 
 kiln::Result<json> parseNvidiaSmiXml(std::string_view text) {
+  if (std::size_t tags = static_cast<std::size_t>(std::count(text.begin(), text.end(), '<'));
+      tags > kMaxXmlTags) {
+    return problem(std::to_string(tags) + " tags, more than the limit of " + std::to_string(kMaxXmlTags));
+  }
   pugi::xml_document doc;
   pugi::xml_parse_result parsed = doc.load_buffer(
       text.data(), text.size(), pugi::parse_default | pugi::parse_doctype, pugi::encoding_utf8);

@@ -111,6 +111,12 @@ kiln::Error jsonError(std::string_view what, std::string_view text, std::size_t 
                               parseErrorReason(e));
 }
 
+kiln::Error numberTooLarge(std::string_view what, const nlohmann::json::out_of_range& e) {
+  std::string reason = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+  if (auto pos = reason.find("] "); pos != std::string::npos) reason.erase(0, pos + 2);
+  return kiln::invalidContent(std::string(what) + ": " + reason);
+}
+
 // The end (one past the closing brace) of the JSON value starting at `start`, or text.size()
 // when its brackets never balance (truncated output).
 std::size_t jsonValueEnd(std::string_view text, std::size_t start) {
@@ -200,6 +206,9 @@ kiln::Result<nlohmann::json> parseJsonText(std::string_view text, std::string_vi
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte counts the characters read, the offending one included.
     return jsonError(what, text, e.byte == 0 ? 0 : e.byte - 1, e);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number too large for a double ("1e999"): nlohmann throws out_of_range, not parse_error.
+    return numberTooLarge(what, e);
   }
 }
 
@@ -228,6 +237,8 @@ kiln::Result<JsonDocuments> parseJsonDocuments(std::string_view text, std::strin
       result.documents.push_back(nlohmann::json::parse(slice.begin(), slice.end()));
     } catch (const nlohmann::json::parse_error& e) {
       return jsonError(what, text, start + (e.byte == 0 ? 0 : e.byte - 1), e);
+    } catch (const nlohmann::json::out_of_range& e) {
+      return numberTooLarge(what, e);
     }
     pos = end;  // the rest of the closing line is looked at like any other line
   }

@@ -70,6 +70,18 @@ bool inList(const json& v, const json& list, bool want_in) {
   return std::all_of(v.begin(), v.end(), [&](const json& x) { return member(x) == want_in; });
 }
 
+// A null value is what the parsers make of a field the tool printed as N/A (or not at all, at
+// that driver): the check cannot know the real value. It satisfies a check only where the check
+// names null itself: `eq: null`, `in: [..., null]`. Every other operator fails on it, `ne` and
+// `not_in` included (null is not known to differ), `matches` too (no text to match).
+bool nullSatisfies(CheckOp op, const json& want) {
+  if (op == CheckOp::kEq) return want.is_null();
+  if (op == CheckOp::kIn && want.is_array()) {
+    return std::any_of(want.begin(), want.end(), [](const json& w) { return w.is_null(); });
+  }
+  return false;
+}
+
 // One value a path selected, or the place where selection stopped.
 struct Hit {
   const json* value = nullptr;  // null: missing
@@ -164,7 +176,9 @@ std::vector<Hit> select(const json& root, const std::vector<PathSegment>& segs) 
 std::string describe(const Hit& h) {
   std::string prefix = h.where.empty() ? "" : h.where + ": ";
   if (h.value == nullptr) return prefix + h.missing;
-  return prefix + (h.tail.empty() ? "value" : h.tail) + " = " + h.value->dump();
+  std::string text = prefix + (h.tail.empty() ? "value" : h.tail) + " = " + h.value->dump();
+  if (h.value->is_null()) text += " (not reported)";
+  return text;
 }
 
 // The operand with `{{param}}` references replaced. A string that is exactly one reference
@@ -427,7 +441,9 @@ CheckOutcome evaluateCheck(const Check& check, const json& parsed,
     if (hits.empty()) failures.push_back("nothing selected");
     for (const auto& h : hits) {
       bool good = false;
-      if (h.value != nullptr) {
+      if (h.value != nullptr && h.value->is_null()) {
+        good = nullSatisfies(check.op, want);
+      } else if (h.value != nullptr) {
         const json& v = *h.value;
         switch (check.op) {
           case CheckOp::kEq: good = looseEqual(v, want); break;

@@ -10,6 +10,11 @@
 //             `delta_from: <earlier step>` + `max_increase: N` (default 0) [+ `fields: [...]`].
 //             in / not_in on a list value: every element is in / none is in the operand list
 //             (`clock_event_reasons_active` not_in [hw_slowdown, ...]).
+//   null      a selected value that is null (the tool printed N/A, or this driver does not
+//             print the field) passes only `eq: null` and `in: [..., null]`; every other
+//             operator fails on it (ne, not_in and matches included), `exists` passes (the key
+//             is there: use `ne: null` to require a value). Delta checks skip a counter null on
+//             both sides and fail one null on one side only.
 // Failure messages say what was expected, what was found and where, naming array elements by
 // their label ("gpu 2 link 7", "test memory"): the element's `name`, `id`, `index`, `gpu`,
 // `gpu_id`, `link` or `link_id` value, else its position; the word is the array's key without

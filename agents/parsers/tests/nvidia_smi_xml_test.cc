@@ -339,6 +339,13 @@ TEST(NvidiaSmiXmlParserTest, RefusesNestingDeeperThanTheBound) {
   EXPECT_NE(parseError(deep).find("more than the limit of 128"), std::string::npos);
 }
 
+TEST(NvidiaSmiXmlParserTest, RefusesMoreTagsThanTheBound) {
+  std::string many = "<nvidia_smi_log><driver_version>1</driver_version>";
+  for (std::size_t i = 0; i < (1u << 19); ++i) many += "<a/>";
+  many += "</nvidia_smi_log>";
+  EXPECT_EQ(parseError(many), "nvidia-smi XML: 524292 tags, more than the limit of 524288");
+}
+
 TEST(NvidiaSmiXmlParserTest, RefusesCorruptAndBinaryInput) {
   EXPECT_NE(parseError("<nvidia_smi_log><driver_version>1</driver_version><gpu><uuid>GPU-1</uu").find("line 1 column"),
             std::string::npos);

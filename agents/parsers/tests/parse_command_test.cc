@@ -170,14 +170,18 @@ TEST(ParseCommandTest, DeepNestingUpToTheSizeBoundIsRefusedWithoutCrashing) {
   expectOneLineError(runCommand({"json"}, std::string(n, '[') + std::string(n, ']')),
                      "JSON: line 1 column 129: nested more than 128 levels deep");
   expectOneLineError(runCommand({"dcgmi-nvlink-json"}, std::string(n, '{')), "nested more than 128 levels deep");
-  std::string xml = "<nvidia_smi_log><driver_version>1</driver_version>";
-  std::size_t depth = (kMaxInputBytes - 100) / 7;
-  xml.reserve(kMaxInputBytes);
-  for (std::size_t i = 0; i < depth; ++i) xml += "<a>";
-  for (std::size_t i = 0; i < depth; ++i) xml += "</a>";
-  xml += "</nvidia_smi_log>";
-  ASSERT_LE(xml.size(), kMaxInputBytes);
-  expectOneLineError(runCommand({"nvidia-smi-xml"}, xml), "more than the limit of 128");
+  // XML as deep as the tag bound allows reaches the depth check; deeper still is refused by
+  // the tag count before any DOM is built.
+  auto nested = [](std::size_t depth) {
+    std::string xml = "<nvidia_smi_log><driver_version>1</driver_version>";
+    for (std::size_t i = 0; i < depth; ++i) xml += "<a>";
+    for (std::size_t i = 0; i < depth; ++i) xml += "</a>";
+    return xml + "</nvidia_smi_log>";
+  };
+  expectOneLineError(runCommand({"nvidia-smi-xml"}, nested(250000)), "deep, more than the limit of 128");
+  std::string huge = nested((kMaxInputBytes - 100) / 7);
+  ASSERT_LE(huge.size(), kMaxInputBytes);
+  expectOneLineError(runCommand({"nvidia-smi-xml"}, huge), "tags, more than the limit of 524288");
 }
 
 TEST(ParseCommandTest, MissingFileExitsTwo) {

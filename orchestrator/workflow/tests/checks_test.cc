@@ -1,6 +1,12 @@
 #include "orchestrator/workflow/checks.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "orchestrator/workflow/loader.h"
 
 namespace kiln::workflow {
 namespace {
@@ -251,6 +257,176 @@ TEST(CheckDeltaTest, CounterUnreadableOnBothSidesIsSkippedButLosingItFails) {
 TEST(CheckDeltaTest, CounterResetIsNotGrowth) {
   std::map<std::string, json> earlier = {{"nvlink-before", nvlink(0, 3, 100, 0)}};
   EXPECT_TRUE(eval(deltaCheck(), nvlink(0, 3, 0, 0), {}, earlier).passed);
+}
+
+// A null value (the tool printed N/A) passes only where the check names null.
+TEST(CheckNullTest, NullFailsEveryOperatorUnlessTheCheckNamesNull) {
+  json doc = json::parse(R"({"gpus": [{"index": 0, "fabric": {"state": null}}]})");
+  const std::string path = "gpus[*].fabric.state";
+  struct Case {
+    CheckOp op;
+    json operand;
+    bool passes;
+  };
+  const Case cases[] = {
+      {CheckOp::kEq, "Completed", false},
+      {CheckOp::kEq, nullptr, true},
+      {CheckOp::kEq, "null", false},
+      {CheckOp::kNe, "Completed", false},
+      {CheckOp::kNe, nullptr, false},
+      {CheckOp::kLt, 5, false},
+      {CheckOp::kLe, 5, false},
+      {CheckOp::kGt, 5, false},
+      {CheckOp::kGe, 5, false},
+      {CheckOp::kIn, json::array({"Completed"}), false},
+      {CheckOp::kIn, json::array({"Completed", nullptr}), true},
+      {CheckOp::kNotIn, json::array({"In Progress"}), false},
+      {CheckOp::kNotIn, json::array({"In Progress", nullptr}), false},
+      {CheckOp::kMatches, "null", false},
+      {CheckOp::kMatches, ".*", false},
+      {CheckOp::kExists, true, true},
+      {CheckOp::kExists, false, false},
+  };
+  for (const Case& c : cases) {
+    CheckOutcome o = eval(mk(path, c.op, c.operand), doc);
+    EXPECT_EQ(o.passed, c.passes) << checkOpName(c.op) << " " << c.operand.dump() << ": " << o.message;
+  }
+  // A value passes `ne: null`: the way to require that the tool reported something.
+  json reported = json::parse(R"({"gpus": [{"index": 0, "fabric": {"state": "Completed"}}]})");
+  EXPECT_TRUE(eval(mk(path, CheckOp::kNe, nullptr), reported).passed);
+}
+
+TEST(CheckNullTest, FailureMessageSaysTheValueWasNotReported) {
+  json doc = json::parse(R"({"gpus": [{"index": 0, "ecc": {"volatile_uncorrectable": 0}},
+                                      {"index": 1, "ecc": {"volatile_uncorrectable": null}}]})");
+  CheckOutcome o = eval(mk("gpus[*].ecc.volatile_uncorrectable", CheckOp::kEq, 0), doc);
+  EXPECT_FALSE(o.passed);
+  EXPECT_EQ(o.message, "expected gpus[*].ecc.volatile_uncorrectable eq 0, found: gpu 1: "
+                       "ecc.volatile_uncorrectable = null (not reported)");
+  EXPECT_EQ(o.failed_at, std::vector<std::string>{"gpu 1"});
+}
+
+TEST(CheckNullTest, NullElementsOfAListValueAreComparedLikeAnyElement) {
+  json doc = json::parse(R"({"gpus": [{"index": 0, "reasons": ["gpu_idle", null]}]})");
+  EXPECT_TRUE(eval(mk("gpus[*].reasons", CheckOp::kNotIn, json::array({"hw_slowdown"})), doc).passed);
+  EXPECT_FALSE(eval(mk("gpus[*].reasons", CheckOp::kIn, json::array({"gpu_idle"})), doc).passed);
+}
+
+TEST(CheckNullTest, DeltaWithEveryCounterNullOnBothSidesComparesNothingAndFails) {
+  json before = json::parse(R"({"gpus": [{"gpu_id": 0, "links": [{"link": 0, "crc_flit": null}]}]})");
+  Check c = mk("gpus[*].links[*]", CheckOp::kMaxIncrease, 0);
+  c.delta_from = "nvlink-before";
+  c.fields = {"crc_flit"};
+  CheckOutcome o = eval(c, before, {}, {{"nvlink-before", before}});
+  EXPECT_FALSE(o.passed);
+  EXPECT_EQ(o.message, "expected counters at gpus[*].links[*], found none");
+}
+
+// A document whose only value at `segs` is null (with `fields` null under it, for delta
+// checks): what a check sees when the tool printed N/A there.
+json nullDocument(const std::vector<PathSegment>& segs, std::size_t i, const Check& check) {
+  if (i == segs.size()) {
+    if (check.fields.empty()) return nullptr;
+    json leaf = json::object();
+    for (const auto& f : check.fields) leaf[f] = nullptr;
+    return leaf;
+  }
+  const PathSegment& seg = segs[i];
+  if (seg.kind == PathSegment::Kind::kKey) return json{{seg.key, nullDocument(segs, i + 1, check)}};
+  json element = nullDocument(segs, i + 1, check);
+  if (element.is_object()) {
+    if (!element.contains("index")) element["index"] = 0;
+    if (seg.kind == PathSegment::Kind::kFilter) element[seg.key] = seg.filter_value;
+  }
+  json list = json::array();
+  std::size_t copies = seg.kind == PathSegment::Kind::kIndex ? seg.index + 1 : 1;
+  for (std::size_t k = 0; k < copies; ++k) list.push_back(element);
+  return list;
+}
+
+// The outcome of every check of the shipped workflows on a field the tool printed as N/A,
+// written down here so that each one is a decision (orchestrator/workflow/README.md, "Null").
+// Checks with a `when` are evaluated as if their parameter were set.
+TEST(ShippedWorkflowsTest, EveryShippedCheckDecidesNullAsDocumented) {
+  const std::map<std::string, bool> kPassesOnNull = [] {
+    std::map<std::string, bool> m;
+    auto fail = [&](const std::string& key) { m[key] = false; };
+    auto pass = [&](const std::string& key) { m[key] = true; };
+    for (const char* check : {"driver version", "GPU VBIOS version", "HMC bundle version", "SBIOS version",
+                              "BMC version", "ConnectX firmware version"}) {
+      fail(std::string("firmware-upgrade/verify-versions/") + check);
+    }
+    for (const char* check : {"GPU count", "driver version reported by nvidia-smi", "GPU VBIOS reported by nvidia-smi",
+                              "no row remap pending", "NVLink fabric registered"}) {
+      fail(std::string("firmware-upgrade/health-gpu-state/") + check);
+    }
+    for (const char* prefix : {"firmware-upgrade/health-diag/", "l11-burn-in/dcgm-diag/", "pre-job-health/dcgm-diag/",
+                               "quarantine-validation/dcgm-diag/"}) {
+      fail(std::string(prefix) + "dcgmi diag passed");
+      pass(std::string(prefix) + "dcgmi diag ran its tests");  // exists: the key is there
+    }
+    const char* const gpuState[] = {"GPU count", "no row remap pending", "no row remap failure",
+                                    "no volatile uncorrectable ECC errors", "PCIe generation", "PCIe width",
+                                    "NVLink fabric registered"};
+    for (const char* check : gpuState) {
+      fail(std::string("l11-burn-in/gpu-state/") + check);
+      fail(std::string("pre-job-health/gpu-state/") + check);
+      fail(std::string("quarantine-validation/gpu-state/") + check);
+    }
+    fail("pre-job-health/gpu-state/no hardware slowdown or thermal throttling");
+    fail("pre-job-health/gpu-state/driver version");
+    fail("quarantine-validation/gpu-state/driver version");
+    // A driver too old to print gpu_recovery_action (before ~550): null passes, by its operand.
+    pass("pre-job-health/gpu-state/no pending GPU recovery action");
+    pass("quarantine-validation/gpu-state/no pending GPU recovery action");
+    pass("l11-burn-in/gpu-state-after/no pending GPU recovery action");
+    for (const char* check : {"no row remap pending", "no row remap failure", "no volatile uncorrectable ECC errors",
+                              "NVLink fabric registered"}) {
+      fail(std::string("l11-burn-in/gpu-state-after/") + check);
+    }
+    for (const char* check : {"no row remap pending", "no volatile uncorrectable ECC errors", "NVLink fabric registered"}) {
+      fail(std::string("quarantine-validation/gpu-state-after/") + check);
+    }
+    for (const char* workflow : {"l11-burn-in", "pre-job-health", "quarantine-validation"}) {
+      for (int g = 0; g < 4; ++g) {
+        fail(std::string(workflow) + "/nvlink-after-g" + std::to_string(g) + "/NVLink error counters did not grow");
+      }
+    }
+    return m;
+  }();
+
+  auto workflows = loadWorkflowDir(KILN_WORKFLOWS_DIR);
+  ASSERT_TRUE(workflows.ok()) << workflows.error();
+  std::map<std::string, bool> actual;
+  for (const auto& w : *workflows) {
+    ParamValues given;
+    for (const auto& p : w.params) {
+      if (p.type == ParamType::kString) given[p.name] = "x";
+    }
+    auto params = resolveParams(w, given);
+    ASSERT_TRUE(params.ok()) << w.name << ": " << params.error();
+    for (const auto& step : w.steps) {
+      for (const auto& check : step.checks) {
+        auto segs = parsePath(check.path);
+        ASSERT_TRUE(segs.ok()) << check.path;
+        json doc = nullDocument(*segs, 0, check);
+        std::map<std::string, json> earlier;
+        if (!check.delta_from.empty()) earlier[check.delta_from] = doc;
+        CheckOutcome o = evaluateCheck(check, doc, earlier, *params);
+        EXPECT_FALSE(o.skipped) << w.name << "/" << step.id << "/" << check.name;
+        actual[w.name + "/" + step.id + "/" + check.name] = o.passed;
+      }
+    }
+  }
+  EXPECT_EQ(actual, kPassesOnNull);
+  for (const auto& [key, passes] : actual) {
+    auto it = kPassesOnNull.find(key);
+    if (it == kPassesOnNull.end()) {
+      ADD_FAILURE() << "shipped check " << key << " has no documented outcome on null";
+    } else {
+      EXPECT_EQ(passes, it->second) << key;
+    }
+  }
 }
 
 TEST(CheckEvalTest, EvaluateChecksRunsEveryCheckInOrder) {
