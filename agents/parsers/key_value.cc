@@ -48,6 +48,9 @@ kiln::Result<json> parseKeyValue(std::string_view text) {
     std::string_view key = trim(line.substr(0, separator));
     if (key.empty()) return kiln::invalidContent(where + " has an empty key");
     out[sanitizeUtf8(key)] = typedValue(trim(line.substr(separator + 1)));  // the last one wins
+    if (out.size() > kMaxJsonValues) {
+      return kiln::invalidContent(where + ": more than " + std::to_string(kMaxJsonValues) + " keys");
+    }
   }
   return out;
 }

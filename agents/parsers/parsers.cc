@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -37,8 +38,9 @@ void printUsage(std::ostream& os) {
   os << "usage: kiln-agent parse FORMAT [FILE]\n"
      << "Reads a tool's output from FILE (or stdin) and prints it as normalized JSON.\n"
      << "FORMAT: " << joinedNames() << "\n"
-     << "Input over " << (kMaxInputBytes >> 20) << " MiB, empty input or nesting deeper than "
-     << kMaxNestingDepth << " levels is refused: one line on stderr, exit 2.\n";
+     << "Refused with one line on stderr and exit 2: input over " << (kMaxInputBytes >> 20)
+     << " MiB (not read past that), empty input, nesting deeper than " << kMaxNestingDepth
+     << " levels, more than " << kMaxJsonValues << " JSON values or keys, XML entity declarations.\n";
 }
 
 // What each format calls itself in its messages.
@@ -69,6 +71,8 @@ struct BoundedRead {
 BoundedRead readBounded(std::istream& in) {
   BoundedRead result;
   constexpr std::size_t kChunk = 64 * 1024;
+  // Untouched reserved pages cost no memory; growing by doubling would copy up to 16 MiB twice.
+  result.text.reserve(kMaxInputBytes + 1);
   std::size_t want = kMaxInputBytes + 1;
   while (result.text.size() < want && in) {
     std::size_t before = result.text.size();
@@ -152,6 +156,12 @@ int runParseCommand(const std::vector<std::string>& args, std::istream& in, std:
   if (args.size() == 2 && args[1] != "-") {
     std::error_code ignored;  // a path that cannot be inspected fails to open below
     bool isDirectory = std::filesystem::is_directory(args[1], ignored);
+    std::error_code noSize;  // not a regular file (a pipe, /dev/stdin): the bounded read decides
+    std::uintmax_t size = std::filesystem::file_size(args[1], noSize);
+    if (!noSize && size > kMaxInputBytes) {
+      err << "kiln-agent parse: " << tooLargeMessage() << "\n";  // refused without reading it
+      return 2;
+    }
     std::ifstream file(args[1], std::ios::binary);
     if (file && !isDirectory) input = readBounded(file);
     if (!file.is_open() || isDirectory || input.failed) {

@@ -24,6 +24,7 @@ enum class Format { kNvidiaSmiXml, kDcgmDiagJson, kDcgmNvlinkJson, kJson, kKeyVa
 // kMaxInputBytes equals the agent's parse_capture_cap (agents/agent/agent.h).
 inline constexpr std::size_t kMaxInputBytes = 16u << 20;  // 16 MiB
 inline constexpr std::size_t kMaxNestingDepth = 128;      // JSON arrays/objects, XML elements
+inline constexpr std::size_t kMaxJsonValues = 1u << 18;   // 262,144 values in one JSON document
 
 // Names used in workflow YAML `parse:` and on the CLI: "nvidia-smi-xml", "dcgmi-diag-json",
 // "dcgmi-nvlink-json", "json", "key-value".
@@ -35,7 +36,8 @@ std::vector<std::string_view> formatNames();
 
 // Parses a tool's output (`text`, as the tool printed it).
 // On output it cannot read (including empty or blank text, text over kMaxInputBytes, nesting
-// deeper than kMaxNestingDepth, an XML DOCTYPE with an internal subset):
+// deeper than kMaxNestingDepth, JSON with more than kMaxJsonValues values, XML with more than
+// 524,288 tags, an XML DOCTYPE with an internal subset):
 // ErrorCode::kInvalidContent whose message (one line) names the first problem,
 // prefixed by what was being read, e.g. "nvidia-smi XML: <gpu> 1 has no <uuid>" or
 // "dcgmi diag JSON: line 3 column 5: syntax error ...". Strings in the result are valid UTF-8

@@ -144,11 +144,20 @@ std::size_t jsonValueEnd(std::string_view text, std::size_t start) {
   return text.size();
 }
 
-// The offset of the first '[' or '{' nested deeper than kMaxNestingDepth, outside strings.
-// nlohmann's parser keeps its own stack, but dump() and the comparisons recurse: the bound
-// keeps every later walk over the document shallow.
-std::optional<std::size_t> tooDeepAt(std::string_view text) {
+// The first reason not to hand `text` to nlohmann, with the offset where it shows: nesting
+// deeper than kMaxNestingDepth (its parser keeps its own stack, but dump() and comparisons
+// recurse) or more than kMaxJsonValues values (its DOM costs ~250 bytes per small value: 16 MiB
+// of tiny objects would take ~350 MB). Values are counted as the '[', '{' and ',' outside
+// strings, which is at least the number of values less one; `values` carries the count over
+// the documents of one output.
+struct ShapeProblem {
+  std::size_t offset;
+  std::string reason;
+};
+
+std::optional<ShapeProblem> jsonShapeProblem(std::string_view text, std::size_t& values) {
   std::size_t depth = 0;
+  ++values;
   bool inString = false;
   bool escaped = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -161,21 +170,31 @@ std::optional<std::size_t> tooDeepAt(std::string_view text) {
       } else if (c == '"') {
         inString = false;
       }
-    } else if (c == '"') {
+      continue;
+    }
+    if (c == '"') {
       inString = true;
     } else if (c == '{' || c == '[') {
-      if (++depth > kMaxNestingDepth) return i;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
+      if (++depth > kMaxNestingDepth) {
+        return ShapeProblem{i, "nested more than " + std::to_string(kMaxNestingDepth) + " levels deep"};
+      }
+      ++values;
+    } else if (c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    } else if (c == ',') {
+      ++values;
+    }
+    if (values > kMaxJsonValues) {
+      return ShapeProblem{i, "more than " + std::to_string(kMaxJsonValues) + " values"};
     }
   }
   return std::nullopt;
 }
 
-kiln::Error tooDeep(std::string_view what, std::string_view text, std::size_t offset) {
-  return kiln::invalidContent(std::string(what) + ": " + describePosition(text, offset) +
-                              ": nested more than " + std::to_string(kMaxNestingDepth) +
-                              " levels deep");
+kiln::Error shapeError(std::string_view what, std::string_view text, std::size_t base,
+                       const ShapeProblem& problem) {
+  return kiln::invalidContent(std::string(what) + ": " + describePosition(text, base + problem.offset) +
+                              ": " + problem.reason);
 }
 
 }  // namespace
@@ -200,7 +219,10 @@ std::optional<nlohmann::json> parseJsonNumber(std::string_view text) {
 }
 
 kiln::Result<nlohmann::json> parseJsonText(std::string_view text, std::string_view what) {
-  if (std::optional<std::size_t> at = tooDeepAt(text)) return tooDeep(what, text, *at);
+  std::size_t values = 0;
+  if (std::optional<ShapeProblem> shape = jsonShapeProblem(text, values)) {
+    return shapeError(what, text, 0, *shape);
+  }
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -214,6 +236,7 @@ kiln::Result<nlohmann::json> parseJsonText(std::string_view text, std::string_vi
 
 kiln::Result<JsonDocuments> parseJsonDocuments(std::string_view text, std::string_view what) {
   JsonDocuments result;
+  std::size_t values = 0;  // over all documents
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t lineEnd = text.find('\n', pos);
@@ -232,7 +255,9 @@ kiln::Result<JsonDocuments> parseJsonDocuments(std::string_view text, std::strin
     std::size_t start = pos + static_cast<std::size_t>(content.data() - line.data());
     std::size_t end = jsonValueEnd(text, start);
     std::string_view slice = text.substr(start, end - start);
-    if (std::optional<std::size_t> at = tooDeepAt(slice)) return tooDeep(what, text, start + *at);
+    if (std::optional<ShapeProblem> shape = jsonShapeProblem(slice, values)) {
+      return shapeError(what, text, start, *shape);
+    }
     try {
       result.documents.push_back(nlohmann::json::parse(slice.begin(), slice.end()));
     } catch (const nlohmann::json::parse_error& e) {

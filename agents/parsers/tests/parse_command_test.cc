@@ -184,6 +184,22 @@ TEST(ParseCommandTest, DeepNestingUpToTheSizeBoundIsRefusedWithoutCrashing) {
   expectOneLineError(runCommand({"nvidia-smi-xml"}, huge), "tags, more than the limit of 524288");
 }
 
+TEST(ParseCommandTest, JsonWithMoreValuesThanTheBoundIsRefusedBeforeBuildingIt) {
+  std::string many = "[0";
+  for (std::size_t i = 0; i < kMaxJsonValues; ++i) many += ",0";
+  many += "]";
+  expectOneLineError(runCommand({"json"}, many), "more than 262144 values");
+  // Counted over all the documents of one dcgmi output.
+  std::string docs;
+  for (std::size_t i = 0; i < kMaxJsonValues / 4 + 10; ++i) docs += "{\"header\": [\"GPU 1\"], \"a\": 1}\n";
+  expectOneLineError(runCommand({"dcgmi-nvlink-json"}, docs), "more than 262144 values");
+  std::string lines;
+  for (std::size_t i = 0; i <= kMaxJsonValues; ++i) lines += "k" + std::to_string(i) + "=1\n";
+  expectOneLineError(runCommand({"key-value"}, lines), "line 262145: more than 262144 keys");
+  // A real-sized output is far below it.
+  EXPECT_EQ(runCommand({"dcgmi-diag-json", testdataPath("dcgm4_diag_r3_gb200_multi_gpu_errors.json")}).code, 0);
+}
+
 TEST(ParseCommandTest, MissingFileExitsTwo) {
   CommandRun r = runCommand({"json", testdataPath("no-such-file.json")});
   EXPECT_EQ(r.code, 2);
