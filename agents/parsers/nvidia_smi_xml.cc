@@ -116,9 +116,11 @@ json yesNoAt(const pugi::xml_node& node, const char* path) {
 }
 
 // Drivers from ~535 name the element clocks_event_reasons; older ones clocks_throttle_reasons.
-// Children are "<prefix><reason>" with the text "Active" or "Not Active".
-json activeClockEventReasons(const pugi::xml_node& gpu) {
-  json active = json::array();
+// Children are "<prefix><reason>" with the text "Active" or "Not Active". Fills `active` with
+// the active reasons and `all` with every reason printed (true, false, or null for N/A).
+void clockEventReasons(const pugi::xml_node& gpu, json& active, json& all) {
+  active = json::array();
+  all = json::object();
   struct Layout {
     const char* element;
     std::string_view childPrefix;
@@ -128,14 +130,20 @@ json activeClockEventReasons(const pugi::xml_node& gpu) {
     pugi::xml_node reasons = gpu.child(layout.element);
     if (!reasons) continue;
     for (pugi::xml_node reason : reasons.children()) {
-      if (reason.type() != pugi::node_element || trim(reason.child_value()) != "Active") continue;
+      if (reason.type() != pugi::node_element) continue;
       std::string_view name = reason.name();
       if (name.starts_with(layout.childPrefix)) name.remove_prefix(layout.childPrefix.size());
-      active.push_back(sanitizeUtf8(name));
+      std::string key = sanitizeUtf8(name);
+      std::string_view value = trim(reason.child_value());
+      if (value == "Active") {
+        active.push_back(key);
+        all[key] = true;
+      } else {
+        all[key] = value == "Not Active" ? json(false) : json(nullptr);
+      }
     }
     break;
   }
-  return active;
 }
 
 struct EccCounts {
@@ -286,6 +294,9 @@ json gpuJson(const pugi::xml_node& gpu, std::size_t index) {
   pugi::xml_node power = gpu.child("gpu_power_readings");
   if (!power) power = gpu.child("power_readings");
   pugi::xml_node modulePower = gpu.child("module_power_readings");
+  json reasonsActive;
+  json reasons;
+  clockEventReasons(gpu, reasonsActive, reasons);
   return {
       {"index", index},
       {"pci_bus_id", busId},
@@ -306,7 +317,8 @@ json gpuJson(const pugi::xml_node& gpu, std::size_t index) {
         {"width_max", integerAt(gpu, "pci/pci_gpu_link_info/link_widths/max_link_width")},
         {"width_current", integerAt(gpu, "pci/pci_gpu_link_info/link_widths/current_link_width")},
         {"replay_counter", integerAt(gpu, "pci/replay_counter")}}},
-      {"clock_event_reasons_active", activeClockEventReasons(gpu)},
+      {"clock_event_reasons_active", std::move(reasonsActive)},
+      {"clock_event_reasons", std::move(reasons)},
       {"ecc", ecc(gpu)},
       {"remapped_rows", remappedRows(gpu)},
       {"retired_pages", retiredPages(gpu)},

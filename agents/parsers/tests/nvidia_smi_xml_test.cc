@@ -85,6 +85,23 @@ TEST(NvidiaSmiXmlParserTest, ListsOnlyActiveClockEventReasons) {
   EXPECT_EQ(doc["gpus"][1]["clock_event_reasons_active"], json::array({"sw_power_cap"}));
 }
 
+TEST(NvidiaSmiXmlParserTest, MapsEveryPrintedClockEventReasonToABool) {
+  json doc = parseOk(readTestdata("nvidia_smi_gb200_575.xml"));
+  const json& reasons = doc["gpus"][1]["clock_event_reasons"];
+  EXPECT_EQ(reasons.size(), 9u);
+  EXPECT_EQ(reasons["sw_power_cap"], true);
+  EXPECT_EQ(reasons["hw_thermal_slowdown"], false);
+  json old = parseOk(readTestdata("nvidia_smi_p100_375_v8.xml"));
+  EXPECT_EQ(old["gpus"][1]["clock_event_reasons"]["hw_slowdown"], true);
+  EXPECT_EQ(old["gpus"][1]["clock_event_reasons"]["sync_boost"], false);
+  EXPECT_FALSE(old["gpus"][1]["clock_event_reasons"].contains("hw_thermal_slowdown"));  // not in v8
+  json na = parseOk("<nvidia_smi_log><driver_version>1</driver_version><gpu><uuid>GPU-1</uuid>"
+                    "<clocks_event_reasons><clocks_event_reason_gpu_idle>[N/A]</clocks_event_reason_gpu_idle>"
+                    "</clocks_event_reasons></gpu></nvidia_smi_log>");
+  EXPECT_TRUE(na["gpus"][0]["clock_event_reasons"]["gpu_idle"].is_null());
+  EXPECT_EQ(na["gpus"][0]["clock_event_reasons_active"], json::array());
+}
+
 TEST(NvidiaSmiXmlParserTest, ReadsOlderDriverThrottleReasonsAndPerTypeEccTotals) {
   json doc = parseOk(readTestdata("nvidia_smi_a100_470.xml"));
   EXPECT_EQ(doc["driver_version"], "470.199.02");
@@ -257,7 +274,7 @@ TEST(NvidiaSmiXmlParserTest, EveryNoValueSpellingIsNullNeverMissing) {
     json parsed = parseOk(readTestdata(sample));
     for (const json& g : parsed["gpus"]) {
       for (const char* key : {"index", "pci_bus_id", "product_name", "serial", "uuid", "minor_number", "module_id",
-                              "vbios_version", "inforom", "pcie", "clock_event_reasons_active", "ecc",
+                              "vbios_version", "inforom", "pcie", "clock_event_reasons_active", "clock_event_reasons", "ecc",
                               "remapped_rows", "retired_pages", "temperature_c", "power_w", "module_power_w",
                               "fb_memory_mib", "clocks_mhz", "utilization_pct", "mig", "fabric", "recovery_action"}) {
         EXPECT_TRUE(g.contains(key)) << sample << " gpu " << g["index"] << " " << key;
