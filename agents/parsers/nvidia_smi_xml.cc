@@ -27,7 +27,7 @@ namespace {
 constexpr std::string_view kWhat = "nvidia-smi XML";
 // Tags ('<' characters) the XML may hold. pugixml spends 64 bytes per node, so the DOM of 16
 // MiB of `<a/>` would take ~270 MB; this caps it near 64 MB. A real 8-GPU
-// `nvidia-smi -q -x` has ~20k tags (supported_clocks included).
+// `nvidia-smi -q -x` has under 10k tags (~500 per GPU, more with supported_clocks).
 constexpr std::size_t kMaxXmlTags = 1u << 19;
 
 using nlohmann::json;

@@ -64,7 +64,8 @@ TEST(DcgmNvlinkParserTest, UnknownKeysAndCountersAreIgnored) {
   EXPECT_EQ((*doc)["gpus"][0], (*before)["gpus"][0]);
   const json& gpu5 = (*doc)["gpus"][2];
   EXPECT_EQ(gpu5["gpu_id"], 5);
-  EXPECT_EQ(gpu5["links"], json::parse(R"([{"link": 0, "crc_flit": 4, "crc_data": null, "replay": null, "recovery": null}])"));
+  EXPECT_EQ(gpu5["links"],
+            json::parse(R"([{"link": 0, "crc_flit": 4, "crc_data": null, "replay": null, "recovery": null}])"));
 }
 
 TEST(DcgmNvlinkParserTest, RejectsDocumentWithoutGpuHeader) {

@@ -198,7 +198,8 @@ TEST(NvidiaSmiXmlParserTest, Driver535H100ReadsMigDevicesAndGpuPowerReadings) {
                   {"volatile_sram_uncorrectable", 0},
                   {"fb_memory_mib", {{"total", 40192}, {"reserved", 0}, {"used", 12413}, {"free", 27779}}}}));
   // Under MIG the GPU-level utilization is N/A.
-  EXPECT_EQ(mig["utilization_pct"], (json{{"gpu", nullptr}, {"memory", nullptr}, {"encoder", nullptr}, {"decoder", nullptr}}));
+  EXPECT_EQ(mig["utilization_pct"],
+            (json{{"gpu", nullptr}, {"memory", nullptr}, {"encoder", nullptr}, {"decoder", nullptr}}));
   EXPECT_EQ(mig["temperature_c"],
             (json{{"gpu", 36}, {"memory", 44}, {"tlimit", nullptr}, {"shutdown", 92}, {"slowdown", 89},
                   {"max_operating", 87}, {"max_memory", 95}, {"target", nullptr}}));
@@ -273,16 +274,19 @@ TEST(NvidiaSmiXmlParserTest, EveryNoValueSpellingIsNullNeverMissing) {
                              "nvidia_smi_gb200_575.xml", "nvidia_smi_gb300_580_na.xml"}) {
     json parsed = parseOk(readTestdata(sample));
     for (const json& g : parsed["gpus"]) {
-      for (const char* key : {"index", "pci_bus_id", "product_name", "serial", "uuid", "minor_number", "module_id",
-                              "vbios_version", "inforom", "pcie", "clock_event_reasons_active", "clock_event_reasons", "ecc",
-                              "remapped_rows", "retired_pages", "temperature_c", "power_w", "module_power_w",
-                              "fb_memory_mib", "clocks_mhz", "utilization_pct", "mig", "fabric", "recovery_action"}) {
+      for (const char* key :
+           {"index", "pci_bus_id", "product_name", "serial", "uuid", "minor_number", "module_id", "vbios_version",
+            "inforom", "pcie", "clock_event_reasons_active", "clock_event_reasons", "ecc", "remapped_rows",
+            "retired_pages", "temperature_c", "power_w", "module_power_w", "fb_memory_mib", "clocks_mhz",
+            "utilization_pct", "mig", "fabric", "recovery_action"}) {
         EXPECT_TRUE(g.contains(key)) << sample << " gpu " << g["index"] << " " << key;
       }
-      for (const char* key : {"gpu", "memory", "tlimit", "shutdown", "slowdown", "max_operating", "max_memory", "target"}) {
+      for (const char* key :
+           {"gpu", "memory", "tlimit", "shutdown", "slowdown", "max_operating", "max_memory", "target"}) {
         EXPECT_TRUE(g["temperature_c"].contains(key)) << sample << " " << key;
       }
-      for (const char* key : {"draw", "draw_average", "limit", "requested_limit", "default_limit", "min_limit", "max_limit"}) {
+      for (const char* key :
+           {"draw", "draw_average", "limit", "requested_limit", "default_limit", "min_limit", "max_limit"}) {
         EXPECT_TRUE(g["power_w"].contains(key)) << sample << " " << key;
       }
     }

@@ -384,7 +384,8 @@ TEST(ShippedWorkflowsTest, EveryShippedCheckDecidesNullAsDocumented) {
                               "NVLink fabric registered"}) {
       fail(std::string("l11-burn-in/gpu-state-after/") + check);
     }
-    for (const char* check : {"no row remap pending", "no volatile uncorrectable ECC errors", "NVLink fabric registered"}) {
+    for (const char* check :
+         {"no row remap pending", "no volatile uncorrectable ECC errors", "NVLink fabric registered"}) {
       fail(std::string("quarantine-validation/gpu-state-after/") + check);
     }
     for (const char* workflow : {"l11-burn-in", "pre-job-health", "quarantine-validation"}) {
