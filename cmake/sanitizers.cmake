@@ -14,6 +14,11 @@ elseif(KILN_SANITIZE STREQUAL "address")
   set(KILN_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 elseif(KILN_SANITIZE STREQUAL "thread")
   set(KILN_SANITIZE_FLAGS -fsanitize=thread)
+  # GCC's -Wtsan: "atomic_thread_fence is not supported with -fsanitize=thread", raised by
+  # Boost.Asio's headers (detail/std_fenced_block.hpp, detail/atomic_count.hpp) in every file
+  # that includes Asio. Kiln's own code has no fences. Left a warning, so one of ours would
+  # still show; a race report that comes from those fences goes to deploy/sanitizers/tsan.supp.
+  list(APPEND KILN_WARNINGS -Wno-error=tsan)
 else()
   message(FATAL_ERROR "KILN_SANITIZE must be empty, address or thread, not '${KILN_SANITIZE}'")
 endif()
