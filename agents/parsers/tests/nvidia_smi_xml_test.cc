@@ -181,7 +181,7 @@ TEST(NvidiaSmiXmlParserTest, Driver375V8YieldsTemperaturePowerMemoryClocksAndRet
   EXPECT_EQ(gpu["fb_memory_mib"], (json{{"total", 16276}, {"reserved", nullptr}, {"used", 0}, {"free", 16276}}));
   EXPECT_EQ(gpu["clocks_mhz"]["current"], (json{{"graphics", 1189}, {"sm", 1189}, {"memory", 715}, {"video", 1240}}));
   EXPECT_EQ(gpu["clocks_mhz"]["max"], (json{{"graphics", 1480}, {"sm", 1480}, {"memory", 715}, {"video", 1480}}));
-  EXPECT_EQ(gpu["utilization_pct"], (json{{"gpu", 0}, {"memory", 0}, {"encoder", 0}, {"decoder", 0}}));
+  EXPECT_EQ(gpu["utilization_pct"], (json{{"gpu", 33.4}, {"memory", 0}, {"encoder", 0}, {"decoder", 0}}));
   EXPECT_EQ(gpu["retired_pages"], (json{{"single_bit", 2}, {"double_bit", 1}, {"pending", true}}));
   EXPECT_EQ(doc["gpus"][0]["retired_pages"], (json{{"single_bit", 0}, {"double_bit", 0}, {"pending", false}}));
 }
