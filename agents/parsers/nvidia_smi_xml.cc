@@ -226,16 +226,23 @@ json retiredPages(const pugi::xml_node& gpu) {
           {"pending", pending ? json(*pending) : json(nullptr)}};
 }
 
+// Absolute thresholds (all drivers up to ~570) and, from ~575, thresholds as T.Limit margins
+// (`gpu_temp_*_tlimit_threshold`: degrees relative to the slowdown limit, often negative) beside
+// the current margin `gpu_temp_tlimit`. The two kinds are kept apart, never converted.
 json temperature(const pugi::xml_node& gpu) {
   pugi::xml_node t = gpu.child("temperature");
   return {{"gpu", measureAt(t, "gpu_temp")},
           {"memory", measureAt(t, "memory_temp")},
-          {"tlimit", measureAt(t, "gpu_temp_tlimit")},
           {"shutdown", measureAt(t, "gpu_temp_max_threshold")},
           {"slowdown", measureAt(t, "gpu_temp_slow_threshold")},
           {"max_operating", measureAt(t, "gpu_temp_max_gpu_threshold")},
           {"max_memory", measureAt(t, "gpu_temp_max_mem_threshold")},
-          {"target", measureAt(t, "gpu_target_temperature")}};
+          {"target", measureAt(t, "gpu_target_temperature")},
+          {"tlimit", measureAt(t, "gpu_temp_tlimit")},
+          {"tlimit_shutdown", measureAt(t, "gpu_temp_max_tlimit_threshold")},
+          {"tlimit_slowdown", measureAt(t, "gpu_temp_slow_tlimit_threshold")},
+          {"tlimit_max_operating", measureAt(t, "gpu_temp_max_gpu_tlimit_threshold")},
+          {"tlimit_max_memory", measureAt(t, "gpu_temp_max_mem_tlimit_threshold")}};
 }
 
 // One <power_readings> (v8-v11), <gpu_power_readings> or <module_power_readings> (v12) block.

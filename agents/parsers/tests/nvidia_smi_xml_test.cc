@@ -172,8 +172,9 @@ TEST(NvidiaSmiXmlParserTest, Driver375V8YieldsTemperaturePowerMemoryClocksAndRet
   json doc = parseOk(readTestdata("nvidia_smi_p100_375_v8.xml"));
   const json& gpu = doc["gpus"][1];
   EXPECT_EQ(gpu["temperature_c"],
-            (json{{"gpu", 71}, {"memory", nullptr}, {"tlimit", nullptr}, {"shutdown", 85}, {"slowdown", 82},
-                  {"max_operating", nullptr}, {"max_memory", nullptr}, {"target", nullptr}}));
+            (json{{"gpu", 71}, {"memory", nullptr}, {"shutdown", 85}, {"slowdown", 82}, {"max_operating", nullptr},
+                  {"max_memory", nullptr}, {"target", nullptr}, {"tlimit", nullptr}, {"tlimit_shutdown", nullptr},
+                  {"tlimit_slowdown", nullptr}, {"tlimit_max_operating", nullptr}, {"tlimit_max_memory", nullptr}}));
   // v8: power_limit is the requested limit, enforced_power_limit the one in force.
   EXPECT_EQ(gpu["power_w"], (json{{"draw", 287.54}, {"draw_average", nullptr}, {"limit", 300.0},
                                   {"requested_limit", 300.0}, {"default_limit", 300.0},
@@ -201,8 +202,9 @@ TEST(NvidiaSmiXmlParserTest, Driver535H100ReadsMigDevicesAndGpuPowerReadings) {
   EXPECT_EQ(mig["utilization_pct"],
             (json{{"gpu", nullptr}, {"memory", nullptr}, {"encoder", nullptr}, {"decoder", nullptr}}));
   EXPECT_EQ(mig["temperature_c"],
-            (json{{"gpu", 36}, {"memory", 44}, {"tlimit", nullptr}, {"shutdown", 92}, {"slowdown", 89},
-                  {"max_operating", 87}, {"max_memory", 95}, {"target", nullptr}}));
+            (json{{"gpu", 36}, {"memory", 44}, {"shutdown", 92}, {"slowdown", 89}, {"max_operating", 87},
+                  {"max_memory", 95}, {"target", nullptr}, {"tlimit", nullptr}, {"tlimit_shutdown", nullptr},
+                  {"tlimit_slowdown", nullptr}, {"tlimit_max_operating", nullptr}, {"tlimit_max_memory", nullptr}}));
   EXPECT_EQ(mig["power_w"], (json{{"draw", 112.43}, {"draw_average", nullptr}, {"limit", 700.0},
                                   {"requested_limit", 700.0}, {"default_limit", 700.0},
                                   {"min_limit", 200.0}, {"max_limit", 700.0}}));
@@ -235,9 +237,11 @@ TEST(NvidiaSmiXmlParserTest, Driver580Gb300ReadsInstantAndModulePower) {
                                   {"min_limit", 200.0}, {"max_limit", 1400.0}}));
   EXPECT_EQ(gpu["module_power_w"]["draw"], 425.1);
   EXPECT_EQ(gpu["module_power_w"]["limit"], 2600.0);
-  EXPECT_EQ(gpu["temperature_c"]["gpu"], 33);
-  EXPECT_EQ(gpu["temperature_c"]["tlimit"], 54);
-  EXPECT_EQ(gpu["temperature_c"]["memory"], 36);
+  // 575+ print thresholds as T.Limit margins (relative, negative past the limit), not absolute.
+  EXPECT_EQ(gpu["temperature_c"],
+            (json{{"gpu", 33}, {"memory", 36}, {"shutdown", nullptr}, {"slowdown", nullptr}, {"max_operating", nullptr},
+                  {"max_memory", nullptr}, {"target", nullptr}, {"tlimit", 54}, {"tlimit_shutdown", -12},
+                  {"tlimit_slowdown", -2}, {"tlimit_max_operating", 0}, {"tlimit_max_memory", -5}}));
   EXPECT_EQ(gpu["fb_memory_mib"], (json{{"total", 284208}, {"reserved", 1544}, {"used", 1}, {"free", 282663}}));
   EXPECT_EQ(gpu["clock_event_reasons_active"], json::array({"gpu_idle"}));
   EXPECT_EQ(gpu["fabric"]["state"], "Completed");
@@ -253,7 +257,9 @@ TEST(NvidiaSmiXmlParserTest, EveryNoValueSpellingIsNullNeverMissing) {
   EXPECT_TRUE(gpu["temperature_c"]["tlimit"].is_null());         // [N/A]
   EXPECT_TRUE(gpu["temperature_c"]["target"].is_null());         // [Not Supported]
   EXPECT_TRUE(gpu["temperature_c"]["memory"].is_null());         // Unknown Error
-  EXPECT_TRUE(gpu["temperature_c"]["shutdown"].is_null());       // N/A
+  EXPECT_TRUE(gpu["temperature_c"]["tlimit_shutdown"].is_null()); // [Unknown Error]
+  EXPECT_TRUE(gpu["temperature_c"]["tlimit_max_memory"].is_null()); // N/A
+  EXPECT_EQ(gpu["temperature_c"]["tlimit_slowdown"], -2);
   EXPECT_TRUE(gpu["power_w"]["draw_average"].is_null());         // [Unknown Error]
   EXPECT_EQ(gpu["power_w"]["draw"], 191.62);
   EXPECT_TRUE(gpu["module_power_w"]["draw"].is_null());          // [N/A]
@@ -282,7 +288,8 @@ TEST(NvidiaSmiXmlParserTest, EveryNoValueSpellingIsNullNeverMissing) {
         EXPECT_TRUE(g.contains(key)) << sample << " gpu " << g["index"] << " " << key;
       }
       for (const char* key :
-           {"gpu", "memory", "tlimit", "shutdown", "slowdown", "max_operating", "max_memory", "target"}) {
+           {"gpu", "memory", "shutdown", "slowdown", "max_operating", "max_memory", "target", "tlimit",
+            "tlimit_shutdown", "tlimit_slowdown", "tlimit_max_operating", "tlimit_max_memory"}) {
         EXPECT_TRUE(g["temperature_c"].contains(key)) << sample << " " << key;
       }
       for (const char* key :
