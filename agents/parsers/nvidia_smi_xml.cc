@@ -5,7 +5,7 @@
 //   <retired_pages> with <pending_retirement>, no <remapped_rows>, no <fabric>;
 // - v10/v11 (drivers 418-530): the same plus <remapped_rows>, <mig_mode>, <pending_blacklist>;
 // - v12 (drivers 535-580, Hopper, Blackwell, Grace hosts): <gpu_power_readings> with
-//   current_/requested_power_limit (power_draw until ~545, then instant_ and
+//   current_/requested_power_limit (power_draw until ~555, later instant_ and
 //   average_power_draw), <module_power_readings> (Grace-based modules), <clocks_event_reasons>,
 //   sram_/dram_ ECC counters, <fabric>, <gpu_recovery_action>.
 // Elements this code does not know are ignored wherever they appear.
@@ -226,7 +226,7 @@ json retiredPages(const pugi::xml_node& gpu) {
           {"pending", pending ? json(*pending) : json(nullptr)}};
 }
 
-// Absolute thresholds (all drivers up to ~570) and, from ~575, thresholds as T.Limit margins
+// Absolute thresholds (drivers up to ~550) and, from ~555, thresholds as T.Limit margins
 // (`gpu_temp_*_tlimit_threshold`: degrees relative to the slowdown limit, often negative) beside
 // the current margin `gpu_temp_tlimit`. The two kinds are kept apart, never converted.
 json temperature(const pugi::xml_node& gpu) {

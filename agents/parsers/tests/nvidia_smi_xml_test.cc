@@ -237,7 +237,7 @@ TEST(NvidiaSmiXmlParserTest, Driver580Gb300ReadsInstantAndModulePower) {
                                   {"min_limit", 200.0}, {"max_limit", 1400.0}}));
   EXPECT_EQ(gpu["module_power_w"]["draw"], 425.1);
   EXPECT_EQ(gpu["module_power_w"]["limit"], 2600.0);
-  // 575+ print thresholds as T.Limit margins (relative, negative past the limit), not absolute.
+  // ~555+ print thresholds as T.Limit margins (relative, negative past the limit), not absolute.
   EXPECT_EQ(gpu["temperature_c"],
             (json{{"gpu", 33}, {"memory", 36}, {"shutdown", nullptr}, {"slowdown", nullptr}, {"max_operating", nullptr},
                   {"max_memory", nullptr}, {"target", nullptr}, {"tlimit", 54}, {"tlimit_shutdown", -12},
