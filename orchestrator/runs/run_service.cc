@@ -7,6 +7,7 @@
 
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/runs/engine.h"
+#include "orchestrator/runs/report.h"
 #include "orchestrator/workflow/loader.h"
 
 namespace kiln::runs {
@@ -22,26 +23,6 @@ workflow::ParamValues paramsFrom(const json& j) {
   workflow::ParamValues out;
   for (const auto& [k, v] : j.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
   return out;
-}
-
-// `tails`: also the output tails (tens of KB; the run view reads them from the result itself).
-StepResult stepResultFrom(const json& b, bool tails = true) {
-  StepResult r;
-  r.started = b.value("started", true);
-  r.spawn_error = b.value("spawn_error", "");
-  r.exit_code = b.value("exit_code", -1);
-  r.signal = b.value("signal", 0);
-  r.timed_out = b.value("timed_out", false);
-  r.cancelled = b.value("cancelled", false);
-  r.duration_ms = b.value("duration_ms", std::int64_t{0});
-  if (tails) {
-    r.stdout_tail = b.value("stdout_tail", "");
-    r.stderr_tail = b.value("stderr_tail", "");
-  }
-  r.parsed = b.contains("parsed") ? b["parsed"] : json();
-  r.parse_error = b.value("parse_error", "");
-  r.note = b.value("agent_note", "");
-  return r;
 }
 
 const char* kPurposes[] = {"burn_in", "quarantine", "pre_job", "maintenance", "manual", "rollout"};
@@ -351,7 +332,7 @@ Result<json> RunService::runView(const std::string& id) {
           const json& res = it->second->result;
           j["stdout_tail"] = res.value("stdout_tail", "");
           j["stderr_tail"] = res.value("stderr_tail", "");
-          if (StepResult sr = stepResultFrom(res, /*tails=*/false); hasParsedOutput(sr)) parsed[r.step_id] = std::move(sr.parsed);
+          if (StepResult sr = storedStepResult(res, /*tails=*/false); hasParsedOutput(sr)) parsed[r.step_id] = std::move(sr.parsed);
         }
         steps.push_back(std::move(j));
       }
@@ -533,24 +514,17 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
   const auto now = clock_.now();
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const json& body = reports[i].body;
-    if (!body.is_object()) {
-      answers[i] = invalidContent("expected a JSON object");
-      continue;
-    }
-    if (!body.contains("lease") || !body["lease"].is_number_integer()) {
-      answers[i] = Error(invalidContent("the report needs its lease")).with("field", "lease");
-      continue;
-    }
-    if (body.contains("ready") && !body["ready"].is_boolean()) {
-      answers[i] = Error(invalidContent("ready must be true or false")).with("field", "ready");
+    auto decoded = decodeStepReport(body);
+    if (!decoded.ok()) {
+      answers[i] = decoded.error();
       continue;
     }
     const std::string id = reports[i].assignment_id;
-    auto result = std::make_shared<const StepResult>(stepResultFrom(body));
+    auto result = std::make_shared<const StepResult>(std::move(decoded->result));
     results[i] = result;
     Effects* out = &produced[i];
     StepLabel* label = &labels[i];
-    items.push_back({id, reports[i].host, body["lease"].get<int>(), &body,
+    items.push_back({id, reports[i].host, decoded->lease, &body,
                      reports[i].text.empty() ? nullptr : &reports[i].text,
                      engineFn([id, result, out, label, now](const Engine& e, GroupState& g) -> Result<Effects> {
                        for (const auto& h : g.hosts)
@@ -560,7 +534,7 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
                        if (fx.ok()) *out = *fx;
                        return fx;
                      }),
-                     body.value("ready", false)});
+                     decoded->ready});
     index.push_back(i);
   }
   bool run_complete = false;

@@ -166,6 +166,29 @@ TEST_F(AgentWorkTest, AReadyReportIsAnsweredWithTheHostsNextStep) {
   EXPECT_EQ(assignmentFor(1).value("step_id", ""), "second");
 }
 
+// A report whose fields have the wrong types is a 422 naming them, and kilnd goes on. Before the
+// report decoder (orchestrator/runs/report.h), an "exit_code" string threw nlohmann's type_error
+// on the gateway's report thread, outside every request's catch: an agent token could stop kilnd.
+TEST_F(AgentWorkTest, AReportOfTheWrongShapeIsRefusedAndKilndGoesOn) {
+  Reply started = call(*admin_, "POST", "/api/v1/workflow-runs",
+                       json{{"workflow", "two-steps"}, {"hosts", {hosts_[0]}}}.dump());
+  ASSERT_EQ(started.status, 201) << started.body;
+  json a = assignmentFor(0);
+  const std::string path = "/api/v1/assignments/" + a["id"].get<std::string>() + "/result";
+  for (const json& bad : {json{{"lease", a["lease"]}, {"exit_code", "0"}},
+                          json{{"lease", a["lease"]}, {"duration_ms", json::array()}, {"signal", 1e300}},
+                          json{{"lease", 1.5}}, json{{"lease", a["lease"]}, {"stdout_tail", json::object()}}}) {
+    Reply r = call(*agents_[0], "POST", path, bad.dump());
+    EXPECT_TRUE(isError(r, 422, "invalid_content")) << bad.dump() << " -> " << r.status << " " << r.body;
+  }
+  Reply health = call(*admin_, "GET", "/healthz");
+  ASSERT_EQ(health.status, 200) << health.body;
+  // The step was not settled by the refused reports: the good one is accepted.
+  Reply good = report(0, a);
+  ASSERT_EQ(good.status, 200) << good.body;
+  EXPECT_EQ(good.doc()["outcome"], "accepted");
+}
+
 // The run keeps only delta baselines in its state; the run view still shows every step's
 // parsed output, newest per step, read from the steps' results.
 TEST_F(AgentWorkTest, TheRunViewShowsEveryParsedOutputAlsoThoseTheRunStateDoesNotKeep) {

@@ -1,0 +1,114 @@
+#include "orchestrator/runs/report.h"
+
+#include <limits>
+#include <string>
+
+namespace kiln::runs {
+namespace {
+
+using nlohmann::json;
+
+// Reads body[key] into `out` when present and not null; a value of another type is a field error.
+class Reader {
+ public:
+  explicit Reader(const json& body) : body_(body) {}
+
+  void boolean(const char* key, bool& out) {
+    if (const json* v = find(key)) {
+      if (v->is_boolean()) out = v->get<bool>();
+      else fail(key, "expected true or false");
+    }
+  }
+  void text(const char* key, std::string& out) {
+    if (const json* v = find(key)) {
+      if (v->is_string()) out = v->get<std::string>();
+      else fail(key, "expected a string");
+    }
+  }
+  template <typename Int>
+  void whole(const char* key, Int& out, std::int64_t min, std::int64_t max) {
+    if (const json* v = find(key)) {
+      if (v->is_number_integer() && inRange(*v, min, max)) out = static_cast<Int>(v->get<std::int64_t>());
+      else fail(key, "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+  }
+  const json* find(const char* key) const {
+    auto it = body_.find(key);
+    return it == body_.end() || it->is_null() ? nullptr : &*it;
+  }
+  void fail(const std::string& key, const std::string& message) { errors_.push_back({key, message}); }
+  std::vector<FieldError>& errors() { return errors_; }
+
+ private:
+  static bool inRange(const json& v, std::int64_t min, std::int64_t max) {
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max);
+    const std::int64_t n = v.get<std::int64_t>();
+    return n >= min && n <= max;
+  }
+
+  const json& body_;
+  std::vector<FieldError> errors_;
+};
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr std::int64_t kIntMin = std::numeric_limits<int>::min();
+
+}  // namespace
+
+Result<StepReport> decodeStepReport(const json& body) {
+  if (!body.is_object()) return invalidContent("expected a JSON object");
+  StepReport r;
+  Reader in(body);
+  if (!in.find("lease")) in.fail("lease", "the report needs its lease");
+  else in.whole("lease", r.lease, 0, kIntMax);
+  in.boolean("ready", r.ready);
+  StepResult& s = r.result;
+  in.boolean("started", s.started);
+  in.text("spawn_error", s.spawn_error);
+  in.whole("exit_code", s.exit_code, kIntMin, kIntMax);
+  in.whole("signal", s.signal, 0, 255);
+  in.boolean("timed_out", s.timed_out);
+  in.boolean("cancelled", s.cancelled);
+  in.whole("duration_ms", s.duration_ms, 0, std::numeric_limits<std::int64_t>::max());
+  in.text("stdout_tail", s.stdout_tail);
+  in.text("stderr_tail", s.stderr_tail);
+  if (const json* parsed = in.find("parsed")) s.parsed = *parsed;
+  in.text("parse_error", s.parse_error);
+  in.text("agent_note", s.note);
+  if (!in.errors().empty()) {
+    Error e = invalidContent("invalid report: " + in.errors()[0].path + ": " + in.errors()[0].message);
+    e.fields = std::move(in.errors());
+    // The one-field form as well (details.field), as agents and scripts read it.
+    if (e.fields.size() == 1) e.with("field", e.fields[0].path);
+    return e;
+  }
+  return r;
+}
+
+StepResult storedStepResult(const json& b, bool tails) {
+  StepResult r;
+  auto get = [&b]<typename T>(const char* key, T fallback) -> T {
+    auto it = b.find(key);
+    if (it == b.end()) return fallback;
+    if constexpr (std::is_same_v<T, bool>) return it->is_boolean() ? it->template get<bool>() : fallback;
+    else if constexpr (std::is_same_v<T, std::string>) return it->is_string() ? it->template get<std::string>() : fallback;
+    else return it->is_number_integer() ? it->template get<T>() : fallback;
+  };
+  r.started = get("started", true);
+  r.spawn_error = get("spawn_error", std::string());
+  r.exit_code = get("exit_code", -1);
+  r.signal = get("signal", 0);
+  r.timed_out = get("timed_out", false);
+  r.cancelled = get("cancelled", false);
+  r.duration_ms = get("duration_ms", std::int64_t{0});
+  if (tails) {
+    r.stdout_tail = get("stdout_tail", std::string());
+    r.stderr_tail = get("stderr_tail", std::string());
+  }
+  r.parsed = b.contains("parsed") ? b["parsed"] : json();
+  r.parse_error = get("parse_error", std::string());
+  r.note = get("agent_note", std::string());
+  return r;
+}
+
+}  // namespace kiln::runs
