@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/yaml_json.h"
+#include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
 
 namespace kiln::api {
@@ -42,39 +42,10 @@ Status RequestContext::onlyQuery(std::initializer_list<const char*> allowed) con
   return Ok{};
 }
 
-Result<core::PageRequest> RequestContext::page() const {
-  core::PageRequest p;
-  p.cursor = query("cursor");
-  const std::string limit = query("limit");
-  if (!limit.empty()) {
-    int n = 0;
-    try {
-      std::size_t used = 0;
-      n = std::stoi(limit, &used);
-      if (used != limit.size()) throw std::invalid_argument("trailing");
-    } catch (...) {
-      return invalidArgument("limit must be a whole number from 1 to 1000");
-    }
-    if (n < 1 || n > 1000) return invalidArgument("limit must be a whole number from 1 to 1000");
-    p.limit = n;
-  }
-  return p;
-}
+Result<core::PageRequest> RequestContext::page() const { return decodePage(query("limit"), query("cursor")); }
 
 Result<nlohmann::json> RequestContext::jsonBody(bool yaml_ok) const {
-  const std::string type = req.header("content-type");
-  const bool is_json = type.find("json") != std::string::npos;
-  if (req.body.empty()) return invalidArgument("the request needs a body");
-  if (yaml_ok && !is_json) {
-    auto first = req.body.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos || req.body[first] != '{') return yamlToJson(req.body);
-  }
-  try {
-    return parseJson(req.body);
-  } catch (const nlohmann::json::exception& e) {
-    // parseJson lets out_of_range escape ("1e999999": number overflow); it is bad input too.
-    return invalidArgument(std::string("malformed JSON: ") + e.what());
-  }
+  return decodeDocument(req.body, req.header("content-type"), yaml_ok);
 }
 
 void Router::add(Route route) {

@@ -1,6 +1,7 @@
 // Fleet inventory, host actions and the capacity planner.
 
 #include "orchestrator/api/api.h"
+#include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/core/capacity.h"
 #include "orchestrator/core/fleet_spec.h"
@@ -137,46 +138,17 @@ void addFleetRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return body.error();
-                Error bad = invalidContent("invalid host action");
-                if (!body->is_object()) return invalidContent("expected a JSON object {action, reason}");
-                for (const auto& [k, _] : body->items())
-                  if (k != "action" && k != "reason" && k != "to") bad.fields.push_back({k, "unknown field"});
-                std::string action_name, reason;
-                if (!body->contains("action") || !(*body)["action"].is_string())
-                  bad.fields.push_back({"action", "is required (a string)"});
-                else action_name = (*body)["action"].get<std::string>();
-                if (body->contains("reason")) {
-                  if (!(*body)["reason"].is_string() || (*body)["reason"].get<std::string>().size() > 1000)
-                    bad.fields.push_back({"reason", "expected a string of at most 1000 characters"});
-                  else reason = (*body)["reason"].get<std::string>();
-                }
-                auto action = core::parseHostAction(action_name);
-                if (!action_name.empty() && (!action || core::actionKind(*action) == core::ActionKind::kSystem))
-                  bad.fields.push_back({"action", "unknown action '" + action_name +
-                                                      "' (expected allocate, release, drain, undrain, fail, repair, "
-                                                      "repair_complete, quarantine, retire or override)"});
-                std::optional<core::HostState> to;
-                if (action == core::HostAction::kOverride) {
-                  if (reason.empty()) bad.fields.push_back({"reason", "an override needs a reason"});
-                  auto t = body->contains("to") && (*body)["to"].is_string()
-                               ? core::parseHostState((*body)["to"].get<std::string>())
-                               : std::nullopt;
-                  if (!t) bad.fields.push_back({"to", "an override needs a target state"});
-                  to = t;
-                } else if (body->contains("to")) {
-                  bad.fields.push_back({"to", "only an override takes a target state"});
-                }
-                if (!bad.fields.empty()) {
-                  bad.message = "invalid host action: " + bad.fields[0].path + ": " + bad.fields[0].message;
-                  return bad;
-                }
-                if (core::actionKind(*action) == core::ActionKind::kAdmin && ctx.role != core::Role::kAdmin)
+                auto decoded = decodeHostAction(*body);
+                if (!decoded.ok()) return decoded.error();
+                const core::HostAction action = decoded->action;
+                const std::string action_name(core::hostActionName(action));
+                if (core::actionKind(action) == core::ActionKind::kAdmin && ctx.role != core::Role::kAdmin)
                   return Error(ErrorCode::kPermissionDenied, "'" + action_name + "' needs the admin role");
-                auto r = s.store->transitionHost({ctx.param("id"), *action, to, reason}, ctx.actor);
+                auto r = s.store->transitionHost({ctx.param("id"), action, decoded->to, decoded->reason}, ctx.actor);
                 if (!r.ok()) return r.error();
                 json out = toJson(*r);
                 // Every repair goes through quarantine validation before the pool (FACTS.md).
-                if ((*action == core::HostAction::kRepairComplete || *action == core::HostAction::kQuarantine) && s.runs) {
+                if ((action == core::HostAction::kRepairComplete || action == core::HostAction::kQuarantine) && s.runs) {
                   runs::StartRequest q;
                   q.workflow = "quarantine-validation";
                   q.hosts = {ctx.param("id")};

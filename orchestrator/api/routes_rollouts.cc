@@ -1,34 +1,15 @@
 // Bundles, compliance and rollouts.
 
 #include "orchestrator/api/api.h"
+#include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/rollouts/rollout_service.h"
 
 namespace kiln::api {
 namespace {
 
-// A verb's optional body: nothing, or {"reason": "..."} (at most 1000 characters).
 Result<std::string> verbReason(const RequestContext& ctx) {
-  if (ctx.req.body.find_first_not_of(" \t\r\n") == std::string::npos) return std::string();
-  auto body = ctx.jsonBody();
-  if (!body.ok()) return body.error();
-  if (!body->is_object()) return invalidContent("expected no body or a JSON object {\"reason\": \"...\"}");
-  Error bad = invalidContent("invalid body");
-  for (const auto& [k, _] : body->items())
-    if (k != "reason") bad.fields.push_back({k, "unknown field (the only one is reason)"});
-  std::string reason;
-  if (body->contains("reason")) {
-    const auto& r = (*body)["reason"];
-    if (!r.is_string() || r.get<std::string>().size() > 1000)
-      bad.fields.push_back({"reason", "expected a string of at most 1000 characters"});
-    else reason = r.get<std::string>();
-  }
-  if (!bad.fields.empty()) {
-    bad.message = "invalid body: " + bad.fields[0].path + ": " + bad.fields[0].message;
-    if (bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
-    return bad;
-  }
-  return reason;
+  return decodeVerbReason(ctx.req.body, ctx.req.header("content-type"));
 }
 
 }  // namespace

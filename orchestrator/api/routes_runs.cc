@@ -1,28 +1,13 @@
 // Workflows, workflow runs, the quarantine queue, and the agent endpoints.
 
 #include "orchestrator/api/api.h"
+#include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/run_service.h"
 
 namespace kiln::api {
-namespace {
-
 using nlohmann::json;
-
-Result<std::vector<std::string>> stringList(const json& body, const char* key) {
-  std::vector<std::string> out;
-  if (!body.contains(key)) return out;
-  const json& v = body[key];
-  if (!v.is_array()) return Error(invalidContent(std::string(key) + " must be a list of ids")).with("field", key);
-  for (const auto& e : v) {
-    if (!e.is_string()) return Error(invalidContent(std::string(key) + " must be a list of ids")).with("field", key);
-    out.push_back(e.get<std::string>());
-  }
-  return out;
-}
-
-}  // namespace
 
 void addRunRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/workflows", .role = core::Role::kViewer,
@@ -46,26 +31,9 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return body.error();
-                if (!body->is_object()) return invalidContent("expected {workflow, hosts | pods, params}");
-                for (const auto& [k, _] : body->items())
-                  if (k != "workflow" && k != "hosts" && k != "pods" && k != "params" && k != "purpose")
-                    return Error(invalidContent("unknown field '" + k + "'")).with("field", k);
-                runs::StartRequest req;
-                if (!body->contains("workflow") || !(*body)["workflow"].is_string())
-                  return Error(invalidContent("workflow is required")).with("field", "workflow");
-                req.workflow = (*body)["workflow"].get<std::string>();
-                auto hosts = stringList(*body, "hosts");
-                if (!hosts.ok()) return hosts.error();
-                auto pods = stringList(*body, "pods");
-                if (!pods.ok()) return pods.error();
-                req.hosts = *hosts;
-                req.pods = *pods;
-                if (body->contains("params")) req.params = (*body)["params"];
-                if (body->contains("purpose")) {
-                  if (!(*body)["purpose"].is_string()) return invalidContent("purpose must be a string");
-                  req.purpose = (*body)["purpose"].get<std::string>();
-                }
-                return jsonResult(s.runs->startRun(req, ctx.actor), 201);
+                auto req = decodeStartRun(*body);
+                if (!req.ok()) return req.error();
+                return jsonResult(s.runs->startRun(*req, ctx.actor), 201);
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflow-runs", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -95,13 +63,10 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return body.error();
-                if (!body->is_object() || !body->contains("host") || !(*body)["host"].is_string())
-                  return Error(invalidContent("host is required")).with("field", "host");
-                const std::string host = (*body)["host"].get<std::string>();
-                const std::string boot_id = body->value("boot_id", "");
-                const std::string version = body->value("agent_version", "");
-                json inventory = body->contains("inventory") ? (*body)["inventory"] : json::object();
-                auto t = s.run_store->enrollAgent(host, boot_id, version, inventory, ctx.actor);
+                auto reg = decodeAgentRegistration(*body);
+                if (!reg.ok()) return reg.error();
+                const std::string& host = reg->host;
+                auto t = s.run_store->enrollAgent(host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
                 if (!t.ok()) return t.error();
                 return jsonResponse(200, {{"host", host}, {"token", t->secret}, {"token_id", t->info.id}});
               }});
@@ -117,20 +82,12 @@ void addRunRoutes(Router& router, Services& s) {
                   done(q.error());
                   return;
                 }
-                int wait = 25;
-                if (!ctx.query("wait").empty()) {
-                  try {
-                    wait = std::stoi(ctx.query("wait"));
-                  } catch (...) {
-                    done(invalidArgument("wait must be a number of seconds (0-60)"));
-                    return;
-                  }
-                  if (wait < 0 || wait > 60) {
-                    done(invalidArgument("wait must be a number of seconds (0-60)"));
-                    return;
-                  }
+                auto wait = decodeSeconds(ctx.query("wait"), 0, 60, 25, "wait must be a number of seconds (0-60)");
+                if (!wait.ok()) {
+                  done(wait.error());
+                  return;
                 }
-                s.agents->poll(ctx.agent_host, ctx.query("boot_id"), wait, ctx.query("running"),
+                s.agents->poll(ctx.agent_host, ctx.query("boot_id"), *wait, ctx.query("running"),
                                [done](Result<std::optional<json>> r) {
                                  if (!r.ok()) return done(r.error());
                                  if (!*r) {

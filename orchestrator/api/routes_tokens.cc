@@ -1,6 +1,7 @@
 // POST/GET/DELETE /api/v1/tokens (admin).
 
 #include "orchestrator/api/api.h"
+#include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
 
 namespace kiln::api {
@@ -10,28 +11,9 @@ void addTokenRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return body.error();
-                if (!body->is_object()) return invalidContent("expected a JSON object {role, name, host}");
-                Error bad = invalidContent("invalid token request");
-                for (const auto& [k, _] : body->items())
-                  if (k != "role" && k != "name" && k != "host") bad.fields.push_back({k, "unknown field"});
-                std::optional<core::Role> role;
-                if (body->contains("role") && (*body)["role"].is_string())
-                  role = core::parseRole((*body)["role"].get<std::string>());
-                if (!role) bad.fields.push_back({"role", "expected viewer, operator, admin, agent or enroll"});
-                std::string name, host;
-                if (!body->contains("name") || !(*body)["name"].is_string() ||
-                    (*body)["name"].get<std::string>().empty() || (*body)["name"].get<std::string>().size() > 100)
-                  bad.fields.push_back({"name", "expected a string of 1-100 characters"});
-                else name = (*body)["name"].get<std::string>();
-                if (body->contains("host")) {
-                  if (!(*body)["host"].is_string()) bad.fields.push_back({"host", "expected a host id"});
-                  else host = (*body)["host"].get<std::string>();
-                }
-                if (!bad.fields.empty()) {
-                  bad.message = "invalid token request: " + bad.fields[0].path + ": " + bad.fields[0].message;
-                  return bad;
-                }
-                auto t = s.store->createToken(*role, name, host, ctx.actor);
+                auto req = decodeTokenRequest(*body);
+                if (!req.ok()) return req.error();
+                auto t = s.store->createToken(req->role, req->name, req->host, ctx.actor);
                 if (!t.ok()) return t.error();
                 auto j = toJson(t->info);
                 j["token"] = t->secret;  // shown once

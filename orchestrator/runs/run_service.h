@@ -17,6 +17,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
 #include "orchestrator/runs/run_store.h"
+#include "orchestrator/runs/start_request.h"
 #include "orchestrator/workflow/spec.h"
 
 namespace kiln::runs {
@@ -29,17 +30,6 @@ struct RunServiceOptions {
   // open group of a run: its verdict is due at the next tick(). Lets the controller wake at
   // once instead of at its next periodic pass.
   std::function<void()> on_run_complete;
-};
-
-struct StartRequest {
-  std::string workflow;
-  std::vector<std::string> hosts;
-  std::vector<std::string> pods;
-  nlohmann::json params = nlohmann::json::object();
-  std::string purpose;  // burn_in | quarantine | pre_job | maintenance | manual | rollout; default from the workflow
-  // A controller's idempotency key: starting a run with an owner that already has one returns
-  // the existing run instead of a second one.
-  std::string owner;
 };
 
 struct RunStatus {

@@ -1,0 +1,190 @@
+#include "orchestrator/api/codecs.h"
+
+#include <charconv>
+
+#include "common/yaml_json.h"
+
+namespace kiln::api {
+namespace {
+
+using nlohmann::json;
+
+// `text` as a whole int, or nullopt (sign, digits only; no spaces, no trailing characters).
+std::optional<long long> wholeNumber(std::string_view text) {
+  long long n = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return n;
+}
+
+Result<std::vector<std::string>> stringList(const json& body, const char* key) {
+  std::vector<std::string> out;
+  if (!body.contains(key)) return out;
+  const json& v = body[key];
+  if (!v.is_array()) return Error(invalidContent(std::string(key) + " must be a list of ids")).with("field", key);
+  for (const auto& e : v) {
+    if (!e.is_string()) return Error(invalidContent(std::string(key) + " must be a list of ids")).with("field", key);
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+// A 422 naming every bad field, its message naming the first.
+Error fieldErrors(const std::string& what, std::vector<FieldError> fields, bool one_field_detail) {
+  Error bad = invalidContent(what + ": " + fields[0].path + ": " + fields[0].message);
+  bad.fields = std::move(fields);
+  if (one_field_detail && bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
+  return bad;
+}
+
+// body[key] as a string of at most `max` bytes, when present; a field error otherwise.
+void optionalText(const json& body, const char* key, std::size_t max, const std::string& message, std::string& out,
+                  std::vector<FieldError>& bad) {
+  auto it = body.find(key);
+  if (it == body.end()) return;
+  if (!it->is_string() || it->get_ref<const std::string&>().size() > max) bad.push_back({key, message});
+  else out = it->get<std::string>();
+}
+
+}  // namespace
+
+Result<json> decodeDocument(std::string_view body, std::string_view content_type, bool yaml_ok) {
+  const bool is_json = content_type.find("json") != std::string_view::npos;
+  if (body.empty()) return invalidArgument("the request needs a body");
+  if (yaml_ok && !is_json) {
+    auto first = body.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos || body[first] != '{') return yamlToJson(body);
+  }
+  try {
+    return parseJson(body);
+  } catch (const json::exception& e) {
+    // parseJson lets out_of_range escape ("1e999999": number overflow); it is bad input too.
+    return invalidArgument(std::string("malformed JSON: ") + e.what());
+  }
+}
+
+Result<core::PageRequest> decodePage(std::string_view limit, std::string_view cursor) {
+  core::PageRequest p;
+  p.cursor = std::string(cursor);
+  if (!limit.empty()) {
+    auto n = wholeNumber(limit);
+    if (!n || *n < 1 || *n > 1000) return invalidArgument("limit must be a whole number from 1 to 1000");
+    p.limit = static_cast<int>(*n);
+  }
+  return p;
+}
+
+Result<int> decodeSeconds(std::string_view text, int min, int max, int fallback, const std::string& message) {
+  if (text.empty()) return fallback;
+  auto n = wholeNumber(text);
+  if (!n || *n < min || *n > max) return invalidArgument(message);
+  return static_cast<int>(*n);
+}
+
+Result<runs::StartRequest> decodeStartRun(const json& body) {
+  if (!body.is_object()) return invalidContent("expected {workflow, hosts | pods, params}");
+  for (const auto& [k, _] : body.items())
+    if (k != "workflow" && k != "hosts" && k != "pods" && k != "params" && k != "purpose")
+      return Error(invalidContent("unknown field '" + k + "'")).with("field", k);
+  runs::StartRequest req;
+  if (!body.contains("workflow") || !body["workflow"].is_string())
+    return Error(invalidContent("workflow is required")).with("field", "workflow");
+  req.workflow = body["workflow"].get<std::string>();
+  auto hosts = stringList(body, "hosts");
+  if (!hosts.ok()) return hosts.error();
+  auto pods = stringList(body, "pods");
+  if (!pods.ok()) return pods.error();
+  req.hosts = std::move(*hosts);
+  req.pods = std::move(*pods);
+  // Parameters are checked by the run service against the workflow, with its other fields.
+  if (body.contains("params")) req.params = body["params"];
+  if (body.contains("purpose")) {
+    if (!body["purpose"].is_string()) return Error(invalidContent("purpose must be a string")).with("field", "purpose");
+    req.purpose = body["purpose"].get<std::string>();
+  }
+  return req;
+}
+
+Result<HostActionBody> decodeHostAction(const json& body) {
+  if (!body.is_object()) return invalidContent("expected a JSON object {action, reason}");
+  std::vector<FieldError> bad;
+  for (const auto& [k, _] : body.items())
+    if (k != "action" && k != "reason" && k != "to") bad.push_back({k, "unknown field"});
+  HostActionBody out;
+  std::string action_name;
+  if (!body.contains("action") || !body["action"].is_string()) bad.push_back({"action", "is required (a string)"});
+  else action_name = body["action"].get<std::string>();
+  optionalText(body, "reason", 1000, "expected a string of at most 1000 characters", out.reason, bad);
+  auto action = core::parseHostAction(action_name);
+  if (!action_name.empty() && (!action || core::actionKind(*action) == core::ActionKind::kSystem))
+    bad.push_back({"action", "unknown action '" + action_name +
+                                 "' (expected allocate, release, drain, undrain, fail, repair, "
+                                 "repair_complete, quarantine, retire or override)"});
+  if (action == core::HostAction::kOverride) {
+    if (out.reason.empty()) bad.push_back({"reason", "an override needs a reason"});
+    auto t = body.contains("to") && body["to"].is_string() ? core::parseHostState(body["to"].get<std::string>())
+                                                           : std::nullopt;
+    if (!t) bad.push_back({"to", "an override needs a target state"});
+    out.to = t;
+  } else if (body.contains("to")) {
+    bad.push_back({"to", "only an override takes a target state"});
+  }
+  if (!bad.empty()) return fieldErrors("invalid host action", std::move(bad), /*one_field_detail=*/false);
+  out.action = *action;
+  return out;
+}
+
+Result<TokenBody> decodeTokenRequest(const json& body) {
+  if (!body.is_object()) return invalidContent("expected a JSON object {role, name, host}");
+  std::vector<FieldError> bad;
+  for (const auto& [k, _] : body.items())
+    if (k != "role" && k != "name" && k != "host") bad.push_back({k, "unknown field"});
+  TokenBody out;
+  std::optional<core::Role> role;
+  if (body.contains("role") && body["role"].is_string()) role = core::parseRole(body["role"].get<std::string>());
+  if (!role) bad.push_back({"role", "expected viewer, operator, admin, agent or enroll"});
+  if (!body.contains("name") || !body["name"].is_string() || body["name"].get_ref<const std::string&>().empty() ||
+      body["name"].get_ref<const std::string&>().size() > 100)
+    bad.push_back({"name", "expected a string of 1-100 characters"});
+  else out.name = body["name"].get<std::string>();
+  if (body.contains("host")) {
+    if (!body["host"].is_string()) bad.push_back({"host", "expected a host id"});
+    else out.host = body["host"].get<std::string>();
+  }
+  if (!bad.empty()) return fieldErrors("invalid token request", std::move(bad), /*one_field_detail=*/false);
+  out.role = *role;
+  return out;
+}
+
+Result<std::string> decodeVerbReason(std::string_view raw, std::string_view content_type) {
+  if (raw.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::string();
+  auto body = decodeDocument(raw, content_type, /*yaml_ok=*/false);
+  if (!body.ok()) return body.error();
+  if (!body->is_object()) return invalidContent("expected no body or a JSON object {\"reason\": \"...\"}");
+  std::vector<FieldError> bad;
+  for (const auto& [k, _] : body->items())
+    if (k != "reason") bad.push_back({k, "unknown field (the only one is reason)"});
+  std::string reason;
+  optionalText(*body, "reason", 1000, "expected a string of at most 1000 characters", reason, bad);
+  if (!bad.empty()) return fieldErrors("invalid body", std::move(bad), /*one_field_detail=*/true);
+  return reason;
+}
+
+Result<AgentRegistration> decodeAgentRegistration(const json& body) {
+  if (!body.is_object() || !body.contains("host") || !body["host"].is_string())
+    return Error(invalidContent("host is required")).with("field", "host");
+  AgentRegistration out;
+  out.host = body["host"].get<std::string>();
+  std::vector<FieldError> bad;
+  optionalText(body, "boot_id", 256, "expected a string of at most 256 characters", out.boot_id, bad);
+  optionalText(body, "agent_version", 256, "expected a string of at most 256 characters", out.agent_version, bad);
+  if (body.contains("inventory")) {
+    if (body["inventory"].is_object()) out.inventory = body["inventory"];
+    else if (!body["inventory"].is_null()) bad.push_back({"inventory", "expected an object"});
+  }
+  if (!bad.empty()) return fieldErrors("invalid registration", std::move(bad), /*one_field_detail=*/true);
+  return out;
+}
+
+}  // namespace kiln::api
