@@ -1,6 +1,7 @@
 #include "orchestrator/workflow/loader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -10,6 +11,7 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/yaml_json.h"
 #include "orchestrator/workflow/checks.h"
 #include "orchestrator/workflow/substitute.h"
 
@@ -32,7 +34,9 @@ struct Entry {
 };
 using Entries = std::map<std::string, Entry>;
 
-std::string quoteText(const std::string& s) { return json(s).dump(); }
+std::string quoteText(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string describeNode(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
@@ -859,6 +863,21 @@ std::vector<Problem> sortedByPosition(std::vector<Problem> v) {
 // loadWorkflow's result, or its problems when invalid (for the directory loader).
 std::variant<WorkflowSpec, std::vector<Problem>> loadOrProblems(std::string_view yaml_text,
                                                                 std::string_view source_name) {
+  if (auto bad = kiln::findInvalidUtf8(yaml_text)) {
+    // Every string of a spec ends up in JSON (the API, check messages): it must be UTF-8.
+    Problem p;
+    p.line = static_cast<int>(bad->line);
+    p.column = static_cast<int>(bad->column);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", bad->byte);
+    p.message = std::string("not UTF-8 text (byte ") + byte + ")";
+    return std::vector<Problem>{p};
+  }
+  if (auto nesting = kiln::checkYamlNesting(yaml_text); !nesting.ok()) {
+    Problem p;
+    p.message = nesting.error().message;
+    return std::vector<Problem>{p};
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));

@@ -119,6 +119,21 @@ TEST(WorkflowLoaderTest, UnknownKeyNamesFileLineColumnAndPath) {
       << e.message;
 }
 
+// Found by tests/fuzz (workflow_yaml): a byte that is not UTF-8 in a string made the loader's
+// error quoting throw nlohmann's type_error out of loadWorkflow (kilnd's PUT answered with the
+// library's message; a workflows/ file would have stopped kilnd at start). It is a YAML error
+// with its position now, and specs hold only UTF-8.
+TEST(WorkflowLoaderTest, TextThatIsNotUtf8IsAnErrorWithItsPosition) {
+  const Error e = errorsOf(replaced(kValid, "run: [nvidia-smi, -q, -x]", "run: [\"nvidia-smi\xff\"]"));
+  EXPECT_EQ(e.message.rfind("wf.yaml:10:22: ", 0), 0u) << e.message;
+  EXPECT_NE(e.message.find("not UTF-8 text (byte 0xFF)"), std::string::npos) << e.message;
+}
+
+TEST(WorkflowLoaderTest, NestingPastTheBoundIsAnError) {
+  const Error e = errorsOf(replaced(kValid, "fields: [crc_flit, replay]", "fields: " + std::string(300, '[')));
+  EXPECT_NE(e.message.find("nested deeper than 256"), std::string::npos) << e.message;
+}
+
 TEST(WorkflowLoaderTest, BadDurationGivesTheExampleMessage) {
   Error e = errorsOf(replaced(kValid, "timeout: 10s", "timeout: fast"));
   EXPECT_EQ(e.message,
