@@ -1,5 +1,9 @@
 #include "agents/agent/protocol.h"
 
+#include <cctype>
+#include <limits>
+#include <type_traits>
+
 namespace kiln::agent {
 namespace {
 
@@ -9,10 +13,25 @@ template <typename T>
 Result<T> field(const json& j, const char* name, T fallback) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    return invalidContent(std::string("assignment: '") + name + "' has the wrong type");
+  const auto wrong = [name] { return invalidContent(std::string("assignment: '") + name + "' has the wrong type"); };
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float to an integer with a cast (undefined behaviour out of range)
+    // and a large integer by truncation: only whole numbers that fit.
+    if (!it->is_number_integer()) return wrong();
+    if (it->is_number_unsigned()) {
+      const auto u = it->template get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return wrong();
+      return static_cast<T>(u);
+    }
+    const auto n = it->template get<std::int64_t>();
+    if (n < std::numeric_limits<T>::min() || n > std::numeric_limits<T>::max()) return wrong();
+    return static_cast<T>(n);
+  } else {
+    try {
+      return it->template get<T>();
+    } catch (const json::exception&) {
+      return wrong();
+    }
   }
 }
 

@@ -26,6 +26,10 @@ std::optional<TimePoint> parseTime(const std::string& text) {
   if (!(rest.empty() || rest == "Z" || rest == "+00:00")) return std::nullopt;
   const std::time_t t = timegm(&tm);
   if (t == -1) return std::nullopt;
+  // TimePoint counts nanoseconds in an int64: years past 2262 (or before 1677) overflow it
+  // (undefined behaviour in from_time_t, found by fuzzing). No interruption is that far out.
+  constexpr std::time_t kLimit = 9'000'000'000;  // ~2255
+  if (t < -kLimit || t > kLimit) return std::nullopt;
   return std::chrono::system_clock::from_time_t(t);
 }
 
@@ -38,7 +42,7 @@ std::string formatTime(TimePoint t) {
   return buf;
 }
 
-Result<std::pair<json, bool>> ReliabilityService::record(const json& b, const core::Actor& actor) {
+Result<Interruption> decodeInterruption(const json& b) {
   if (!b.is_object()) return invalidContent("expected an interruption object");
   Error bad = invalidContent("invalid interruption");
   auto fail = [&](const std::string& p, const std::string& m) { bad.fields.push_back({p, m}); };
@@ -92,6 +96,13 @@ Result<std::pair<json, bool>> ReliabilityService::record(const json& b, const co
     bad.message = "invalid interruption: " + bad.fields[0].path + ": " + bad.fields[0].message;
     return bad;
   }
+  return i;
+}
+
+Result<std::pair<json, bool>> ReliabilityService::record(const json& body, const core::Actor& actor) {
+  auto decoded = decodeInterruption(body);
+  if (!decoded.ok()) return decoded.error();
+  const Interruption& i = *decoded;
   auto created = store_.record(i, actor);
   if (!created.ok()) return created.error();
   json j = {{"id", i.id}, {"at", formatTime(i.at)}, {"job", i.job}, {"hosts", i.hosts}, {"cause", i.cause},

@@ -26,6 +26,10 @@ struct Interruption {
   bool candidate = false;
 };
 
+// POST /api/v1/interruptions as an Interruption: {id, at, cause, hosts | pod, job?, job_gpus?,
+// owner?, description?}. Every bad field in one kInvalidContent. Pure (the REST codec).
+Result<Interruption> decodeInterruption(const nlohmann::json& body);
+
 struct Scope {
   std::string site, building, platform;
 };
