@@ -3,7 +3,7 @@
 # PostgreSQL 15 (as the unprivileged user "kiln", fsync off, removed afterwards), then ctest.
 #
 #   deploy/test.sh                 # everything
-#   deploy/test.sh -L unit         # one tier (labels: unit, exec, store, api, e2e, browser, prometheus)
+#   deploy/test.sh -L unit         # one tier (labels: unit, exec, store, api, e2e, browser, prometheus, fuzz)
 #   deploy/test.sh -R PgStoreTest  # extra arguments go to ctest
 #   deploy/test.sh --sanitize=address  # unit, exec, store and api tiers under ASan + LSan + UBSan (build-asan/)
 #   deploy/test.sh --sanitize=thread   # executor, agent gateway and rollout controller tests under TSan (build-tsan/)
@@ -32,6 +32,10 @@ if [ -z "$SANITIZE" ]; then
   BUILD=${KILN_BUILD_DIR:-$KILN_ROOT/build}
   log "building in $BUILD"
   kiln_build "$BUILD"
+  # The fuzz label runs the libFuzzer targets, a clang build of their own (tests/fuzz).
+  log "building the fuzz targets in $BUILD-fuzz (clang, ASan + UBSan)"
+  kiln_build_fuzz "$BUILD-fuzz"
+  export KILN_FUZZ_REQUIRED=1
 else
   SUPP=$KILN_ROOT/deploy/sanitizers
   if [ "$SANITIZE" = address ]; then

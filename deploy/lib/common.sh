@@ -13,6 +13,7 @@ KILN_PACKAGES=(
   libgtest-dev libgmock-dev
   postgresql postgresql-client curl
   prometheus  # promtool and a real Prometheus server for the prometheus test label (issue 16)
+  clang libfuzzer-14-dev  # the libFuzzer targets of tests/fuzz (ctest label fuzz, deploy/fuzz.sh)
 )
 
 log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }
@@ -40,6 +41,16 @@ kiln_build() {
     -DKILN_SKIP_AGENTS=OFF -DKILN_SKIP_CLI=OFF -DKILN_SKIP_TESTS=OFF "$@" >/dev/null \
     || die "cmake configure failed"
   cmake --build "$dir" -j2 || die "build failed"
+}
+
+# kiln_build_fuzz DIR: the libFuzzer targets (tests/fuzz) in a clang build with ASan and UBSan;
+# only they and the libraries they link are built. The default build's `ctest -L fuzz` runs them
+# from DIR (its KILN_FUZZ_BINARY_DIR, by default the build dir's name with -fuzz).
+kiln_build_fuzz() {
+  local dir=$1
+  CXX=clang++ cmake -S "$KILN_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON >/dev/null \
+    || die "cmake configure of the fuzz build failed"
+  cmake --build "$dir" -j2 --target kiln_fuzzers || die "fuzz build failed"
 }
 
 # PostgreSQL refuses to run as root: a dedicated unprivileged user owns the clusters.
