@@ -32,7 +32,14 @@ Result<ClientResponse> Client::request(const std::string& method, const std::str
     req.set_request_uri(path_and_query);
     if (!options_.token.empty()) req.headers().add("Authorization", "Bearer " + options_.token);
     for (const auto& [k, v] : headers) req.headers().add(k, v);
-    if (!body.empty() || method == "POST" || method == "PUT") req.set_body(body, content_type);
+    if (!body.empty() || method == "POST" || method == "PUT") {
+      // The body as bytes, not through set_body(std::string): that one reads a
+      // streambuf<char> through a streambuf<unsigned char> (a cast in cpprest's headers), which
+      // UBSan reports as a call on an object of the wrong type (vptr check). With the
+      // Content-Type set first, the bytes overload keeps it.
+      req.headers().set_content_type(content_type);
+      req.set_body(std::vector<unsigned char>(body.begin(), body.end()));
+    }
     wh::http_response resp = impl_->client->request(req).get();
     ClientResponse out;
     out.status = resp.status_code();
