@@ -10,6 +10,9 @@ if(KILN_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "KILN_FUZZ needs clang (Debian: clang, libfuzzer-14-dev): CXX=clang++ cmake -DKILN_FUZZ=ON ...")
   endif()
+  # -O1 and line tables only: quicker to build (deploy/test.sh builds this every run), enough
+  # for stack traces; asserts stay on (no NDEBUG), so Result's checks fire under the fuzzer too.
+  set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O1 -gline-tables-only" CACHE STRING "" FORCE)
   add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
                       -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
