@@ -36,16 +36,16 @@ import re, sys
 lines = open(sys.argv[1], errors="replace").read().splitlines()
 names, stats = {}, {}
 for line in lines:
-    m = re.match(r"\s*(\d+): Test command: .*/fuzz_(\w+) ", line)
+    m = re.match(r"\s*(\d+): Test command: .*/fuzz_(\w+)\"? ", line)
     if m: names[m.group(1)] = m.group(2)
     m = re.match(r"\s*(\d+): (.*)", line)
     if not m: continue
     num, text = m.groups()
     s = stats.setdefault(num, {})
     if (c := re.search(r"cov: (\d+) ft: (\d+) corp: (\d+)", text)): s["cov"], s["ft"], s["corp"] = c.groups()
-    if (c := re.match(r"stat::number_of_executed_units: (\d+)", text)): s["execs"] = c.group(1)
-    if (c := re.match(r"stat::average_exec_per_sec: (\d+)", text)): s["per_s"] = c.group(1)
-    if (c := re.match(r"stat::peak_rss_mb: (\d+)", text)): s["rss"] = c.group(1)
+    if (c := re.match(r"stat::number_of_executed_units:\s+(\d+)", text)): s["execs"] = c.group(1)
+    if (c := re.match(r"stat::average_exec_per_sec:\s+(\d+)", text)): s["per_s"] = c.group(1)
+    if (c := re.match(r"stat::peak_rss_mb:\s+(\d+)", text)): s["rss"] = c.group(1)
     if re.search(r"ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error:|fuzz property failed|deadly signal", text):
         s.setdefault("finding", text.strip()[:100])
 print(f"{'target':20} {'executions':>11} {'exec/s':>7} {'cov':>6} {'ft':>6} {'corpus':>6} {'rss MB':>6}  finding")
