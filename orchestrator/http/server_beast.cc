@@ -249,11 +249,22 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     read_body();
   }
 
+  // What a Reply holds. A handler may keep a Reply past the server (a parked long poll); when
+  // it lets go, the session must go before the core, since ~Session takes itself off the core's
+  // list. Members are destroyed in reverse order, so `self` goes first. (A lambda capturing both
+  // released the core first: ASan, heap-use-after-free in ~Session, kiln_agent_exec_test.)
+  struct ReplyHold {
+    ReplyHold(std::shared_ptr<Core> c, std::shared_ptr<Session> s) : core(std::move(c)), self(std::move(s)) {}
+    std::shared_ptr<Core> core;
+    std::shared_ptr<Session> self;
+    std::atomic<bool> answered{false};
+  };
+
   void dispatch(Request request) {
-    auto self = this->shared_from_this();
-    auto answered = std::make_shared<std::atomic<bool>>(false);
-    Reply reply = [self, core = core_.shared_from_this(), answered](Response r) {
-      if (answered->exchange(true)) return;  // a second answer would corrupt the connection
+    auto hold = std::make_shared<ReplyHold>(core_.shared_from_this(), this->shared_from_this());
+    Reply reply = [hold](Response r) {
+      if (hold->answered.exchange(true)) return;  // a second answer would corrupt the connection
+      auto self = hold->self;
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->answer(std::move(r), /*counted=*/true); });
     };
