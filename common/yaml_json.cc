@@ -154,6 +154,12 @@ std::optional<Utf8Problem> findInvalidUtf8(std::string_view text) {
   return std::nullopt;
 }
 
+std::string describe(const Utf8Problem& problem) {
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", problem.byte);
+  return std::string("not UTF-8 text (byte ") + byte + ")";
+}
+
 Status checkYamlNesting(std::string_view text) {
   if (yamlNestingBound(text) > kMaxDocumentDepth)
     return invalidArgument("YAML nested deeper than " + std::to_string(kMaxDocumentDepth) + " levels");
@@ -163,10 +169,8 @@ Status checkYamlNesting(std::string_view text) {
 Result<json> yamlToJson(std::string_view text) {
   try {
     if (auto bad = findInvalidUtf8(text)) {
-      char byte[8];
-      std::snprintf(byte, sizeof byte, "0x%02X", bad->byte);
       return invalidArgument("YAML error at line " + std::to_string(bad->line) + ", column " +
-                             std::to_string(bad->column) + ": not UTF-8 text (byte " + byte + ")");
+                             std::to_string(bad->column) + ": " + describe(*bad));
     }
     if (auto nesting = checkYamlNesting(text); !nesting.ok()) return nesting.error();
     YAML::Node root = YAML::Load(std::string(text));

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
@@ -29,6 +30,8 @@ struct Utf8Problem {
   unsigned char byte = 0;
 };
 std::optional<Utf8Problem> findInvalidUtf8(std::string_view text);
+// "not UTF-8 text (byte 0xFF)": the words every loader uses for a Utf8Problem.
+std::string describe(const Utf8Problem& problem);
 
 // kInvalidArgument when YAML text may nest deeper than kMaxDocumentDepth (a cheap upper bound
 // computed without parsing): call it before handing text to yaml-cpp, whose parser recurses.

@@ -1,7 +1,6 @@
 #include "orchestrator/workflow/loader.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -868,9 +867,7 @@ std::variant<WorkflowSpec, std::vector<Problem>> loadOrProblems(std::string_view
     Problem p;
     p.line = static_cast<int>(bad->line);
     p.column = static_cast<int>(bad->column);
-    char byte[8];
-    std::snprintf(byte, sizeof byte, "0x%02X", bad->byte);
-    p.message = std::string("not UTF-8 text (byte ") + byte + ")";
+    p.message = kiln::describe(*bad);
     return std::vector<Problem>{p};
   }
   if (auto nesting = kiln::checkYamlNesting(yaml_text); !nesting.ok()) {

@@ -42,7 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (which) {
     case 3: {
       auto r = kiln::api::decodeStartRun(*doc);
-      if (r.ok()) KILN_FUZZ_EXPECT(!r->workflow.empty() || doc->at("workflow") == "", "workflow");
+      // Every id given is kept, none made up.
+      if (r.ok()) KILN_FUZZ_EXPECT(r->hosts.size() == doc->value("hosts", nlohmann::json::array()).size() &&
+                                       r->pods.size() == doc->value("pods", nlohmann::json::array()).size(),
+                                   "hosts or pods lost");
       break;
     }
     case 4: {
