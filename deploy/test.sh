@@ -36,6 +36,9 @@ if [ -z "$SANITIZE" ]; then
   log "building the fuzz targets in $BUILD-fuzz (clang, ASan + UBSan)"
   kiln_build_fuzz "$BUILD-fuzz"
   export KILN_FUZZ_REQUIRED=1
+  # The api tier checks every answer against api/openapi.yaml with tests/contract's Ajv
+  # (installed by browser-deps.sh above): missing tools fail the run rather than skip the check.
+  export KILN_CONTRACT_REQUIRED=1
 else
   SUPP=$KILN_ROOT/deploy/sanitizers
   if [ "$SANITIZE" = address ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the console and its browser tests need: Node.js + npm (to build web/), Debian's
 # Chromium (tests drive /usr/bin/chromium through playwright-core; no browser downloads), and
-# the npm packages of tests/browser; then builds web/dist. Idempotent; deploy/test.sh runs it
+# the npm packages of tests/browser and tests/contract; then builds web/dist. Idempotent; deploy/test.sh runs it
 # when executable.
 #   deploy/lib/browser-deps.sh               # everything (tests)
 #   deploy/lib/browser-deps.sh --console-only # Node.js + npm and web/dist only (quickstart)
@@ -33,10 +33,14 @@ if [ "$major" -lt 20 ]; then
   say "warning: Node.js $(node --version) is older than 20: the console builds, but playwright-core (browser tests) needs 20+"
 fi
 
-cd "$ROOT/tests/browser"
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "tests/browser: npm ci"
-  npm ci --no-audit --no-fund --loglevel=error >/dev/null
-fi
+# tests/browser (playwright-core) and tests/contract (Spectral, Ajv: the REST contract's lint
+# and the api tier's response checks).
+for dir in tests/browser tests/contract; do
+  cd "$ROOT/$dir"
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "$dir: npm ci"
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  fi
+done
 
 "$ROOT/deploy/lib/web-build.sh"

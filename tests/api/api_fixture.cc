@@ -1,5 +1,6 @@
 #include "tests/api/api_fixture.h"
 
+#include "orchestrator/api/compress.h"
 #include "tests/support/loopback.h"
 
 #include <arpa/inet.h>
@@ -8,20 +9,90 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <boost/process.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 namespace kiln::apitest {
+namespace {
+
+// What the api tier received, checked against api/openapi.yaml when each test ends.
+struct Received {
+  std::string method, path, content_type, body;
+  int status = 0;
+};
+std::vector<Received>& received() {
+  static std::vector<Received> all;
+  return all;
+}
+
+void remember(const std::string& method, const std::string& path, const Reply& r) {
+  if (r.status == 0) return;
+  std::string body = r.body;
+  if (auto enc = r.headers.find("content-encoding"); enc != r.headers.end() && enc->second == "gzip") {
+    auto plain = api::gunzip(r.body);
+    EXPECT_TRUE(plain.has_value()) << method << " " << path << ": a gzip body that does not unpack";
+    body = plain.value_or("");
+  }
+  received().push_back({method, path, r.content_type, std::move(body), r.status});
+}
+
+std::string currentTestName() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return info ? std::string(info->test_suite_name()) + "." + info->name() : "";
+}
+
+}  // namespace
+
+void checkResponsesAgainstContract() {
+  std::vector<Received> batch;
+  batch.swap(received());
+  if (batch.empty()) return;
+  const std::string dir = KILN_CONTRACT_DIR;
+  const bool required = std::getenv("KILN_CONTRACT_REQUIRED") && std::string(std::getenv("KILN_CONTRACT_REQUIRED")) == "1";
+  if (std::ifstream(dir + "/node_modules/ajv/package.json").fail() || boost::process::search_path("node").empty()) {
+    if (required) ADD_FAILURE() << "cannot check responses against api/openapi.yaml: no node or no " << dir
+                                << "/node_modules (deploy/lib/browser-deps.sh installs them)";
+    return;
+  }
+  char path[] = "/tmp/kiln-api-responses-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  {
+    std::ofstream out(path);
+    const std::string test = currentTestName();
+    for (const auto& r : batch)
+      out << json{{"test", test}, {"method", r.method}, {"path", r.path}, {"status", r.status},
+                  {"content_type", r.content_type}, {"body", r.body}}
+                 .dump(-1, ' ', false, json::error_handler_t::replace)
+          << "\n";
+  }
+  namespace bp = boost::process;
+  bp::ipstream out;
+  bp::child node(bp::search_path("node"), dir + "/validate-responses.mjs", std::string(path), std::string(KILN_OPENAPI_DOC),
+                 (bp::std_out & bp::std_err) > out);
+  std::string report, line;
+  while (std::getline(out, line)) report += line + "\n";
+  node.wait();
+  ::unlink(path);
+  EXPECT_EQ(node.exit_code(), 0) << "responses that api/openapi.yaml does not allow:\n" << report;
+}
 
 json Reply::doc() const { return json::parse(body, nullptr, /*allow_exceptions=*/false); }
 
 Reply call(http::Client& client, const std::string& method, const std::string& path, const std::string& body,
-           const std::string& content_type) {
-  auto r = client.request(method, path, body, content_type);
+           const std::string& content_type, const std::map<std::string, std::string>& headers) {
+  auto r = client.request(method, path, body, content_type, headers);
   if (!r.ok()) {
     ADD_FAILURE() << method << " " << path << ": " << r.error().message;
     return {};
   }
-  return {r->status, r->body, r->content_type, r->headers};
+  Reply out{r->status, r->body, r->content_type, r->headers};
+  remember(method, path, out);
+  return out;
 }
 
 Reply rawCall(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
@@ -52,8 +123,9 @@ Reply rawCall(int port, const std::string& bytes, std::chrono::milliseconds time
       const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
       if (n <= 0) break;
       in.append(buf, static_cast<std::size_t>(n));
-      // Stop once a whole response with Content-Length is in.
+      // Stop once a whole response with Content-Length is in (a HEAD answer has no body).
       const auto end = in.find("\r\n\r\n");
+      if (end != std::string::npos && bytes.rfind("HEAD ", 0) == 0) break;
       if (end != std::string::npos) {
         std::string head = in.substr(0, end);
         for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -85,6 +157,15 @@ Reply rawCall(int port, const std::string& bytes, std::chrono::milliseconds time
   }
   out.body = in.substr(end + 4);
   out.content_type = out.headers["content-type"];
+  // The request line, for the contract check; bytes that are no request are not checked.
+  const auto first = bytes.find("\r\n");
+  const std::string request_line = bytes.substr(0, first);
+  const auto sp1 = request_line.find(' '), sp2 = request_line.rfind(' ');
+  const bool is_method = sp1 != std::string::npos && sp1 > 0 &&
+                         std::all_of(request_line.begin(), request_line.begin() + static_cast<std::ptrdiff_t>(sp1),
+                                     [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (is_method && sp2 > sp1 && out.headers.count("transfer-encoding") == 0)
+    remember(request_line.substr(0, sp1), request_line.substr(sp1 + 1, sp2 - sp1 - 1), out);
   return out;
 }
 
@@ -128,6 +209,7 @@ void ApiTest::SetUp() {
 }
 
 void ApiTest::TearDown() {
+  checkResponsesAgainstContract();
   admin_.reset();
   kilnd_.reset();  // stops kilnd before its database goes
   db_.reset();

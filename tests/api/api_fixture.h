@@ -28,12 +28,20 @@ struct Reply {
 };
 
 Reply call(http::Client& client, const std::string& method, const std::string& path,
-           const std::string& body = "", const std::string& content_type = "application/json");
+           const std::string& body = "", const std::string& content_type = "application/json",
+           const std::map<std::string, std::string>& headers = {});
 
 // Sends `bytes` as they are on a fresh connection to 127.0.0.1:port and reads the response
 // until the server closes or its Content-Length is complete. Status 0 when nothing came back.
 Reply rawCall(int port, const std::string& bytes,
               std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+// Checks every response call() and rawCall() received since the last check against
+// api/openapi.yaml (tests/contract/validate-responses.mjs: the status is one the operation
+// documents, the JSON body matches its schema); a mismatch fails the current test. ApiTest
+// runs it in TearDown. Needs node and tests/contract/node_modules; without them the check is
+// skipped, or fails when KILN_CONTRACT_REQUIRED=1 (deploy/test.sh sets it).
+void checkResponsesAgainstContract();
 
 // The DESIGN.md error body: {"error": {"code", "message", "details"}} with the given status
 // and code; message a non-empty string, details an object.
