@@ -9,7 +9,7 @@ KILN_PG_USER=kiln
 KILN_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache git
   libcpprest-dev libssl-dev libpqxx-dev libboost-dev libboost-filesystem-dev
-  libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpugixml-dev libjemalloc-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpugixml-dev libjemalloc-dev zlib1g-dev
   libgtest-dev libgmock-dev
   postgresql postgresql-client curl
   prometheus  # promtool and a real Prometheus server for the prometheus test label (issue 16)

@@ -156,6 +156,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void readHead() {
+    head_request_ = false;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     // The Handler's admit() holds the body limits; Beast's own (1 MiB by default) would refuse
@@ -178,6 +179,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     const auto& msg = parser_->get();
     version_ = msg.version();
     keep_alive_ = msg.keep_alive();
+    head_request_ = msg.method() == bhttp::verb::head;
     Request head;
     head.method = std::string(msg.method_string());
     auto target = splitTarget(std::string_view(msg.target().data(), msg.target().size()));
@@ -293,6 +295,18 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       res->prepare_payload();
     }
     res->keep_alive(!close);
+    if (head_request_ && !bodyless) {
+      // HEAD: the GET's head, Content-Length included (RFC 9110 9.3.2), and no body.
+      auto bare = std::make_shared<bhttp::response<bhttp::empty_body>>(res->result(), version_);
+      for (const auto& field : *res) bare->insert(field.name_string(), field.value());
+      bare->keep_alive(!close);
+      return write(std::move(bare), close, counted);
+    }
+    write(std::move(res), close, counted);
+  }
+
+  template <typename Message>
+  void write(std::shared_ptr<Message> res, bool close, bool counted) {
     tcp().expires_after(kWriteTimeout);
     bhttp::async_write(stream_, *res,
                        [self = this->shared_from_this(), res, close, counted](error_code ec, std::size_t) {
@@ -331,6 +345,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   unsigned version_ = 11;
+  bool head_request_ = false;  // the request being answered is a HEAD
   bool keep_alive_ = false;
   std::unique_ptr<std::array<char, 16384>> drop_;
 };
