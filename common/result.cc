@@ -15,6 +15,7 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::kUnauthenticated: return "unauthenticated";
     case ErrorCode::kPermissionDenied: return "permission_denied";
     case ErrorCode::kTooLarge: return "payload_too_large";
+    case ErrorCode::kPreconditionFailed: return "precondition_failed";
     case ErrorCode::kUnavailable: return "unavailable";
     case ErrorCode::kTimeout: return "timeout";
     case ErrorCode::kInternal: return "internal";
@@ -32,6 +33,7 @@ int httpStatus(ErrorCode code) {
     case ErrorCode::kUnauthenticated: return 401;
     case ErrorCode::kPermissionDenied: return 403;
     case ErrorCode::kTooLarge: return 413;
+    case ErrorCode::kPreconditionFailed: return 412;
     case ErrorCode::kUnavailable: return 503;
     case ErrorCode::kTimeout: return 504;
     case ErrorCode::kInternal: return 500;

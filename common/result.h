@@ -22,6 +22,7 @@ enum class ErrorCode {
   kUnauthenticated,   // 401
   kPermissionDenied,  // 403
   kTooLarge,          // 413
+  kPreconditionFailed,  // 412: an If-Match that no longer matches
   kUnavailable,       // 503: database down, shutting down
   kTimeout,           // 504 or a step timeout
   kInternal,          // 500: a bug

@@ -9,6 +9,7 @@
 
 #include "common/crypto.h"
 #include "common/log_context.h"
+#include "orchestrator/api/compress.h"
 #include "orchestrator/api/json_views.h"
 
 namespace kiln::api {
@@ -40,7 +41,52 @@ std::string objectKey(const std::string& pattern, const std::string& param) {
   return key.empty() ? param : key;
 }
 
+// The Allow header for the methods of a path: HEAD wherever GET is, and OPTIONS.
+std::string allowHeader(std::vector<std::string> methods) {
+  if (std::find(methods.begin(), methods.end(), "GET") != methods.end()) methods.push_back("HEAD");
+  methods.push_back("OPTIONS");
+  std::string allow;
+  for (const auto& m : methods) allow += (allow.empty() ? "" : ", ") + m;
+  return allow;
+}
+
 }  // namespace
+
+Result<http::Response> idempotentCreate(
+    const RequestContext& ctx, core::Store& store, const std::string& scope,
+    const std::function<Result<http::Response>(const std::optional<core::IdempotencyClaim>&)>& create,
+    const std::function<Result<nlohmann::json>(const std::string& object_id)>& replay) {
+  auto key = core::parseIdempotencyKey(ctx.req.header("idempotency-key"));
+  if (!key.ok()) return key.error();
+  if (!*key) return create(std::nullopt);
+  const core::IdempotencyClaim claim{**key, scope, sha256Hex(ctx.req.body)};
+  auto answer = [&](const core::IdempotencyRecord& seen) -> Result<http::Response> {
+    if (seen.scope != claim.scope || seen.fingerprint != claim.fingerprint) {
+      Error e = invalidContent("Idempotency-Key '" + claim.key + "' was already used for another request (" + seen.scope +
+                               " " + seen.object_id + "): a new request needs a new key");
+      e.fields.push_back({"Idempotency-Key", "already used with a different request"});
+      return e.with("object_id", seen.object_id);
+    }
+    auto view = replay(seen.object_id);
+    if (!view.ok()) return view.error();
+    http::Response resp = jsonResponse(200, *view);
+    resp.headers.emplace_back("Idempotent-Replayed", "true");
+    return resp;
+  };
+  auto seen = store.findIdempotencyKey(claim.key);
+  if (!seen.ok()) return seen.error();
+  if (*seen) return answer(**seen);
+  auto created = create(claim);
+  if (!created.ok() && created.error().code == ErrorCode::kConflict) {
+    const auto& details = created.error().details;
+    if (auto it = details.find("reason"); it != details.end() && it->second == core::kIdempotencyKeyTaken) {
+      auto winner = store.findIdempotencyKey(claim.key);
+      if (!winner.ok()) return winner.error();
+      if (*winner) return answer(**winner);
+    }
+  }
+  return created;
+}
 
 Router buildRouter(Services& services) {
   Router router;
@@ -122,14 +168,37 @@ void Api::guarded(const http::Reply& reply, const std::function<void()>& fn) {
 
 void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock::time_point start,
                 std::optional<Principal> pre) {
-  auto m = router_.match(req.method, req.path);
+  // HEAD is GET without the body (the server drops it and keeps Content-Length).
+  auto m = router_.match(req.method == "HEAD" ? "GET" : req.method, req.path);
+  if (!m.route && req.method == "OPTIONS" && !m.allowed_methods.empty()) {
+    // What the path allows; authenticated like the path's routes (only /healthz is open).
+    const Route* any = nullptr;
+    for (const auto& method : m.allowed_methods)
+      if (auto other = router_.match(method, req.path); other.route && (!any || other.route->role)) any = other.route;
+    core::Actor actor = kNobody;
+    if (any && any->role) {
+      auto found = pre ? Result<std::optional<Principal>>(pre) : authenticate(req, false);
+      if (!found.ok()) {
+        http::Response resp = errorResponse(found.error());
+        resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+        finish(req, any, kNobody, {}, start, std::move(resp), reply);
+        return;
+      }
+      actor = {(*found)->token_id, (*found)->name};
+    }
+    http::Response resp;
+    resp.status = 204;
+    resp.content_type.clear();
+    resp.headers.emplace_back("Allow", allowHeader(m.allowed_methods));
+    finish(req, any, actor, {}, start, std::move(resp), reply);
+    return;
+  }
   if (!m.route) {
     if (m.allowed_methods.empty()) {
       finish(req, nullptr, kNobody, {}, start, errorResponse(notFound("no route for " + req.method + " " + req.path)), reply);
       return;
     }
-    std::string allow;
-    for (const auto& a : m.allowed_methods) allow += (allow.empty() ? "" : ", ") + a;
+    const std::string allow = allowHeader(m.allowed_methods);
     Error e(ErrorCode::kMethodNotAllowed, "method " + req.method + " is not allowed on " + req.path);
     http::Response resp = errorResponse(e.with("allow", allow));
     resp.headers.emplace_back("Allow", allow);
@@ -183,6 +252,19 @@ void Api::finish(const http::Request& req, const Route* route, const core::Actor
   metrics_.record(req.method, pattern, status, secs);
   const std::string request_id = requestId(req);
   resp.headers.emplace_back("X-Request-Id", request_id);
+  // gzip for large text a client asked for it (the console's hosts pages and heatmap).
+  if (resp.status == 200 && worthCompressing(resp.content_type, resp.body.size())) {
+    resp.headers.emplace_back("Vary", "Accept-Encoding");
+    const bool encoded = std::any_of(resp.headers.begin(), resp.headers.end(), [](const auto& h) {
+      return h.first == "Content-Encoding";
+    });
+    if (!encoded && acceptsGzip(req.header("accept-encoding"))) {
+      if (auto packed = gzip(resp.body)) {
+        resp.body = std::move(*packed);
+        resp.headers.emplace_back("Content-Encoding", "gzip");
+      }
+    }
+  }
   reply(std::move(resp));
   const auto level = route && route->quiet && status < 400 ? spdlog::level::debug : spdlog::level::info;
   if (!log_->should_log(level)) return;

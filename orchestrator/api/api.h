@@ -71,6 +71,16 @@ void addRunRoutes(Router& router, Services& services);
 void addRolloutRoutes(Router& router, Services& services);
 void addReliabilityRoutes(Router& router, Services& services);
 
+// A create under the request's Idempotency-Key (POST /rollouts, POST /workflow-runs): without
+// the header, create(nullopt). With it, a key seen before answers the object it created
+// (`replay`, 200, Idempotent-Replayed: true) if the request is the same, 422 if it is not;
+// a new key goes to create() as a claim the store records with the object. Two replicas racing
+// on one key: the loser's store refuses the claim and it answers as a retry.
+Result<http::Response> idempotentCreate(
+    const RequestContext& ctx, core::Store& store, const std::string& scope,
+    const std::function<Result<http::Response>(const std::optional<core::IdempotencyClaim>&)>& create,
+    const std::function<Result<nlohmann::json>(const std::string& object_id)>& replay);
+
 // Every route of the API, for the OpenAPI contract test.
 Router buildRouter(Services& services);
 

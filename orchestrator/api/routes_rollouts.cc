@@ -12,6 +12,14 @@ Result<std::string> verbReason(const RequestContext& ctx) {
   return decodeVerbReason(ctx.req.body, ctx.req.header("content-type"));
 }
 
+// A bundle's answer with its `etag` as the ETag header too (If-Match takes it back).
+Result<http::Response> withEtag(Result<http::Response> r) {
+  if (!r.ok()) return r;
+  auto doc = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object() && doc["etag"].is_string()) r->headers.emplace_back("ETag", doc["etag"].get<std::string>());
+  return r;
+}
+
 }  // namespace
 
 void addRolloutRoutes(Router& router, Services& s) {
@@ -19,9 +27,11 @@ void addRolloutRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody(/*yaml_ok=*/true);
                 if (!body.ok()) return body.error();
+                auto if_match = core::parseIfMatch(ctx.req.header("if-match"));
+                if (!if_match.ok()) return if_match.error();
                 bool created = false;
-                auto r = s.rollouts->putBundle(*body, ctx.actor, &created);
-                return jsonResult(std::move(r), created ? 201 : 200);
+                auto r = s.rollouts->putBundle(*body, ctx.actor, &created, *if_match);
+                return withEtag(jsonResult(std::move(r), created ? 201 : 200));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -31,7 +41,7 @@ void addRolloutRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.rollouts->getBundle(ctx.param("id")));
+                return withEtag(jsonResult(s.rollouts->getBundle(ctx.param("id"))));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}/compliance", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -48,9 +58,14 @@ void addRolloutRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody(/*yaml_ok=*/true);
                 if (!body.ok()) return body.error();
-                bool dry_run = false;
-                auto r = s.rollouts->create(*body, ctx.actor, &dry_run);
-                return jsonResult(std::move(r), dry_run ? 200 : 201);
+                return idempotentCreate(
+                    ctx, *s.store, "rollout",
+                    [&](const std::optional<core::IdempotencyClaim>& claim) -> Result<http::Response> {
+                      bool dry_run = false;
+                      auto r = s.rollouts->create(*body, ctx.actor, &dry_run, "", claim);
+                      return jsonResult(std::move(r), dry_run ? 200 : 201);
+                    },
+                    [&](const std::string& id) { return s.rollouts->view(id); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {

@@ -18,13 +18,23 @@ void addRunRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.runs->getWorkflow(ctx.param("name")));
+                auto workflow = s.runs->getWorkflow(ctx.param("name"));
+                if (!workflow.ok()) return workflow.error();
+                http::Response resp = jsonResponse(200, *workflow);
+                resp.headers.emplace_back("ETag", runs::workflowEtag((*workflow)["hash"].get<std::string>()));
+                return resp;
               }});
   router.add({.method = "PUT", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kOperator,
               .body_limit = 1 << 20,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (ctx.req.body.empty()) return invalidArgument("the request needs a YAML body");
-                return jsonResult(s.runs->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor));
+                auto if_match = core::parseIfMatch(ctx.req.header("if-match"));
+                if (!if_match.ok()) return if_match.error();
+                auto put = s.runs->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor, *if_match);
+                if (!put.ok()) return put.error();
+                http::Response resp = jsonResponse(200, *put);
+                resp.headers.emplace_back("ETag", runs::workflowEtag((*put)["hash"].get<std::string>()));
+                return resp;
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/workflow-runs", .role = core::Role::kOperator,
@@ -33,7 +43,13 @@ void addRunRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 auto req = decodeStartRun(*body);
                 if (!req.ok()) return req.error();
-                return jsonResult(s.runs->startRun(*req, ctx.actor), 201);
+                return idempotentCreate(
+                    ctx, *s.store, "workflow_run",
+                    [&](const std::optional<core::IdempotencyClaim>& claim) -> Result<http::Response> {
+                      req->claim = claim;
+                      return jsonResult(s.runs->startRun(*req, ctx.actor), 201);
+                    },
+                    [&](const std::string& id) { return s.runs->runView(id); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflow-runs", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {

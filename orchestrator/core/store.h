@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "orchestrator/core/clock.h"
+#include "orchestrator/core/preconditions.h"
 #include "orchestrator/core/fleet_spec.h"
 #include "orchestrator/core/host_lifecycle.h"
 #include "orchestrator/core/roles.h"
@@ -156,6 +157,9 @@ class Store {
   virtual ~Store() = default;
 
   virtual Status ping() = 0;
+
+  // The create an Idempotency-Key was used for, if any (issue 19).
+  virtual Result<std::optional<IdempotencyRecord>> findIdempotencyKey(const std::string& key) = 0;
 
   // Idempotent: pods that exist already are left as they are (kConflict if a file moves an
   // existing pod to another building or platform). All or nothing.

@@ -16,6 +16,20 @@ void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& ac
                   actor.token_id, action, target, details.empty() ? "{}" : details);
 }
 
+Status claimIdempotencyKey(pqxx::work& txn, const std::optional<core::IdempotencyClaim>& claim,
+                           const std::string& object_id, const core::Actor& actor) {
+  if (!claim) return Ok{};
+  auto taken = txn.exec_params(
+      "INSERT INTO idempotency_keys (key, scope, fingerprint, object_id, created_by) VALUES ($1,$2,$3,$4,$5)"
+      " ON CONFLICT (key) DO NOTHING RETURNING key",
+      claim->key, claim->scope, claim->fingerprint, object_id, actor.token_id);
+  if (taken.empty())
+    return Error(conflict("Idempotency-Key '" + claim->key + "' was taken by another request"))
+        .with("idempotency_key", claim->key)
+        .with("reason", std::string(core::kIdempotencyKeyTaken));
+  return Ok{};
+}
+
 void refreshPodState(pqxx::work& txn, const std::string& pod_id) {
   auto rows = txn.exec_params(
       "SELECT h.state, count(*), p.platform FROM hosts h JOIN pods p ON p.id = h.pod_id"

@@ -20,6 +20,11 @@ extern const char* const kHostColumns;
 core::HostSummary hostFromRow(const pqxx::row& r);
 void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& action,
                 const std::string& target, const std::string& details_json);
+// Records a create's Idempotency-Key with the object it made, in the creating transaction.
+// The error named core::kIdempotencyKeyTaken (kConflict) when another request took the key
+// first: the caller rolls back and answers as for a retry. Nothing without a claim.
+Status claimIdempotencyKey(pqxx::work& txn, const std::optional<core::IdempotencyClaim>& claim,
+                           const std::string& object_id, const core::Actor& actor);
 // Recomputes a pod's state from its hosts.
 void refreshPodState(pqxx::work& txn, const std::string& pod_id);
 // One lifecycle transition under the host's row lock, checked by core::nextState, with its

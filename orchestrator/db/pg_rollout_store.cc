@@ -100,16 +100,20 @@ class PgRolloutStore final : public rollouts::RolloutStore {
  public:
   explicit PgRolloutStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
 
-  Result<std::pair<BundleRow, PutOutcome>> putBundle(const rollouts::Bundle& b, const core::Actor& actor) override {
+  Result<std::pair<BundleRow, PutOutcome>> putBundle(const rollouts::Bundle& b, const core::Actor& actor,
+                                                     const std::optional<core::IfMatch>& if_match) override {
     return pool_.transact<std::pair<BundleRow, PutOutcome>>([&](pqxx::work& txn) -> Result<std::pair<BundleRow, PutOutcome>> {
       json spec = rollouts::toJson(b);
       spec.erase("id");
       auto existing = txn.exec_params(std::string("SELECT ") + kBundleColumns +
                                           " FROM bundles b WHERE name = $1 AND version = $2 FOR UPDATE",
                                       b.name, b.version);
+      if (if_match && existing.empty()) return core::preconditionFailed("bundle " + b.name + "@" + b.version, std::nullopt);
       if (!existing.empty()) {
         auto row = bundleFromRow(existing[0]);
         if (!row.ok()) return row.error();
+        if (if_match && !if_match->matches(rollouts::bundleEtag(row->bundle)))
+          return core::preconditionFailed("bundle " + b.name + "@" + b.version, rollouts::bundleEtag(row->bundle));
         rollouts::Bundle same = b;
         same.id = row->bundle.id;
         if (row->bundle == same) return std::make_pair(*row, PutOutcome::kUnchanged);
@@ -252,6 +256,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
           "INSERT INTO rollouts (id, bundle_id, selector, policy, plan, state, rollback_of, created_by)"
           " VALUES ($1,$2,$3::jsonb,$4::jsonb,$5::jsonb,'created',NULLIF($6,''),$7)",
           r.id, r.bundle_id, r.selector.dump(), r.policy.dump(), r.plan.dump(), r.rollback_of, actor.token_id);
+      if (auto claimed = claimIdempotencyKey(txn, r.claim, r.id, actor); !claimed.ok()) return claimed.error();
       for (const auto& p : pods)
         txn.exec_params("INSERT INTO rollout_pods (rollout_id, pod_id, wave, position, phase) VALUES ($1,$2,$3,$4,'pending')",
                         r.id, p.pod, p.wave, p.position);

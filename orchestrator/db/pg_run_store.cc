@@ -236,8 +236,16 @@ class PgRunStore final : public runs::RunStore {
  public:
   explicit PgRunStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size, runStatements()) {}
 
-  Status putWorkflow(const runs::WorkflowRow& w, const core::Actor& actor) override {
+  Status putWorkflow(const runs::WorkflowRow& w, const core::Actor& actor,
+                     const std::optional<core::IfMatch>& if_match) override {
     return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      if (if_match) {
+        // Under the row's lock: two writers holding the same ETag cannot both replace it.
+        auto current = txn.exec_params("SELECT hash FROM workflows WHERE name = $1 FOR UPDATE", w.name);
+        std::optional<std::string> etag;
+        if (!current.empty()) etag = runs::workflowEtag(current[0][0].as<std::string>());
+        if (!if_match->matches(etag)) return core::preconditionFailed("workflow '" + w.name + "'", etag);
+      }
       txn.exec_params(
           "INSERT INTO workflow_versions (name, hash, yaml, source, created_by) VALUES ($1,$2,$3,$4,$5)"
           " ON CONFLICT DO NOTHING",
@@ -300,6 +308,7 @@ class PgRunStore final : public runs::RunStore {
           "INSERT INTO workflow_runs (id, workflow, workflow_hash, scope, purpose, params, state, created_by, owner)"
           " VALUES ($1,$2,$3,$4,$5,$6::jsonb,'running',$7,NULLIF($8, ''))",
           run.id, run.workflow, run.workflow_hash, run.scope, run.purpose, run.params.dump(), actor.token_id, run.owner);
+      if (auto claimed = claimIdempotencyKey(txn, nr.claim, run.id, actor); !claimed.ok()) return claimed.error();
       for (const auto& t : nr.start_transitions) {
         auto applied = applyTransition(txn, t, actor);
         if (!applied.ok()) return applied.error();

@@ -115,6 +115,16 @@ class PgStore final : public core::Store {
     });
   }
 
+  Result<std::optional<core::IdempotencyRecord>> findIdempotencyKey(const std::string& key) override {
+    return pool_.transact<std::optional<core::IdempotencyRecord>>(
+        [&](pqxx::work& txn) -> Result<std::optional<core::IdempotencyRecord>> {
+          auto rows = txn.exec_params("SELECT scope, fingerprint, object_id FROM idempotency_keys WHERE key = $1", key);
+          if (rows.empty()) return std::optional<core::IdempotencyRecord>();
+          return std::optional<core::IdempotencyRecord>(core::IdempotencyRecord{
+              rows[0][0].as<std::string>(), rows[0][1].as<std::string>(), rows[0][2].as<std::string>()});
+        });
+  }
+
   Result<core::ImportSummary> importFleet(const core::FleetSpec& fleet,
                                           const core::Actor& actor) override {
     return pool_.transact<core::ImportSummary>(

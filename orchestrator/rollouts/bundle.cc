@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/crypto.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/fleet_spec.h"
 
@@ -122,6 +123,8 @@ Result<Bundle> parseBundle(const json& doc) {
   }
   return b;
 }
+
+std::string bundleEtag(const Bundle& b) { return "\"" + sha256Hex(toJson(b).dump()).substr(0, 32) + "\""; }
 
 json toJson(const Bundle& b) {
   json comps = json::array();

@@ -53,6 +53,8 @@ struct Bundle {
 // Validates a bundle document; kInvalidContent with every bad field.
 Result<Bundle> parseBundle(const nlohmann::json& doc);
 nlohmann::json toJson(const Bundle& b);
+// The bundle's entity tag (ETag header, If-Match on POST /bundles): a hash of its content, quoted.
+std::string bundleEtag(const Bundle& b);
 
 // Compares version strings by their numeric and text runs ("570.133.20" < "580.65.06",
 // "1.9" < "1.10", "25.04-1" < "25.04-2"): <0, 0, >0.

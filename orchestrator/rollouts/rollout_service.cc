@@ -201,7 +201,8 @@ RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::Ru
                                RolloutServiceOptions options)
     : fleet_(fleet), store_(store), runs_(runs), clock_(clock), options_(std::move(options)) {}
 
-Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor, bool* created) {
+Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor, bool* created,
+                                       const std::optional<core::IfMatch>& if_match) {
   // The workflow is checked with the rest, so one 422 names every bad field.
   std::string workflow = Bundle{}.workflow;
   if (doc.is_object() && doc.contains("workflow") && doc["workflow"].is_string()) workflow = doc["workflow"].get<std::string>();
@@ -214,12 +215,13 @@ Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor
     return e;
   }
   if (no_workflow) return Error(invalidContent(no_workflow_message)).with("field", "workflow");
-  auto row = store_.putBundle(*b, actor);
+  auto row = store_.putBundle(*b, actor, if_match);
   if (!row.ok()) return row.error();
   using Outcome = RolloutStore::PutOutcome;
   *created = row->second == Outcome::kCreated;
   json j = toJson(row->first.bundle);
   j["used"] = row->first.used;
+  j["etag"] = bundleEtag(row->first.bundle);
   // What the call did, as a script re-publishing bundles needs to know (201 says created).
   j["outcome"] = row->second == Outcome::kCreated ? "created" : row->second == Outcome::kUpdated ? "updated" : "unchanged";
   return j;
@@ -252,6 +254,7 @@ Result<json> RolloutService::getBundle(const std::string& ref) {
   if (!*row) return notFound("no bundle '" + ref + "'");
   json j = toJson((*row)->bundle);
   j["used"] = (*row)->used;
+  j["etag"] = bundleEtag((*row)->bundle);
   j["created_at_ms"] = millis((*row)->created_at);
   return j;
 }
@@ -295,7 +298,7 @@ Result<Plan> RolloutService::plan(const Bundle& b, const Selector& s, const Poli
 }
 
 Result<json> RolloutService::create(const json& body, const core::Actor& actor, bool* dry_run,
-                                    const std::string& rollback_of) {
+                                    const std::string& rollback_of, const std::optional<core::IdempotencyClaim>& claim) {
   if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run, start}");
   // Every bad field of the request in one 422, and nothing written before all are checked.
   Error bad = invalidContent("invalid rollout");
@@ -346,6 +349,7 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
   row.policy = toJson(*policy);
   row.plan = toJson(*p);
   row.rollback_of = rollback_of;
+  row.claim = claim;
   std::vector<RolloutPodRow> pods;
   int position = 0;
   for (std::size_t w = 0; w < p->waves.size(); ++w)

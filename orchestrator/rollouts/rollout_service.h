@@ -50,15 +50,19 @@ class RolloutService {
   RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
                  RolloutServiceOptions options);
 
-  Result<nlohmann::json> putBundle(const nlohmann::json& doc, const core::Actor& actor, bool* created);
+  // POST /bundles. The answer and GET's carry `etag`; with `if_match`, only over that version.
+  Result<nlohmann::json> putBundle(const nlohmann::json& doc, const core::Actor& actor, bool* created,
+                                   const std::optional<core::IfMatch>& if_match = std::nullopt);
   Result<nlohmann::json> listBundles();
   Result<nlohmann::json> getBundle(const std::string& ref);
   Result<nlohmann::json> compliance(const std::string& ref, const Selector& selector);
 
   // POST /rollouts: {bundle, selector, policy, dry_run, start}. A dry run writes nothing.
-  // `rollback_of`: the rollout this one rolls back (rollback()).
+  // `rollback_of`: the rollout this one rolls back (rollback()). `claim`: the request's
+  // Idempotency-Key, recorded with the rollout in the transaction that creates it.
   Result<nlohmann::json> create(const nlohmann::json& body, const core::Actor& actor, bool* dry_run,
-                                const std::string& rollback_of = "");
+                                const std::string& rollback_of = "",
+                                const std::optional<core::IdempotencyClaim>& claim = std::nullopt);
   Result<nlohmann::json> view(const std::string& id);
   Result<nlohmann::json> pods(const std::string& id);
   Result<nlohmann::json> list(const std::string& state, const core::PageRequest& page);

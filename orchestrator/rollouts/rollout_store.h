@@ -38,6 +38,7 @@ struct RolloutRow {
   nlohmann::json selector, policy, plan;
   core::TimePoint created_at;
   std::optional<core::TimePoint> started_at, finished_at, previous_wave_finished;
+  std::optional<core::IdempotencyClaim> claim;  // on creation only: the request's Idempotency-Key
 };
 
 struct RolloutPodRow {
@@ -94,7 +95,10 @@ class RolloutStore {
   // content is the same, or updates it in place when no rollout used it yet; kConflict when it
   // differs and a rollout used it.
   enum class PutOutcome { kCreated, kUpdated, kUnchanged };
-  virtual Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle& b, const core::Actor& actor) = 0;
+  // With `if_match`: only while the stored name@version's ETag (bundleEtag) matches, else
+  // kPreconditionFailed (also when there is none).
+  virtual Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle& b, const core::Actor& actor,
+                                                             const std::optional<core::IfMatch>& if_match) = 0;
   // By id ("b-3") or "name@version".
   virtual Result<std::optional<BundleRow>> getBundle(const std::string& ref) = 0;
   virtual Result<std::vector<BundleRow>> listBundles() = 0;

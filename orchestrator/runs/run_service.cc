@@ -49,21 +49,23 @@ Result<std::vector<std::string>> RunService::loadWorkflowDir(const std::string& 
     std::ifstream in(s.source_name);
     std::stringstream buf;
     buf << in.rdbuf();
-    if (auto st = store_.putWorkflow({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor); !st.ok())
+    if (auto st = store_.putWorkflow({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor, std::nullopt); !st.ok())
       return st.error();
     names.push_back(s.name);
   }
   return names;
 }
 
-Result<json> RunService::putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor) {
+Result<json> RunService::putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
+                                     const std::optional<core::IfMatch>& if_match) {
   auto spec = workflow::loadWorkflow(yaml, "request body");
   if (!spec.ok()) return spec.error();
   if (spec->name != name)
     return invalidContent("the document names workflow '" + spec->name + "' but the URL says '" + name + "'");
   auto before = store_.currentWorkflow(name);
   if (!before.ok()) return before.error();
-  if (auto st = store_.putWorkflow({name, spec->content_hash, "api", yaml, {}}, actor); !st.ok()) return st.error();
+  if (auto st = store_.putWorkflow({name, spec->content_hash, "api", yaml, {}}, actor, if_match); !st.ok())
+    return st.error();
   const bool changed = !*before || (*before)->hash != spec->content_hash;
   return json{{"name", name}, {"hash", spec->content_hash}, {"changed", changed}};
 }
@@ -267,6 +269,7 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   nr.run.purpose = purpose;
   nr.run.params = json(*params);
   nr.run.owner = req.owner;
+  nr.claim = req.claim;
   nr.start_transitions = std::move(start_transitions);
   Engine engine(sp, *params);
   const auto now = clock_.now();

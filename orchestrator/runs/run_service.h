@@ -47,7 +47,9 @@ class RunService {
   // Validates every workflow file of `dir` and stores new versions (kilnd start-up).
   Result<std::vector<std::string>> loadWorkflowDir(const std::string& dir, const core::Actor& actor);
   // Validates YAML for workflow `name` and makes it the current version: {name, hash, changed}.
-  Result<nlohmann::json> putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor);
+  // PUT /workflows/{name}; with `if_match`, only over the version that ETag names (412 if not).
+  Result<nlohmann::json> putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
+                                     const std::optional<core::IfMatch>& if_match = std::nullopt);
   Result<nlohmann::json> listWorkflows();
   Result<nlohmann::json> getWorkflow(const std::string& name);
 

@@ -24,6 +24,9 @@ struct WorkflowRow {
   TimePoint updated_at;
 };
 
+// A workflow version's entity tag (ETag header): its content hash, quoted.
+inline std::string workflowEtag(const std::string& hash) { return "\"" + hash + "\""; }
+
 struct RunRow {
   std::string id, workflow, workflow_hash, scope, purpose, state, created_by;
   std::string owner;
@@ -57,6 +60,7 @@ struct NewRun {
   RunRow run;  // id is assigned by the store ("r-<n>")
   std::vector<NewGroup> groups;
   std::vector<core::HostTransition> start_transitions;  // e.g. incoming -> burn_in
+  std::optional<core::IdempotencyClaim> claim;            // the request's Idempotency-Key, if any
 };
 
 struct AssignmentRow {
@@ -112,8 +116,10 @@ class RunStore {
  public:
   virtual ~RunStore() = default;
 
-  // Stores a workflow version (idempotent by hash) and makes it the current one.
-  virtual Status putWorkflow(const WorkflowRow& w, const core::Actor& actor) = 0;
+  // Stores a workflow version (idempotent by hash) and makes it the current one. With
+  // `if_match`, only while the current version's ETag (workflowEtag) matches: kPreconditionFailed.
+  virtual Status putWorkflow(const WorkflowRow& w, const core::Actor& actor,
+                             const std::optional<core::IfMatch>& if_match) = 0;
   virtual Result<std::optional<WorkflowRow>> currentWorkflow(const std::string& name) = 0;
   virtual Result<std::optional<WorkflowRow>> workflowVersion(const std::string& name, const std::string& hash) = 0;
   virtual Result<std::vector<WorkflowRow>> listWorkflows() = 0;

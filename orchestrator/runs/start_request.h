@@ -6,6 +6,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "orchestrator/core/preconditions.h"
 
 namespace kiln::runs {
 
@@ -18,6 +21,8 @@ struct StartRequest {
   // A controller's idempotency key: starting a run with an owner that already has one returns
   // the existing run instead of a second one.
   std::string owner;
+  // A REST client's Idempotency-Key, recorded with the run it creates (one transaction).
+  std::optional<core::IdempotencyClaim> claim;
 };
 
 }  // namespace kiln::runs

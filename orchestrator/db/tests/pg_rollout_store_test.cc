@@ -36,7 +36,7 @@ class PgRolloutStoreTest : public ::testing::Test {
          {"components", {{{"kind", "driver"}, {"version", "580.1"}, {"artifact", "https://a/d.run"},
                           {"sha256", std::string(64, 'a')}}}}});
     ASSERT_TRUE(bundle.ok()) << bundle.error();
-    auto put = store_->putBundle(*bundle, admin_);
+    auto put = store_->putBundle(*bundle, admin_, std::nullopt);
     ASSERT_TRUE(put.ok()) << put.error();
     bundle_ = put->first.bundle.id;
   }

@@ -59,6 +59,9 @@ class FakeFleet final : public core::Store {
   int get_pod_calls = 0, hosts_of_pods_calls = 0, transition_host_calls = 0, transition_batches = 0, transitions_applied = 0;
 
   Status ping() override { return Ok{}; }
+  Result<std::optional<core::IdempotencyRecord>> findIdempotencyKey(const std::string&) override {
+    return std::optional<core::IdempotencyRecord>();
+  }
   Result<core::ImportSummary> importFleet(const core::FleetSpec&, const core::Actor&) override { return fakeUnsupported(); }
   Result<std::vector<core::SiteSummary>> listSites() override { return fakeUnsupported(); }
   Result<core::Page<core::PodSummary>> listPods(const core::PodFilter&, const core::PageRequest&) override {
@@ -184,7 +187,10 @@ class FakeRolloutStore final : public RolloutStore {
 
   int update_pods_calls = 0, set_waiting_calls = 0;
 
-  Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle&, const core::Actor&) override { return fakeUnsupported(); }
+  Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle&, const core::Actor&,
+                                                     const std::optional<core::IfMatch>&) override {
+    return fakeUnsupported();
+  }
   Result<std::optional<BundleRow>> getBundle(const std::string& ref) override {
     auto it = bundles_.find(ref);
     if (it == bundles_.end()) return std::optional<BundleRow>();
@@ -432,7 +438,9 @@ class FakeRunStore final : public runs::RunStore {
 
   int get_run_calls = 0, run_groups_calls = 0, run_states_calls = 0;
 
-  Status putWorkflow(const runs::WorkflowRow&, const core::Actor&) override { return fakeUnsupported(); }
+  Status putWorkflow(const runs::WorkflowRow&, const core::Actor&, const std::optional<core::IfMatch>&) override {
+    return fakeUnsupported();
+  }
   Result<std::optional<runs::WorkflowRow>> currentWorkflow(const std::string& name) override { return workflow(name); }
   Result<std::optional<runs::WorkflowRow>> workflowVersion(const std::string& name, const std::string&) override {
     return workflow(name);
