@@ -63,12 +63,14 @@ void addFleetRoutes(Router& router, Services& s) {
 
   router.add({.method = "GET", .pattern = "/api/v1/sites", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
                 auto sites = s.store->listSites();
                 if (!sites.ok()) return sites.error();
                 json items = json::array();
                 for (const auto& site : *sites) items.push_back(toJson(site));
-                return jsonResponse(200, {{"items", items}, {"next_cursor", nullptr}});
+                // Without limit: every site (a handful), as before paging.
+                return pagedResult(ctx, json{{"items", items}, {"next_cursor", nullptr}},
+                                   [](const json& i) { return json::array({i["id"]}); });
               }});
 
   // The console's heatmap: every pod in one answer, as rows under named columns (a 1,000,000-GPU
