@@ -15,6 +15,11 @@ json toJson(const Error& e) {
     json fields = json::array();
     for (const auto& f : e.fields) fields.push_back({{"path", f.path}, {"message", f.message}});
     details["fields"] = fields;
+  } else if (e.code == ErrorCode::kInvalidContent) {
+    // Every 422 names its bad fields: one made without FieldErrors names the field of its
+    // details.field, or the whole body (path "").
+    auto field = e.details.find("field");
+    details["fields"] = json::array({{{"path", field == e.details.end() ? "" : field->second}, {"message", e.message}}});
   }
   if (!e.allowed.empty()) details["allowed_actions"] = e.allowed;
   return {{"error", {{"code", errorCodeName(e.code)}, {"message", e.message}, {"details", details}}}};

@@ -59,6 +59,7 @@ void addRolloutRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/rollouts", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"state", "limit", "cursor"}); !q.ok()) return q.error();
+                if (auto c = decodeChoice(ctx.query("state"), "state", rollouts::rolloutStates()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
                 return jsonResult(s.rollouts->list(ctx.query("state"), *page));

@@ -40,6 +40,8 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"workflow", "state", "host", "purpose", "limit", "cursor"}); !q.ok())
                   return q.error();
+                if (auto c = decodeChoice(ctx.query("state"), "state", runs::runStates()); !c.ok()) return c.error();
+                if (auto c = decodeChoice(ctx.query("purpose"), "purpose", runs::runPurposes()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
                 return jsonResult(s.runs->listRuns(
