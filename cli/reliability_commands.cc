@@ -62,13 +62,13 @@ int record(CommandContext& ctx) {
 
 int list(CommandContext& ctx) {
   const ParsedCommand& cmd = ctx.command;
-  ApiRequest req;
-  req.path = std::string(kApiPrefix) + "/interruptions";
-  for (const char* filter : {"from", "to", "cause", "limit"})
+  ApiRequest req = listRequest(cmd, std::string(kApiPrefix) + "/interruptions");
+  for (const char* filter : {"from", "to", "cause"})
     if (cmd.has(filter)) req.setQuery(filter, cmd.value(filter));
   if (cmd.has("candidate")) req.setQuery("candidate", "true");
-  auto page = callJson(ctx, req);
+  auto page = fetchList(ctx, req, cmd.has("all"));
   if (!page) return kExitFailed;
+  noteMorePages(ctx, *page);
   return printResult(ctx, *page, renderInterruptions);
 }
 
@@ -100,8 +100,7 @@ CommandGroup interruptionGroup() {
   list_flags.push_back({.name = "cause", .value_name = "C", .help = "only this cause"});
   list_flags.push_back({.name = "candidate", .type = FlagType::kBool,
                         .help = "only candidates Kiln recorded when an allocated host failed"});
-  list_flags.push_back({.name = "limit", .type = FlagType::kInt, .value_name = "N", .help = "at most N (default 100)",
-                        .min = 1, .max = 1000});
+  for (auto& f : pagingFlags()) list_flags.push_back(std::move(f));
   return {.name = "interruption",
           .summary = "Job interruptions: record them (from a scheduler or by hand) and list them.",
           .commands = {

@@ -169,10 +169,35 @@ TEST(InterruptionListTest, FiltersAndRendersATable) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(h.transport.requests[0].path, "/api/v1/interruptions");
   EXPECT_EQ(h.transport.requests[0].query,
-            (Query{{"from", "2026-11-01"}, {"cause", "unknown"}, {"limit", "50"}, {"candidate", "true"}}));
+            (Query{{"limit", "50"}, {"from", "2026-11-01"}, {"cause", "unknown"}, {"candidate", "true"}}));
   EXPECT_EQ(r.out,
             "AT                    ID           CAUSE    HOSTS  POD  JOB  JOB_GPUS  CANDIDATE  OWNER  DESCRIPTION\n"
             "2026-12-01T08:00:00Z  kiln-cand-7  unknown  h1     -    -    -         yes        -      allocated host failed\n");
+}
+
+// kilnd pages interruptions (issue 19): --all follows next_cursor, and without it the table says
+// more follow.
+TEST(InterruptionListTest, AllFollowsNextCursor) {
+  auto page = [](const std::string& id, const std::string& next) {
+    return R"({"items": [{"id": ")" + id + R"(", "at": "2026-12-01T08:00:00Z", "job": "j", "cause": "hbm", "owner": "",
+      "description": "", "candidate": false, "hosts": [], "job_gpus": null, "pod": null}], "next_cursor": )" +
+           (next.empty() ? std::string("null") : "\"" + next + "\"") + "}";
+  };
+  CliHarness h;
+  h.transport.reply(200, page("i1", "c1"));
+  h.transport.reply(200, page("i2", ""));
+  auto r = h.run({"interruption", "list", "--all"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  ASSERT_EQ(h.transport.requests.size(), 2u);
+  EXPECT_EQ(h.transport.requests[1].query, (Query{{"limit", "1000"}, {"cursor", "c1"}}));
+  EXPECT_NE(r.out.find("i1"), std::string::npos);
+  EXPECT_NE(r.out.find("i2"), std::string::npos);
+
+  CliHarness one;
+  one.transport.reply(200, page("i1", "c1"));
+  auto first = one.run({"interruption", "list"});
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_NE(first.err.find("--cursor c1"), std::string::npos) << first.err;
 }
 
 }  // namespace

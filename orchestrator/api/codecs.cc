@@ -18,21 +18,27 @@ std::optional<long long> wholeNumber(std::string_view text) {
   return n;
 }
 
-Result<std::vector<std::string>> stringList(const json& body, const char* key) {
+// body[key] as a list of ids, when present; a field error otherwise.
+std::vector<std::string> stringList(const json& body, const char* key, std::vector<FieldError>& bad) {
   std::vector<std::string> out;
-  if (!body.contains(key)) return out;
-  const json& v = body[key];
-  if (!v.is_array()) return Error(invalidContent(std::string(key) + " must be a list of ids")).with("field", key);
-  for (const auto& e : v) {
-    if (!e.is_string()) return Error(invalidContent(std::string(key) + " must be a list of ids")).with("field", key);
-    out.push_back(e.get<std::string>());
-  }
+  auto it = body.find(key);
+  if (it == body.end()) return out;
+  bool ok = it->is_array();
+  if (ok)
+    for (const auto& e : *it) {
+      if (!e.is_string()) {
+        ok = false;
+        break;
+      }
+      out.push_back(e.get<std::string>());
+    }
+  if (!ok) bad.push_back({key, "must be a list of ids"});
   return out;
 }
 
 // A 422 naming every bad field, its message naming the first.
 Error fieldErrors(const std::string& what, std::vector<FieldError> fields, bool one_field_detail) {
-  Error bad = invalidContent(what + ": " + fields[0].path + ": " + fields[0].message);
+  Error bad = invalidContent(what + ": " + (fields[0].path.empty() ? "" : fields[0].path + ": ") + fields[0].message);
   bad.fields = std::move(fields);
   if (one_field_detail && bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
   return bad;
@@ -77,32 +83,40 @@ Result<int> decodeSeconds(std::string_view text, int min, int max, int fallback,
   return static_cast<int>(*n);
 }
 
+Status decodeChoice(std::string_view value, const std::string& name, const std::vector<std::string>& choices) {
+  if (value.empty()) return Ok{};
+  for (const auto& c : choices)
+    if (c == value) return Ok{};
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  return fieldErrors("invalid query", {{name, "expected one of " + list}}, /*one_field_detail=*/true);
+}
+
 Result<runs::StartRequest> decodeStartRun(const json& body) {
-  if (!body.is_object()) return invalidContent("expected {workflow, hosts | pods, params}");
+  if (!body.is_object())
+    return fieldErrors("invalid workflow run", {{"", "expected a JSON object {workflow, hosts | pods, params}"}},
+                       /*one_field_detail=*/false);
+  std::vector<FieldError> bad;
   for (const auto& [k, _] : body.items())
-    if (k != "workflow" && k != "hosts" && k != "pods" && k != "params" && k != "purpose")
-      return Error(invalidContent("unknown field '" + k + "'")).with("field", k);
+    if (k != "workflow" && k != "hosts" && k != "pods" && k != "params" && k != "purpose") bad.push_back({k, "unknown field"});
   runs::StartRequest req;
-  if (!body.contains("workflow") || !body["workflow"].is_string())
-    return Error(invalidContent("workflow is required")).with("field", "workflow");
-  req.workflow = body["workflow"].get<std::string>();
-  auto hosts = stringList(body, "hosts");
-  if (!hosts.ok()) return hosts.error();
-  auto pods = stringList(body, "pods");
-  if (!pods.ok()) return pods.error();
-  req.hosts = std::move(*hosts);
-  req.pods = std::move(*pods);
+  if (!body.contains("workflow") || !body["workflow"].is_string()) bad.push_back({"workflow", "is required (a string)"});
+  else req.workflow = body["workflow"].get<std::string>();
+  req.hosts = stringList(body, "hosts", bad);
+  req.pods = stringList(body, "pods", bad);
   // Parameters are checked by the run service against the workflow, with its other fields.
   if (body.contains("params")) req.params = body["params"];
   if (body.contains("purpose")) {
-    if (!body["purpose"].is_string()) return Error(invalidContent("purpose must be a string")).with("field", "purpose");
-    req.purpose = body["purpose"].get<std::string>();
+    if (!body["purpose"].is_string()) bad.push_back({"purpose", "must be a string"});
+    else req.purpose = body["purpose"].get<std::string>();
   }
+  if (!bad.empty()) return fieldErrors("invalid workflow run", std::move(bad), /*one_field_detail=*/true);
   return req;
 }
 
 Result<HostActionBody> decodeHostAction(const json& body) {
-  if (!body.is_object()) return invalidContent("expected a JSON object {action, reason}");
+  if (!body.is_object())
+    return fieldErrors("invalid host action", {{"", "expected a JSON object {action, reason}"}}, /*one_field_detail=*/false);
   std::vector<FieldError> bad;
   for (const auto& [k, _] : body.items())
     if (k != "action" && k != "reason" && k != "to") bad.push_back({k, "unknown field"});
@@ -131,7 +145,8 @@ Result<HostActionBody> decodeHostAction(const json& body) {
 }
 
 Result<TokenBody> decodeTokenRequest(const json& body) {
-  if (!body.is_object()) return invalidContent("expected a JSON object {role, name, host}");
+  if (!body.is_object())
+    return fieldErrors("invalid token request", {{"", "expected a JSON object {role, name, host}"}}, /*one_field_detail=*/false);
   std::vector<FieldError> bad;
   for (const auto& [k, _] : body.items())
     if (k != "role" && k != "name" && k != "host") bad.push_back({k, "unknown field"});
@@ -156,7 +171,8 @@ Result<std::string> decodeVerbReason(std::string_view raw, std::string_view cont
   if (raw.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::string();
   auto body = decodeDocument(raw, content_type, /*yaml_ok=*/false);
   if (!body.ok()) return body.error();
-  if (!body->is_object()) return invalidContent("expected no body or a JSON object {\"reason\": \"...\"}");
+  if (!body->is_object())
+    return fieldErrors("invalid body", {{"", "expected no body or a JSON object {\"reason\": \"...\"}"}}, /*one_field_detail=*/false);
   std::vector<FieldError> bad;
   for (const auto& [k, _] : body->items())
     if (k != "reason") bad.push_back({k, "unknown field (the only one is reason)"});
@@ -167,11 +183,16 @@ Result<std::string> decodeVerbReason(std::string_view raw, std::string_view cont
 }
 
 Result<AgentRegistration> decodeAgentRegistration(const json& body) {
-  if (!body.is_object() || !body.contains("host") || !body["host"].is_string())
-    return Error(invalidContent("host is required")).with("field", "host");
-  AgentRegistration out;
-  out.host = body["host"].get<std::string>();
+  if (!body.is_object())
+    return fieldErrors("invalid registration", {{"", "expected a JSON object {host, boot_id, agent_version, inventory}"}},
+                       /*one_field_detail=*/false);
   std::vector<FieldError> bad;
+  for (const auto& [k, _] : body.items())
+    if (k != "host" && k != "boot_id" && k != "agent_version" && k != "inventory") bad.push_back({k, "unknown field"});
+  AgentRegistration out;
+  if (!body.contains("host") || !body["host"].is_string() || body["host"].get_ref<const std::string&>().empty())
+    bad.push_back({"host", "is required (a host id)"});
+  else out.host = body["host"].get<std::string>();
   optionalText(body, "boot_id", 256, "expected a string of at most 256 characters", out.boot_id, bad);
   optionalText(body, "agent_version", 256, "expected a string of at most 256 characters", out.agent_version, bad);
   if (body.contains("inventory")) {

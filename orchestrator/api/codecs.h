@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,10 @@ Result<core::PageRequest> decodePage(std::string_view limit, std::string_view cu
 // A whole number of seconds from `min` to `max` in a query parameter, or `fallback` when "".
 // Error: kInvalidArgument with `message`.
 Result<int> decodeSeconds(std::string_view text, int min, int max, int fallback, const std::string& message);
+
+// An enum-valued query parameter: "" (absent) or one of `choices`. Error: kInvalidContent (422)
+// with details.fields [{path: name, message: "expected one of ..."}].
+Status decodeChoice(std::string_view value, const std::string& name, const std::vector<std::string>& choices);
 
 // POST /api/v1/workflow-runs: {workflow, hosts?, pods?, params?, purpose?}.
 Result<runs::StartRequest> decodeStartRun(const nlohmann::json& body);

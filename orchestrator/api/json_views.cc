@@ -1,23 +1,12 @@
 #include "orchestrator/api/json_views.h"
 
-#include <ctime>
+#include "orchestrator/core/iso_time.h"
 
 namespace kiln::api {
 
 using nlohmann::json;
 
-std::string isoTime(core::TimePoint t) {
-  const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - secs).count();
-  std::time_t tt = std::chrono::system_clock::to_time_t(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
-  return out;
-}
+std::string isoTime(core::TimePoint t) { return core::isoTime(t); }
 
 json toJson(const Error& e) {
   json details = json::object();
@@ -26,6 +15,11 @@ json toJson(const Error& e) {
     json fields = json::array();
     for (const auto& f : e.fields) fields.push_back({{"path", f.path}, {"message", f.message}});
     details["fields"] = fields;
+  } else if (e.code == ErrorCode::kInvalidContent) {
+    // Every 422 names its bad fields: one made without FieldErrors names the field of its
+    // details.field, or the whole body (path "").
+    auto field = e.details.find("field");
+    details["fields"] = json::array({{{"path", field == e.details.end() ? "" : field->second}, {"message", e.message}}});
   }
   if (!e.allowed.empty()) details["allowed_actions"] = e.allowed;
   return {{"error", {{"code", errorCodeName(e.code)}, {"message", e.message}, {"details", details}}}};

@@ -4,6 +4,7 @@
 
 #include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
+#include "orchestrator/api/list_page.h"
 
 namespace kiln::api {
 namespace {
@@ -109,6 +110,13 @@ http::Response jsonResponse(int status, const nlohmann::json& body) {
 Result<http::Response> jsonResult(Result<nlohmann::json> r, int status) {
   if (!r.ok()) return r.error();
   return jsonResponse(status, *r);
+}
+
+Result<http::Response> pagedResult(const RequestContext& ctx, Result<nlohmann::json> whole,
+                                   const std::function<nlohmann::json(const nlohmann::json&)>& key,
+                                   std::optional<int> default_limit) {
+  if (!whole.ok()) return whole.error();
+  return jsonResult(pageList(std::move(*whole), ctx.query("limit"), ctx.query("cursor"), key, default_limit));
 }
 
 http::Response errorResponse(const Error& e) { return jsonResponse(httpStatus(e.code), toJson(e)); }

@@ -76,5 +76,10 @@ http::Response jsonResponse(int status, const nlohmann::json& body);
 http::Response errorResponse(const Error& e);
 // A handler's Result<json> as a response: the value with `status`, or the error body.
 Result<http::Response> jsonResult(Result<nlohmann::json> r, int status = 200);
+// A whole list answer {items, ...} as one page of the request's `limit` and `cursor`, ordered by
+// `key` (pageList in list_page.h: without `limit`, `default_limit` items; nullopt = all of them).
+Result<http::Response> pagedResult(const RequestContext& ctx, Result<nlohmann::json> whole,
+                                   const std::function<nlohmann::json(const nlohmann::json&)>& key,
+                                   std::optional<int> default_limit = std::nullopt);
 
 }  // namespace kiln::api

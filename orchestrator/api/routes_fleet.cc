@@ -24,15 +24,6 @@ Result<http::Response> okPage(const Result<core::Page<T>>& r) {
   return jsonResponse(200, pageJson(r.value()));
 }
 
-Status checkChoice(const std::string& value, const char* name, const std::vector<std::string>& choices) {
-  if (value.empty()) return Ok{};
-  for (const auto& c : choices)
-    if (c == value) return Ok{};
-  std::string list;
-  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-  return invalidArgument(std::string(name) + " must be one of " + list);
-}
-
 std::vector<std::string> platformNames() {
   std::vector<std::string> out;
   for (auto p : core::allPlatforms()) out.emplace_back(core::platformName(p));
@@ -63,12 +54,14 @@ void addFleetRoutes(Router& router, Services& s) {
 
   router.add({.method = "GET", .pattern = "/api/v1/sites", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
                 auto sites = s.store->listSites();
                 if (!sites.ok()) return sites.error();
                 json items = json::array();
                 for (const auto& site : *sites) items.push_back(toJson(site));
-                return jsonResponse(200, {{"items", items}, {"next_cursor", nullptr}});
+                // Without limit: every site (a handful), as before paging.
+                return pagedResult(ctx, json{{"items", items}, {"next_cursor", nullptr}},
+                                   [](const json& i) { return json::array({i["id"]}); });
               }});
 
   // The console's heatmap: every pod in one answer, as rows under named columns (a 1,000,000-GPU
@@ -91,9 +84,9 @@ void addFleetRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"site", "building", "platform", "state", "label", "limit", "cursor"}); !q.ok())
                   return q.error();
-                if (auto c = checkChoice(ctx.query("platform"), "platform", platformNames()); !c.ok()) return c.error();
-                if (auto c = checkChoice(ctx.query("state"), "state",
-                                         {"in_service", "degraded", "maintenance", "incoming", "down", "retired"});
+                if (auto c = decodeChoice(ctx.query("platform"), "platform", platformNames()); !c.ok()) return c.error();
+                if (auto c = decodeChoice(ctx.query("state"), "state",
+                                          {"in_service", "degraded", "maintenance", "incoming", "down", "retired"});
                     !c.ok())
                   return c.error();
                 auto page = ctx.page();
@@ -113,7 +106,7 @@ void addFleetRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"pod", "building", "site", "state", "limit", "cursor"}); !q.ok())
                   return q.error();
-                if (auto c = checkChoice(ctx.query("state"), "state", hostStateNames()); !c.ok()) return c.error();
+                if (auto c = decodeChoice(ctx.query("state"), "state", hostStateNames()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
                 return okPage(s.store->listHosts(

@@ -1,6 +1,7 @@
 // The reliability ledger: interruptions and the report.
 
 #include "orchestrator/api/api.h"
+#include "orchestrator/api/codecs.h"
 #include "orchestrator/reliability/reliability_service.h"
 
 namespace kiln::api {
@@ -18,11 +19,13 @@ void addReliabilityRoutes(Router& router, Services& s) {
               }});
   router.add({.method = "GET", .pattern = "/api/v1/interruptions", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({"from", "to", "cause", "candidate", "limit"}); !q.ok()) return q.error();
+                if (auto q = ctx.onlyQuery({"from", "to", "cause", "candidate", "limit", "cursor"}); !q.ok())
+                  return q.error();
+                if (auto c = decodeChoice(ctx.query("cause"), "cause", reliability::causes()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
                 auto r = s.reliability->list(ctx.query("from"), ctx.query("to"), ctx.query("cause"), ctx.query("candidate"),
-                                             page->limit);
+                                             *page);
                 if (!r.ok()) return r.error();
                 return jsonResponse(200, *r);
               }});

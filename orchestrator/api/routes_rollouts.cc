@@ -35,8 +35,12 @@ void addRolloutRoutes(Router& router, Services& s) {
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.rollouts->listBundles());
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                // Newest first, as before. Without limit: every bundle (the console and kilnctl
+                // read the list whole).
+                return pagedResult(ctx, s.rollouts->listBundles(), [](const nlohmann::json& i) {
+                  return nlohmann::json::array({-i["created_at_ms"].get<std::int64_t>(), i["id"]});
+                });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -70,6 +74,7 @@ void addRolloutRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/rollouts", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"state", "limit", "cursor"}); !q.ok()) return q.error();
+                if (auto c = decodeChoice(ctx.query("state"), "state", rollouts::rolloutStates()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
                 return jsonResult(s.rollouts->list(ctx.query("state"), *page));
@@ -81,13 +86,19 @@ void addRolloutRoutes(Router& router, Services& s) {
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts/{id}/pods", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.rollouts->pods(ctx.param("id")));
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                // Plan order. Without limit: every pod of the rollout (the console reads them whole).
+                return pagedResult(ctx, s.rollouts->pods(ctx.param("id")),
+                                   [](const nlohmann::json& i) { return nlohmann::json::array({i["position"]}); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/rollouts/{id}/events", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.rollouts->events(ctx.param("id")));
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                // Newest first. Without limit: the newest 1000, as before paging (next_cursor
+                // leads on to older ones now).
+                return pagedResult(
+                    ctx, s.rollouts->events(ctx.param("id")),
+                    [](const nlohmann::json& i) { return nlohmann::json::array({-i["id"].get<std::int64_t>()}); }, 1000);
               }});
   for (const char* verb : {"start", "pause", "resume", "abort"}) {
     router.add({.method = "POST", .pattern = std::string("/api/v1/rollouts/{id}/") + verb, .role = core::Role::kOperator,

@@ -12,8 +12,9 @@ using nlohmann::json;
 void addRunRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/workflows", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.runs->listWorkflows());
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                // Without limit: every workflow (the console and kilnctl read the list whole).
+                return pagedResult(ctx, s.runs->listWorkflows(), [](const json& i) { return json::array({i["name"]}); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -55,6 +56,8 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"workflow", "state", "host", "purpose", "limit", "cursor"}); !q.ok())
                   return q.error();
+                if (auto c = decodeChoice(ctx.query("state"), "state", runs::runStates()); !c.ok()) return c.error();
+                if (auto c = decodeChoice(ctx.query("purpose"), "purpose", runs::runPurposes()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
                 return jsonResult(s.runs->listRuns(
@@ -71,8 +74,11 @@ void addRunRoutes(Router& router, Services& s) {
               }});
   router.add({.method = "GET", .pattern = "/api/v1/quarantine", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.runs->quarantineView());
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                // Longest in quarantine first, as before. Without limit: the whole queue (the
+                // console and kilnctl read it whole).
+                return pagedResult(ctx, s.runs->quarantineView(),
+                                   [](const json& i) { return json::array({i["since_ms"], i["host"]}); });
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/agents/register", .role = core::Role::kEnroll,

@@ -22,12 +22,15 @@ void addTokenRoutes(Router& router, Services& s) {
 
   router.add({.method = "GET", .pattern = "/api/v1/tokens", .role = core::Role::kAdmin,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
                 auto tokens = s.store->listTokens();
                 if (!tokens.ok()) return tokens.error();
                 nlohmann::json items = nlohmann::json::array();
                 for (const auto& t : *tokens) items.push_back(toJson(t));
-                return jsonResponse(200, {{"items", items}, {"next_cursor", nullptr}});
+                // Oldest first as before (created_at is ISO-8601 UTC: text order is time order).
+                // Without limit: every token.
+                return pagedResult(ctx, nlohmann::json{{"items", items}, {"next_cursor", nullptr}},
+                                   [](const nlohmann::json& i) { return nlohmann::json::array({i["created_at"], i["id"]}); });
               }});
 
   router.add({.method = "DELETE", .pattern = "/api/v1/tokens/{id}", .role = core::Role::kAdmin,

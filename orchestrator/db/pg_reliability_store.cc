@@ -88,6 +88,18 @@ constexpr const char* kLemonsInScope =
     " SELECT s.id, s.pod_id, s.state, c.ni, c.nr FROM c JOIN s ON s.id = c.host_id"
     " WHERE c.ni + c.nr > $6 ORDER BY c.ni + c.nr DESC, c.host_id LIMIT 500";
 
+// An interruptions cursor: "<at in epoch microseconds>.<id>" of the last row of the previous page
+// (opaque to clients); "" = from the newest: (0, "") then.
+Result<std::pair<std::int64_t, std::string>> interruptionCursor(const std::string& cursor) {
+  if (cursor.empty()) return std::pair<std::int64_t, std::string>{0, ""};
+  const auto dot = cursor.find('.');
+  if (dot != std::string::npos && dot > 0 && dot + 1 < cursor.size() && cursor[0] != '+' && cursor[0] != ' ') {
+    auto micros = numericCursor(cursor.substr(0, dot));
+    if (micros.ok()) return std::pair{*micros, cursor.substr(dot + 1)};
+  }
+  return invalidArgument("cursor is not valid (pass back next_cursor of the previous page unchanged)");
+}
+
 class PgReliabilityStore final : public reliability::ReliabilityStore {
  public:
   explicit PgReliabilityStore(const PgStoreOptions& o) : pool_(o.database_url, o.pool_size) {}
@@ -132,15 +144,32 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
   }
 
   Result<json> list(core::TimePoint from, core::TimePoint to, const std::string& cause, std::optional<bool> candidate,
-                    int limit) override {
+                    const core::PageRequest& page) override {
+    const int limit = std::clamp(page.limit, 1, 1000);
+    auto after = interruptionCursor(page.cursor);
+    if (!after.ok()) return after.error();
     return pool_.transact<json>([&](pqxx::work& txn) -> Result<json> {
       json items = json::array();
-      for (const auto& r : txn.exec_params(
-               "SELECT id, extract(epoch from at)::float8, job, job_gpus, coalesce(pod, ''), cause, owner, description, candidate,"
-               " (SELECT coalesce(json_agg(host_id ORDER BY host_id), '[]')::text FROM interruption_hosts WHERE interruption_id = i.id)"
-               " FROM interruptions i WHERE at >= to_timestamp($1) AND at < to_timestamp($2) AND ($3 = '' OR cause = $3)"
-               " AND ($4 = '' OR candidate = ($4 = 'true')) ORDER BY at DESC, id LIMIT $5",
-               toEpoch(from), toEpoch(to), cause, candidate ? (*candidate ? "true" : "false") : "", std::clamp(limit, 1, 1000))) {
+      // Keyset on (at DESC, id): the cursor holds the last row's `at` in whole microseconds (what
+      // timestamptz stores, so the comparison is exact) and its id.
+      auto rows = txn.exec_params(
+          "SELECT id, extract(epoch from at)::float8, job, job_gpus, coalesce(pod, ''), cause, owner, description, candidate,"
+          " (SELECT coalesce(json_agg(host_id ORDER BY host_id), '[]')::text FROM interruption_hosts WHERE interruption_id = i.id),"
+          " (extract(epoch from at) * 1000000)::bigint"
+          " FROM interruptions i WHERE at >= to_timestamp($1) AND at < to_timestamp($2) AND ($3 = '' OR cause = $3)"
+          " AND ($4 = '' OR candidate = ($4 = 'true'))"
+          " AND ($6 = '' OR at < timestamptz 'epoch' + $5 * interval '1 microsecond'"
+          "      OR (at = timestamptz 'epoch' + $5 * interval '1 microsecond' AND id > $6))"
+          " ORDER BY at DESC, id LIMIT $7",
+          toEpoch(from), toEpoch(to), cause, candidate ? (*candidate ? "true" : "false") : "", after->first, after->second,
+          limit + 1);
+      json next = nullptr;
+      for (const auto& r : rows) {
+        if (static_cast<int>(items.size()) == limit) {
+          const auto& last = rows[limit - 1];
+          next = std::to_string(last[10].as<std::int64_t>()) + "." + last[0].as<std::string>();
+          break;
+        }
         json j = {{"id", r[0].as<std::string>()},
                   {"at", reliability::formatTime(fromEpoch(r[1].as<double>()))},
                   {"job", r[2].as<std::string>()},
@@ -153,7 +182,7 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
         j["pod"] = r[4].as<std::string>().empty() ? json() : json(r[4].as<std::string>());
         items.push_back(std::move(j));
       }
-      return json{{"items", items}, {"next_cursor", nullptr}};
+      return json{{"items", items}, {"next_cursor", next}};
     });
   }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/core/fleet_model.h"
+#include "orchestrator/core/iso_time.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
 
@@ -313,14 +314,16 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     return pool_.transact<json>([&](pqxx::work& txn) -> Result<json> {
       json items = json::array();
       for (const auto& r : txn.exec_params(
-               "SELECT id, extract(epoch from at)::float8, coalesce(pod_id, ''), kind, message FROM rollout_events"
+               "SELECT id, (extract(epoch from at) * 1000)::bigint, coalesce(pod_id, ''), kind, message FROM rollout_events"
                " WHERE rollout_id = $1 ORDER BY id DESC LIMIT $2",
-               id, limit))
-        items.push_back({{"id", r[0].as<std::int64_t>()},
-                         {"at_ms", static_cast<std::int64_t>(r[1].as<double>() * 1000)},
-                         {"pod", r[2].as<std::string>()},
-                         {"kind", r[3].as<std::string>()},
-                         {"message", r[4].as<std::string>()}});
+               id, limit)) {
+        json e = {{"id", r[0].as<std::int64_t>()},
+                  {"pod", r[2].as<std::string>()},
+                  {"kind", r[3].as<std::string>()},
+                  {"message", r[4].as<std::string>()}};
+        core::putTime(e, "at", core::TimePoint{} + std::chrono::milliseconds(r[1].as<std::int64_t>()));
+        items.push_back(std::move(e));
+      }
       return items;
     });
   }

@@ -6,6 +6,7 @@
 
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_model.h"
+#include "orchestrator/core/iso_time.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
 
@@ -810,10 +811,8 @@ class PgRunStore final : public runs::RunStore {
             auto st = runs::groupFromJson(json::parse(g[0][0].c_str()));
             if (st.ok() && !st->hosts.empty()) {
               const auto& h = st->hosts[0];
-              q.progress = {{"pass", h.pass}, {"step_index", h.step_index}, {"status", runs::hostStatusName(h.status)},
-                            {"waiting_until_ms", h.not_before ? json(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                        h.not_before->time_since_epoch()).count())
-                                                              : json()}};
+              q.progress = {{"pass", h.pass}, {"step_index", h.step_index}, {"status", runs::hostStatusName(h.status)}};
+              core::putTime(q.progress, "waiting_until", h.not_before);
             }
           }
         }

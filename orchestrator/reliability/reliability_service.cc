@@ -188,7 +188,7 @@ Result<json> ReliabilityService::report(const std::string& from, const std::stri
 }
 
 Result<json> ReliabilityService::list(const std::string& from, const std::string& to, const std::string& cause,
-                                      const std::string& candidate, int limit) {
+                                      const std::string& candidate, const core::PageRequest& page) {
   auto w = window(from, to);
   if (!w.ok()) return w.error();
   std::optional<bool> cand;
@@ -196,7 +196,7 @@ Result<json> ReliabilityService::list(const std::string& from, const std::string
   else if (candidate == "false") cand = false;
   else if (!candidate.empty()) return invalidArgument("candidate must be true or false");
   if (!cause.empty() && !isCause(cause)) return invalidArgument("unknown cause '" + cause + "'");
-  return store_.list(w->first, w->second, cause, cand, limit);
+  return store_.list(w->first, w->second, cause, cand, page);
 }
 
 std::string ReliabilityService::metrics() {

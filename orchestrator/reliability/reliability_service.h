@@ -63,8 +63,10 @@ class ReliabilityStore {
   // kAccepted: created (true) or the same interruption already recorded (false); kConflict when
   // the id exists with other content; kInvalidContent for unknown hosts or pod.
   virtual Result<bool> record(const Interruption& i, const core::Actor& actor) = 0;
+  // Interruptions in [from, to), newest first (at DESC, id), keyset-paginated:
+  // {items, next_cursor}; next_cursor is null on the last page. kInvalidArgument for a bad cursor.
   virtual Result<nlohmann::json> list(TimePoint from, TimePoint to, const std::string& cause, std::optional<bool> candidate,
-                                      int limit) = 0;
+                                      const core::PageRequest& page) = 0;
   virtual Result<LedgerData> data(TimePoint from, TimePoint to, const Scope& scope, int lemon_threshold) = 0;
   virtual Result<std::map<std::string, std::int64_t>> countsByCause() = 0;
 };
@@ -76,7 +78,7 @@ class ReliabilityService {
   Result<std::pair<nlohmann::json, bool>> record(const nlohmann::json& body, const core::Actor& actor);
   Result<nlohmann::json> report(const std::string& from, const std::string& to, const Scope& scope, int lemon_threshold);
   Result<nlohmann::json> list(const std::string& from, const std::string& to, const std::string& cause,
-                              const std::string& candidate, int limit);
+                              const std::string& candidate, const core::PageRequest& page);
   std::string metrics();
 
  private:

@@ -10,16 +10,12 @@
 
 #include "common/histogram.h"
 #include "orchestrator/core/fleet_model.h"
+#include "orchestrator/core/iso_time.h"
 
 namespace kiln::rollouts {
 namespace {
 
 using nlohmann::json;
-
-std::int64_t millis(core::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-json optMillis(const std::optional<core::TimePoint>& t) { return t ? json(millis(*t)) : json(); }
 
 const core::Actor kController{"system", "rollout controller"};
 
@@ -197,6 +193,11 @@ void renderRolloutMetrics(const std::vector<MetricRollout>& rollouts, std::strin
 
 }  // namespace
 
+const std::vector<std::string>& rolloutStates() {
+  static const std::vector<std::string> all = {"created", "running", "paused", "halted", "completed", "aborting", "aborted"};
+  return all;
+}
+
 RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
                                RolloutServiceOptions options)
     : fleet_(fleet), store_(store), runs_(runs), clock_(clock), options_(std::move(options)) {}
@@ -234,7 +235,7 @@ Result<json> RolloutService::listBundles() {
   for (const auto& r : *rows) {
     json j = toJson(r.bundle);
     j["used"] = r.used;
-    j["created_at_ms"] = millis(r.created_at);
+    core::putTime(j, "created_at", r.created_at);
     j["created_by"] = r.created_by;
     items.push_back(j);
   }
@@ -255,7 +256,7 @@ Result<json> RolloutService::getBundle(const std::string& ref) {
   json j = toJson((*row)->bundle);
   j["used"] = (*row)->used;
   j["etag"] = bundleEtag((*row)->bundle);
-  j["created_at_ms"] = millis((*row)->created_at);
+  core::putTime(j, "created_at", (*row)->created_at);
   return j;
 }
 
@@ -390,8 +391,10 @@ Result<json> RolloutService::pods(const std::string& id) {
   for (const auto& p : *rows) {
     json j = {{"pod", p.pod},         {"building", p.building},     {"wave", p.wave},
               {"phase", podPhaseName(p.phase)}, {"waiting_reason", p.waiting_reason}, {"message", p.message},
-              {"attempt", p.attempt}, {"run_id", p.run_id},         {"validation_run_id", p.validation_run_id},
-              {"started_at_ms", optMillis(p.started_at)}, {"finished_at_ms", optMillis(p.finished_at)}};
+              {"position", p.position},
+              {"attempt", p.attempt}, {"run_id", p.run_id},         {"validation_run_id", p.validation_run_id}};
+    core::putTime(j, "started_at", p.started_at);
+    core::putTime(j, "finished_at", p.finished_at);
     j["duration_s"] = p.started_at && p.finished_at ? json(std::chrono::duration<double>(*p.finished_at - *p.started_at).count())
                                                      : json();
     items.push_back(j);
@@ -463,9 +466,6 @@ Result<json> RolloutService::view(const std::string& id) {
             {"policy", ro->row.policy},
             {"plan", ro->row.plan},
             {"created_by", ro->row.created_by},
-            {"created_at_ms", millis(ro->row.created_at)},
-            {"started_at_ms", optMillis(ro->row.started_at)},
-            {"finished_at_ms", optMillis(ro->row.finished_at)},
             {"counts", counts},
             {"total", rows->size()},
             {"waves", wave_list},
@@ -474,6 +474,9 @@ Result<json> RolloutService::view(const std::string& id) {
             {"pod_durations", {{"count", durations.size()}, {"p50_s", p50}, {"p90_s", p90}}},
             {"eta_s", eta},
             {"events", events.ok() ? *events : json::array()}};
+  core::putTime(j, "created_at", ro->row.created_at);
+  core::putTime(j, "started_at", ro->row.started_at);
+  core::putTime(j, "finished_at", ro->row.finished_at);
   return j;
 }
 
@@ -481,18 +484,22 @@ Result<json> RolloutService::list(const std::string& state, const core::PageRequ
   auto rows = store_.listRollouts(state, page);
   if (!rows.ok()) return rows.error();
   json items = json::array();
-  for (const auto& r : rows->items)
-    items.push_back({{"id", r.id}, {"bundle", r.bundle_id}, {"state", r.state}, {"halt_reason", r.halt_reason},
-                     {"created_by", r.created_by}, {"created_at_ms", millis(r.created_at)},
-                     {"started_at_ms", optMillis(r.started_at)}, {"finished_at_ms", optMillis(r.finished_at)},
-                     {"pods", r.plan.value("eligible", 0)}});
+  for (const auto& r : rows->items) {
+    json j = {{"id", r.id},          {"bundle", r.bundle_id},  {"state", r.state}, {"halt_reason", r.halt_reason},
+              {"created_by", r.created_by}, {"pods", r.plan.value("eligible", 0)}};
+    core::putTime(j, "created_at", r.created_at);
+    core::putTime(j, "started_at", r.started_at);
+    core::putTime(j, "finished_at", r.finished_at);
+    items.push_back(std::move(j));
+  }
   return json{{"items", items}, {"next_cursor", rows->next_cursor ? json(*rows->next_cursor) : json()}};
 }
 
 Result<json> RolloutService::events(const std::string& id) {
   auto ro = store_.getRollout(id);
   if (!ro.ok()) return ro.error();
-  auto e = store_.rolloutEvents(id, 1000);
+  // Every event: the API pages them (newest 1000 by default).
+  auto e = store_.rolloutEvents(id, std::numeric_limits<int>::max());
   if (!e.ok()) return e.error();
   return json{{"items", *e}, {"next_cursor", nullptr}};
 }

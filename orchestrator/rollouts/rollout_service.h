@@ -45,6 +45,9 @@ struct RolloutServiceOptions {
   std::chrono::seconds hook_repeat{300};
 };
 
+// The values a rollout's `state` takes (the rollouts table's CHECK; GET /rollouts filters on it).
+const std::vector<std::string>& rolloutStates();
+
 class RolloutService {
  public:
   RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,

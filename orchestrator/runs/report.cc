@@ -56,7 +56,11 @@ constexpr std::int64_t kIntMin = std::numeric_limits<int>::min();
 }  // namespace
 
 Result<StepReport> decodeStepReport(const json& body) {
-  if (!body.is_object()) return invalidContent("expected a JSON object");
+  if (!body.is_object()) {
+    Error e = invalidContent("expected a JSON object");
+    e.fields.push_back({"", "expected a JSON object"});
+    return e;
+  }
   StepReport r;
   Reader in(body);
   if (!in.find("lease")) in.fail("lease", "the report needs its lease");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "orchestrator/core/fleet_model.h"
+#include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/engine.h"
 #include "orchestrator/runs/report.h"
 #include "orchestrator/workflow/loader.h"
@@ -15,19 +16,24 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t millis(core::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
 workflow::ParamValues paramsFrom(const json& j) {
   workflow::ParamValues out;
   for (const auto& [k, v] : j.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
   return out;
 }
 
-const char* kPurposes[] = {"burn_in", "quarantine", "pre_job", "maintenance", "manual", "rollout"};
-
 }  // namespace
+
+const std::vector<std::string>& runStates() {
+  static const std::vector<std::string> all = {"running", "passed", "failed", "cancelled"};  // workflow_runs CHECK
+  return all;
+}
+
+// "rollout": the runs a rollout starts on its pods.
+const std::vector<std::string>& runPurposes() {
+  static const std::vector<std::string> all = {"burn_in", "quarantine", "pre_job", "maintenance", "manual", "rollout"};
+  return all;
+}
 
 std::string RunService::defaultPurpose(const std::string& workflow) {
   if (workflow == "l11-burn-in") return "burn_in";
@@ -182,8 +188,8 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
 
   Error bad = invalidContent("invalid workflow run");
   const std::string purpose = req.purpose.empty() ? defaultPurpose(req.workflow) : req.purpose;
-  if (std::find(std::begin(kPurposes), std::end(kPurposes), purpose) == std::end(kPurposes))
-    bad.fields.push_back({"purpose", "expected burn_in, quarantine, pre_job, maintenance or manual"});
+  if (std::find(runPurposes().begin(), runPurposes().end(), purpose) == runPurposes().end())
+    bad.fields.push_back({"purpose", "expected burn_in, quarantine, pre_job, maintenance, manual or rollout"});
   if (req.hosts.empty() && req.pods.empty()) bad.fields.push_back({"hosts", "give hosts or pods"});
   if (req.hosts.size() + req.pods.size() * 18 > options_.max_targets)
     bad.fields.push_back({"hosts", "at most " + std::to_string(options_.max_targets) + " hosts in one run"});
@@ -331,6 +337,7 @@ Result<json> RunService::runView(const std::string& id) {
       json parsed = h.parsed;
       for (const auto& r : h.history) {
         json j = toJson(r);
+        if (r.finished_at != core::TimePoint{}) j["finished_at"] = core::isoTime(r.finished_at);
         if (auto it = by_id.find(r.assignment_id); it != by_id.end() && it->second->result.is_object()) {
           const json& res = it->second->result;
           j["stdout_tail"] = res.value("stdout_tail", "");
@@ -347,7 +354,7 @@ Result<json> RunService::runView(const std::string& id) {
                  {"failures", h.failures},   {"warnings", h.warnings}, {"steps", steps},
                  {"parsed", std::move(parsed)}};
       hj["healthy"] = isTerminal(h.status) ? json(h.status == HostStatus::kPassed) : json();
-      hj["waiting_until_ms"] = h.not_before ? json(millis(*h.not_before)) : json();
+      core::putTime(hj, "waiting_until", h.not_before);
       if (h.retest) hj["retest"] = {{"round", h.retest->round}, {"elements", h.retest->elements}};
       hosts.push_back(std::move(hj));
     }
@@ -360,12 +367,12 @@ Result<json> RunService::runView(const std::string& id) {
             {"state", run->state},
             {"params", run->params},
             {"created_by", run->created_by},
-            {"created_at_ms", millis(run->created_at)},
             {"summary", run->summary},
             {"progress", {{"hosts", passed + failed + running + cancelled}, {"passed", passed}, {"failed", failed},
                           {"running", running}, {"cancelled", cancelled}}},
             {"hosts", hosts}};
-  j["finished_at_ms"] = run->finished_at ? json(millis(*run->finished_at)) : json();
+  core::putTime(j, "created_at", run->created_at);
+  core::putTime(j, "finished_at", run->finished_at);
   if (s.ok()) {
     json step_ids = json::array();
     for (const auto& st : (*s)->spec.steps) step_ids.push_back(st.id);
@@ -381,8 +388,9 @@ Result<json> RunService::listRuns(const RunFilter& filter, const core::PageReque
   for (const auto& r : rows->items) {
     json j = {{"id", r.id},           {"workflow", r.workflow},  {"purpose", r.purpose},
               {"scope", r.scope},     {"state", r.state},        {"created_by", r.created_by},
-              {"created_at_ms", millis(r.created_at)}, {"summary", r.summary}};
-    j["finished_at_ms"] = r.finished_at ? json(millis(*r.finished_at)) : json();
+              {"summary", r.summary}};
+    core::putTime(j, "created_at", r.created_at);
+    core::putTime(j, "finished_at", r.finished_at);
     items.push_back(std::move(j));
   }
   return json{{"items", items}, {"next_cursor", rows->next_cursor ? json(*rows->next_cursor) : json()}};
@@ -457,7 +465,6 @@ Result<json> RunService::quarantineView() {
     json j = {{"host", q.host.id},
               {"pod", q.host.pod},
               {"building", q.host.building},
-              {"since_ms", millis(q.host.state_since)},
               {"seconds_in_quarantine", std::chrono::duration_cast<std::chrono::seconds>(now - q.host.state_since).count()},
               {"repairs", q.repairs},
               {"repeat_offender", q.repairs >= 3},
@@ -465,6 +472,7 @@ Result<json> RunService::quarantineView() {
               {"validation_run", q.run_id.empty() ? json() : json(q.run_id)},
               {"validation_state", q.run_state.empty() ? json() : json(q.run_state)},
               {"progress", q.progress}};
+    core::putTime(j, "since", q.host.state_since);
     items.push_back(std::move(j));
   }
   return json{{"items", items}, {"next_cursor", nullptr}};

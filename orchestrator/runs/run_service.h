@@ -32,6 +32,10 @@ struct RunServiceOptions {
   std::function<void()> on_run_complete;
 };
 
+// The values a run's `state` and `purpose` take (GET /workflow-runs filters on them).
+const std::vector<std::string>& runStates();
+const std::vector<std::string>& runPurposes();
+
 struct RunStatus {
   std::string state;  // running | passed | failed | cancelled
   std::map<std::string, HostStatus> hosts;

@@ -162,8 +162,9 @@ TEST_F(ErrorsTest, UnknownQueryParameterAndBadLimitAre400) {
       EXPECT_TRUE(isError(r, 400, "invalid_argument")) << q;
     }
   }
-  EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/pods?platform=hopper"), 400, "invalid_argument"));
-  EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/hosts?state=sleeping"), 400, "invalid_argument"));
+  // A value outside a query parameter's enum is well-formed but invalid content (issue 19).
+  EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/pods?platform=hopper"), 422, "invalid_content"));
+  EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/hosts?state=sleeping"), 422, "invalid_content"));
   EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/pods?label=novalue"), 400, "invalid_argument"));
 }
 

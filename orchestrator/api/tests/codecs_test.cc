@@ -52,6 +52,17 @@ TEST(CodecsTest, StartRunNamesTheBadField) {
   auto purpose = decodeStartRun(json::parse(R"({"workflow": "w", "purpose": 3})"));
   EXPECT_EQ(purpose.error().details.at("field"), "purpose");
   EXPECT_EQ(decodeStartRun(json::array()).error().code, ErrorCode::kInvalidContent);
+  EXPECT_EQ(decodeStartRun(json::array()).error().fields.at(0).path, "");
+}
+
+TEST(CodecsTest, StartRunListsEveryBadField) {
+  auto bad = decodeStartRun(json::parse(R"({"hostz": [], "hosts": [1], "pods": "p1", "purpose": 3})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidContent);
+  std::vector<std::string> paths;
+  for (const auto& f : bad.error().fields) paths.push_back(f.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"hostz", "workflow", "hosts", "pods", "purpose"}));
+  EXPECT_EQ(bad.error().details.count("field"), 0u) << "details.field only when exactly one field is bad";
 }
 
 TEST(CodecsTest, HostActionListsEveryBadField) {
@@ -108,6 +119,29 @@ TEST(CodecsTest, AgentRegistrationChecksTypes) {
   EXPECT_EQ(bad.error().fields[0].path, "boot_id");
   EXPECT_EQ(bad.error().fields[1].path, "inventory");
   EXPECT_EQ(decodeAgentRegistration(json::object()).error().details.at("field"), "host");
+}
+
+TEST(CodecsTest, AgentRegistrationListsEveryBadFieldAndRefusesUnknownOnes) {
+  auto bad = decodeAgentRegistration(json::parse(R"({"hostname": "h1", "boot_id": 5, "agent_version": "1"})"));
+  ASSERT_FALSE(bad.ok());
+  std::vector<std::string> paths;
+  for (const auto& f : bad.error().fields) paths.push_back(f.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"hostname", "host", "boot_id"}));
+  EXPECT_EQ(bad.error().fields[0].message, "unknown field");
+  auto unknown = decodeAgentRegistration(json::parse(R"({"host": "h1", "colour": "blue"})"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().details.at("field"), "colour");
+  EXPECT_EQ(decodeAgentRegistration(json::array()).error().code, ErrorCode::kInvalidContent);
+}
+
+TEST(CodecsTest, ChoiceIsAnEnumValueOrAbsent) {
+  EXPECT_TRUE(decodeChoice("", "state", {"running"}).ok());
+  EXPECT_TRUE(decodeChoice("running", "state", {"running", "passed"}).ok());
+  auto bad = decodeChoice("bogus", "state", {"running", "passed"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidContent);
+  ASSERT_EQ(bad.error().fields.size(), 1u);
+  EXPECT_EQ(bad.error().fields[0], (FieldError{"state", "expected one of running, passed"}));
 }
 
 }  // namespace

@@ -46,6 +46,15 @@ TEST(StepReportTest, EveryBadFieldIsNamed) {
   for (const auto& f : r.error().fields) paths.push_back(f.path);
   EXPECT_EQ(paths, (std::vector<std::string>{"ready", "exit_code", "signal", "timed_out", "duration_ms", "stdout_tail"}));
   EXPECT_EQ(r.error().message, "invalid report: ready: expected true or false");
+  EXPECT_EQ(r.error().details.count("field"), 0u) << "details.field is the alias for exactly one bad field";
+}
+
+TEST(StepReportTest, ABodyThatIsNoObjectIsNamedToo) {
+  auto r = decodeStepReport(json::array({1}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidContent);
+  ASSERT_EQ(r.error().fields.size(), 1u);
+  EXPECT_EQ(r.error().fields[0].path, "");
 }
 
 TEST(StepReportTest, LeaseIsRequiredAndInRange) {
