@@ -193,6 +193,27 @@ TEST_F(WritesTest, ARetriedCreateWithTheSameIdempotencyKeyMakesOneRollout) {
   EXPECT_EQ(call(*admin_, "GET", "/api/v1/rollouts").doc()["items"].size(), 1u);
 }
 
+TEST_F(WritesTest, ARetryThroughAnotherReplicaAnswersTheSameRollout) {
+  importFleet(smallFleet(1));
+  ASSERT_EQ(call(*admin_, "POST", "/api/v1/bundles", driverBundle().dump()).status, 201);
+  // A second kilnd on the same database, as behind a balancer.
+  testing::KilndProcess other(testing::KilndOptions{.database_url = db_->url(),
+                                                    .extra_args = extraKilndArgs(),
+                                                    .admin_token_file = kilnd_->adminTokenFile()});
+  auto started = other.start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  http::Client via_other(http::ClientOptions{.base_url = other.url(), .token = kilnd_->adminToken()});
+  const std::string body = json{{"bundle", "gb200-driver@2026.12"}, {"selector", {{"pods", {"t01-b01-p0001"}}}}}.dump();
+  const std::map<std::string, std::string> key = {{"Idempotency-Key", "replica-retry-1"}};
+  Reply first = call(*admin_, "POST", "/api/v1/rollouts", body, "application/json", key);
+  ASSERT_EQ(first.status, 201) << first.body;
+  Reply retry = call(via_other, "POST", "/api/v1/rollouts", body, "application/json", key);
+  EXPECT_EQ(retry.status, 200) << retry.body;
+  EXPECT_EQ(retry.headers["idempotent-replayed"], "true");
+  EXPECT_EQ(retry.doc()["id"], first.doc()["id"]);
+  EXPECT_EQ(call(via_other, "GET", "/api/v1/rollouts").doc()["items"].size(), 1u);
+}
+
 TEST_F(WritesTest, ARetriedRunStartWithTheSameIdempotencyKeyMakesOneRun) {
   importFleet(smallFleet(1));
   const std::string body = json{{"workflow", "pre-job-health"}, {"hosts", {"t01-b01-p0001-h01"}}}.dump();

@@ -37,6 +37,14 @@ const templates = Object.keys(doc.paths ?? {}).map((t) => ({
   template: t,
   segments: t.split("/").filter(Boolean),
 }));
+// A path segment as the router sees it; a malformed escape (a fuzz test's) stays as it came.
+function decodeSegment(seg) {
+  try {
+    return decodeURIComponent(seg);
+  } catch {
+    return seg;
+  }
+}
 function matchPath(path) {
   const segs = path.split("?")[0].split("/").filter(Boolean);
   let best = null;
@@ -47,7 +55,7 @@ function matchPath(path) {
     let ok = true;
     for (let i = 0; i < segs.length && ok; ++i) {
       if (t.segments[i].startsWith("{")) continue;
-      if (t.segments[i] !== decodeURIComponent(segs[i])) ok = false;
+      if (t.segments[i] !== decodeSegment(segs[i])) ok = false;
       else ++literals;
     }
     if (ok && literals > bestLiterals) {
@@ -86,8 +94,19 @@ for (const line of lines) {
   if (!rec.status) continue;  // the transport failed; the test reports that itself
   const template = matchPath(rec.path);
   if (!template) {
-    // The router's 404 for a path the API does not have, or the console's files.
-    if (rec.status !== 404 && rec.path.startsWith("/api/")) violations.push(`${label}: no path of the document matches`);
+    // The router's 404 for a path the API does not have, the server's 400 for a target it
+    // cannot decode (both in the Error shape), or the console's files.
+    if (!rec.path.startsWith("/api/")) continue;
+    if (rec.status !== 404 && rec.status !== 400) {
+      violations.push(`${label}: no path of the document matches`);
+      continue;
+    }
+    const validate = validatorFor(["components", "schemas", "Error"]);
+    let body = null;
+    try {
+      body = JSON.parse(rec.body);
+    } catch {}
+    if (!validate(body)) violations.push(`${label}: the error body is not the document's Error: ${rec.body.slice(0, 200)}`);
     continue;
   }
   const method = rec.method.toLowerCase() === "head" ? "get" : rec.method.toLowerCase();

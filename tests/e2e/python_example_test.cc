@@ -21,11 +21,6 @@ const std::string kPolicy =
     R"({"canary_pods": 1, "waves": ["100%"], "soak": "0s", "capacity_floor": {"max_percent_down": 50},
         "failure_budget": {"pods": 0}})";
 
-// kilnd answers a POST /rollouts that repeats an Idempotency-Key with the rollout that key
-// created (issue 19, added to kilnd alongside this test). Until then the test of a retried
-// create is skipped: set this to true once orchestrator/api honours the header.
-constexpr bool kKilndHonoursIdempotencyKey = false;
-
 int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
@@ -151,8 +146,6 @@ TEST_F(PythonExampleTest, AFailingPodHaltsTheRolloutAndTheScriptExitsOneNamingTh
 }
 
 TEST_F(PythonExampleTest, ARetriedCreateWithTheSameIdempotencyKeyMakesOneRollout) {
-  if (!kKilndHonoursIdempotencyKey)
-    GTEST_SKIP() << "kilnd does not honour Idempotency-Key on POST /api/v1/rollouts yet";
   startFleet();
   const std::vector<std::string> args = {
       "--bundle", bundle_, "--pods", kPodList, "--policy-json", kPolicy, "--idempotency-key", "py-example-retry-1"};
