@@ -21,6 +21,21 @@ const PASTED_BUNDLE = [
   '',
 ].join('\n');
 
+// A bundle OLDER than what the demo's catalina pods run (nic 28.43.2026): a rollout of it is a
+// downgrade (issue 18), never offered as an upgrade.
+const OLDER_BUNDLE = [
+  'name: gb200-nic-older-test',
+  'version: "0.9.0"',
+  'platforms: [catalina]',
+  'workflow: firmware-upgrade',
+  'components:',
+  '  - kind: nic',
+  '    version: 28.40.1000',
+  '    artifact: https://firmware.example/cx7/fw-ConnectX7-rel-28_40_1000-MCX755106AS-HEA_Ax.bin',
+  '    sha256: 9f2c4b1e7a3d5c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60',
+  '',
+].join('\n');
+
 // ctx: {test, assert, assertEq, shot, newPage, setCurrentPage, WAIT, srv, admin,
 // operatorToken, viewerToken, page}
 export async function rolloutAndReliabilityTests(ctx) {
@@ -79,7 +94,77 @@ export async function rolloutAndReliabilityTests(ctx) {
     await page.locator('.legend button[data-state=in_service]').waitFor({ timeout: WAIT });
   });
 
+  await test('a bundle older than the pods is a downgrade: compliance says so, the form warns and asks for consent and a reason', async () => {
+    const older = await admin.post('/bundles', OLDER_BUNDLE, 'application/yaml');
+    const sel = { buildings: ['prn-b01'] };
+    const compliance = await admin.get(`/bundles/${older.id}/compliance`);
+    assert(compliance.counts.needs_downgrade > 0, `compliance counts needs_downgrade: ${JSON.stringify(compliance.counts)}`);
+    assertEq(compliance.counts.needs_upgrade || 0, 0, 'no pod "needs upgrade" to an older bundle');
+    const downPod = compliance.pods.find((p) => p.state === 'needs_downgrade' && p.pod.startsWith('prn-b01-'));
+    assert(downPod, 'a prn-b01 pod needs a downgrade');
+    // The fleet, coloured by compliance: its own legend class, and the pod panel names what goes back.
+    await page.goto(`${srv.url}/#/fleet?colour=compliance&bundle=${older.id}&pod=${downPod.pod}`);
+    await page.waitForFunction(
+      (want) => document.querySelector('[data-class="c:needs_downgrade"] .count')?.textContent === want.toLocaleString('en-US'),
+      compliance.counts.needs_downgrade,
+      { timeout: WAIT },
+    );
+    await page.locator('[data-testid=pod-compliance]', { hasText: 'Needs downgrade' }).waitFor({ timeout: WAIT });
+    await page.locator('[data-testid=pod-compliance]', { hasText: '(older)' }).waitFor({ timeout: WAIT });
+    await page.locator('[data-testid=compliance-downgrade]').waitFor({ timeout: WAIT });
+    await shot(page, '20b-fleet-compliance-downgrade');
+
+    const dry = await admin.post('/rollouts', { bundle: older.id, selector: sel, dry_run: true });
+    const n = dry.plan.downgrades.length;
+    assert(n > 0 && dry.warnings.length > 0, `the dry run names downgrades and warns: ${JSON.stringify(dry.warnings)}`);
+    const before = (await admin.get('/rollouts')).items.length;
+    const op = await openAs(operatorToken, `/rollouts/new?bundle=${encodeURIComponent(older.id)}&buildings=prn-b01`);
+    await op.waitForFunction((id) => [...document.querySelectorAll('#ro-bundle option')].some((o) => o.value === id), older.id, { timeout: WAIT });
+    await op.locator('[data-testid=preview]').click();
+    const plan = op.locator(`[data-testid=plan][data-downgrades="${n}"]`);
+    await plan.waitFor({ timeout: WAIT });
+    const warning = await plan.locator('[data-testid=plan-warnings][role=alert]').textContent();
+    assert(warning.includes(dry.warnings[0]), `the warning is shown: ${warning}`);
+    for (const d of dry.plan.downgrades) {
+      const reason = await plan.locator(`[data-testid=downgrade-pods] tr[data-pod="${d.pod}"] [data-testid=downgrade-reason]`).textContent();
+      assertEq(reason, d.reasons.join('; '), `downgrade reasons of ${d.pod}`);
+    }
+    const start = plan.locator('[data-testid=create-start-rollout]');
+    const create = plan.locator('[data-testid=create-rollout]');
+    const label = (await start.textContent()).trim();
+    assert(label.startsWith(`Downgrade ${n} pod`) && !/^Create and start/.test(label), `the action is called a downgrade: ${label}`);
+    assert(await start.isDisabled(), 'create is disabled until the downgrade is allowed');
+    await plan.locator('[data-testid=allow-downgrade]').check();
+    assert(await create.isDisabled(), 'create is disabled until a reason is given');
+    await plan.locator('[data-testid=downgrade-reason-input]').fill('browser test: NIC 28.43 regression');
+    assert(await create.isEnabled(), 'allowed with a reason: create is enabled');
+    await shot(op, '21b-rollout-downgrade-preview');
+
+    // If kilnd refuses anyway (here: the request loses allow_downgrade on its way), its 422
+    // message and fields are shown beside the buttons.
+    await op.route('**/api/v1/rollouts', async (route) => {
+      const req = route.request();
+      const body = req.method() === 'POST' ? JSON.parse(req.postData() || '{}') : null;
+      if (!body || body.dry_run) return route.continue();
+      delete body.allow_downgrade;
+      return route.continue({ postData: JSON.stringify(body) });
+    });
+    await create.click();
+    await plan.locator('[data-testid=create-error][role=alert]', { hasText: '422' }).waitFor({ timeout: WAIT });
+    await plan.locator('[data-testid=create-error-fields] [data-field=allow_downgrade]').waitFor({ timeout: WAIT });
+    assertEq((await admin.get('/rollouts')).items.length, before, 'nothing created by the refused request');
+    await op.unroute('**/api/v1/rollouts');
+
+    // Allowed with a reason: created (not started), then aborted so its pods are free again.
+    await create.click();
+    await op.waitForFunction(() => /#\/rollouts\/(?!new)[^/?]+$/.test(location.hash), null, { timeout: WAIT });
+    const id = decodeURIComponent(op.url().split('#/rollouts/')[1]);
+    await op.locator('h1 [data-testid=rollout-state][data-state=created]').waitFor({ timeout: WAIT });
+    await admin.post(`/rollouts/${encodeURIComponent(id)}/abort`, { reason: 'browser test cleanup' });
+  });
+
   await test('an operator previews a rollout (every wave and every excluded pod), then creates and starts it', async () => {
+    const rolloutsBefore = (await admin.get('/rollouts')).items.length;
     assertEq(plan.waves.length, 3, 'waves of the API plan');
     assertEq(plan.excluded.length, 2, 'excluded pods of the API plan');
     const op = await openAs(operatorToken, '/rollouts');
@@ -124,7 +209,7 @@ export async function rolloutAndReliabilityTests(ctx) {
     }
     assert(plan.excluded.every((e) => e.reason.startsWith('incompatible')), 'clemente pods are incompatible');
     // Nothing started by the preview.
-    assertEq((await admin.get('/rollouts')).items.length, 0, 'rollouts after the preview');
+    assertEq((await admin.get('/rollouts')).items.length, rolloutsBefore, 'rollouts after the preview');
     await shot(op, '22-rollout-preview');
     // A changed form needs a new preview.
     await op.locator('#ro-buildings').fill('prn-b02 ');

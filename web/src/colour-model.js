@@ -11,10 +11,13 @@ export const COLOUR_MODES = [
   { id: 'health', label: 'Health' },
 ];
 
-// Compliance classes (rollout_service.cc compliance(): compliant | needs_upgrade | incompatible).
+// Compliance classes (rollout_service.cc compliance(): compliant | needs_upgrade |
+// needs_downgrade | incompatible). needs_downgrade (some component would go back to an OLDER
+// version than the pod runs) is its own class, never folded into needs_upgrade (issue 18).
 export const COMPLIANCE_CLASSES = [
   { id: 'c:compliant', label: 'Compliant', short: 'OK', color: '#2e7d32', ink: '#ffffff', pattern: 'solid' },
   { id: 'c:needs_upgrade', label: 'Needs upgrade', short: 'UP', color: '#f2b705', ink: '#1a1a1a', pattern: 'stripes' },
+  { id: 'c:needs_downgrade', label: 'Needs downgrade', short: 'DN', color: '#8e24aa', ink: '#ffffff', pattern: 'slash' },
   { id: 'c:incompatible', label: 'Incompatible', short: 'IX', color: '#6b6b6b', ink: '#ffffff', pattern: 'cross' },
   { id: 'c:unknown', label: 'Not reported', short: '??', color: '#bdbdbd', ink: '#1a1a1a', pattern: 'dots' },
 ];
@@ -74,6 +77,32 @@ export function classSummary(counts, classes) {
     .filter((c) => counts[c.id])
     .map((c) => `${counts[c.id]} ${c.noun || c.label.toLowerCase()}`)
     .join(', ');
+}
+
+// Does a compliance class carry reasons worth naming (what would change, or why it cannot)?
+export function hasReasons(cls) {
+  return cls.id === 'c:needs_upgrade' || cls.id === 'c:needs_downgrade' || cls.id === 'c:incompatible';
+}
+
+// The components of a compliance entry that the bundle would move back (bundle_is "older"):
+// [{kind, version (the bundle's), from: [versions the pods run now]}].
+export function downgradedComponents(entry) {
+  const out = [];
+  for (const c of (entry && entry.components) || []) {
+    const from = (c.current || []).filter((v) => v.bundle_is === 'older').map((v) => v.version);
+    if (from.length) out.push({ kind: c.kind, version: c.version, from });
+  }
+  return out;
+}
+
+// The answer's counts (pods or hosts) as "3 compliant, 8 needs downgrade" in legend order;
+// every key kilnd sends, including needs_downgrade, and any key this console does not know.
+export function complianceCountsText(counts) {
+  const c = counts || {};
+  const known = COMPLIANCE_CLASSES.map((k) => k.id.slice(2));
+  const parts = COMPLIANCE_CLASSES.filter((k) => c[k.id.slice(2)]).map((k) => `${c[k.id.slice(2)]} ${k.label.toLowerCase()}`);
+  for (const [k, n] of Object.entries(c)) if (n && !known.includes(k)) parts.push(`${n} ${k.replace(/_/g, ' ')}`);
+  return parts.join(', ');
 }
 
 // The compliance answer as Map pod id -> {state, reasons}.

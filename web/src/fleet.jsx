@@ -20,7 +20,19 @@ import {
 import { navigate } from './route.js';
 import { RunShortcuts } from './runs.jsx';
 import { ErrorBox, EventTable, HostStateChip, KeyValues, PodStateChip } from './ui.jsx';
-import { classesOf, classSummary, COLOUR_MODES, complianceMap, countClasses, complianceClass, healthClass, styleFor } from './colour-model.js';
+import {
+  classesOf,
+  classSummary,
+  COLOUR_MODES,
+  complianceCountsText,
+  complianceMap,
+  countClasses,
+  complianceClass,
+  downgradedComponents,
+  hasReasons,
+  healthClass,
+  styleFor,
+} from './colour-model.js';
 import { bundleLabel } from './rollouts-model.js';
 
 const FILTER_KEYS = ['site', 'building', 'platform', 'state', 'label'];
@@ -102,7 +114,7 @@ export function FleetView({ route, role }) {
       try {
         const r = await api(`/bundles/${encodeURIComponent(bundleId)}/compliance`);
         if (!isCurrent()) return;
-        setCompliance({ bundle: bundleId, map: complianceMap(r), counts: r.counts });
+        setCompliance({ bundle: bundleId, map: complianceMap(r), counts: r.counts, hostCounts: r.host_counts });
         setComplianceError(null);
       } catch (e) {
         if (isCurrent()) setComplianceError(e);
@@ -189,6 +201,18 @@ export function FleetView({ route, role }) {
           <Legend counts={counts} active={filters.state} onToggle={(s) => setFilter('state', filters.state === s ? '' : s)} />
         ) : (
           <ClassLegend mode={mode} counts={classCounts} />
+        )}
+        {mode === 'compliance' && complianceShown && complianceShown.counts && (
+          <p class="muted small" data-testid="compliance-counts">
+            Whole fleet: {complianceCountsText(complianceShown.counts) || 'no pod'} pods
+            {complianceShown.hostCounts ? ` · hosts: ${complianceCountsText(complianceShown.hostCounts) || 'none'}` : ''}.
+          </p>
+        )}
+        {mode === 'compliance' && complianceShown && complianceShown.counts && complianceShown.counts.needs_downgrade > 0 && (
+          <p class="notice small" data-testid="compliance-downgrade">
+            {fmtInt(complianceShown.counts.needs_downgrade)} pod{complianceShown.counts.needs_downgrade === 1 ? '' : 's'} run newer versions than {bundleId}: a
+            rollout of it would move them back (a downgrade, not an upgrade).
+          </p>
         )}
         {mode === 'compliance' && !bundleId && <p class="notice small">Choose a bundle to colour the pods by their compliance with it.</p>}
         <ErrorBox error={complianceError} what="Could not load the compliance" />
@@ -443,7 +467,7 @@ const Building = memo(
     };
     const describe = (p) => {
       const st = styleOf ? styleOf(p) : podState(p.state);
-      const extra = st.id === 'c:needs_upgrade' || st.id === 'c:incompatible' ? ` (${((compliance && compliance.get(p.id)) || {}).reasons?.join('; ') || ''})` : '';
+      const extra = hasReasons(st) ? ` (${((compliance && compliance.get(p.id)) || {}).reasons?.join('; ') || ''})` : '';
       return `${p.id}: ${st.label}${extra}, ${p.platform}`;
     };
     const move = (i) => {
@@ -558,6 +582,16 @@ function PodDetail({ pod, events, role, compliance }) {
             <span data-testid="pod-compliance">
               {complianceClass(compliance.entry).label}
               {compliance.entry && compliance.entry.reasons.length > 0 && `: ${compliance.entry.reasons.join('; ')}`}
+              {downgradedComponents(compliance.entry).length > 0 && (
+                <span class="error small" data-testid="pod-downgrade">
+                  {' '}
+                  (the bundle is older for{' '}
+                  {downgradedComponents(compliance.entry)
+                    .map((c) => `${c.kind} ${c.from.join('/')} → ${c.version}`)
+                    .join(', ')}
+                  )
+                </span>
+              )}
             </span>,
           ],
           ['Labels', labels],

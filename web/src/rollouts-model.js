@@ -367,3 +367,65 @@ export function bundleLabel(b) {
   if (typeof b === 'string') return b;
   return b.name ? `${b.name}@${b.version}` : b.id;
 }
+
+// ---------------------------------------------------------------- downgrades (issue 18)
+
+// A dry run's downgrades: plan.downgrades [{pod, reasons}] (pods some component of which would
+// go back to an OLDER version) and the answer's warnings [text]. Older kilnds send neither.
+export function planDowngrades(answer) {
+  const plan = (answer && answer.plan) || {};
+  const pods = (plan.downgrades || []).map((d) => ({ pod: d.pod, reasons: d.reasons || [] }));
+  const warnings = [...((answer && answer.warnings) || [])];
+  return { pods, warnings, count: pods.length };
+}
+
+// What the create buttons of a previewed plan may do. A plan with downgrades is created only
+// when the operator ticks "Allow downgrade" and gives a reason (kilnd answers 422 on
+// allow_downgrade otherwise, and audits the reason); without downgrades nothing changes.
+// -> {downgrades, enabled, why, createLabel, startLabel}
+export function createGate(answer, ack) {
+  const plan = (answer && answer.plan) || {};
+  const eligible = plan.eligible || 0;
+  const n = planDowngrades(answer).count;
+  const allow = !!(ack && ack.allow);
+  const reason = String((ack && ack.reason) || '').trim();
+  const pods = (k) => `${k} pod${k === 1 ? '' : 's'}`;
+  if (n === 0)
+    return {
+      downgrades: 0,
+      enabled: eligible > 0,
+      why: eligible > 0 ? '' : 'No pod needs this bundle in the selection.',
+      createLabel: 'Create (start later)',
+      startLabel: 'Create and start',
+    };
+  const up = eligible - n;
+  const what = `Downgrade ${pods(n)}${up > 0 ? `, upgrade ${up}` : ''}`;
+  let why = '';
+  if (!allow) why = 'Tick "Allow downgrade" to create a rollout that moves pods to older versions.';
+  else if (!reason) why = 'Give the reason for the downgrade (it is recorded in the audit log).';
+  return {
+    downgrades: n,
+    enabled: allow && reason !== '',
+    why,
+    createLabel: `${what} (create, start later)`,
+    startLabel: `${what} now (create and start)`,
+  };
+}
+
+// The body of the real POST /rollouts after a preview: the previewed body, start, and for a
+// plan with downgrades the operator's allow_downgrade and reason.
+export function createBody(body, { start, downgrades, allow, reason }) {
+  const out = { ...body, start: !!start };
+  if (downgrades > 0 && allow) {
+    out.allow_downgrade = true;
+    out.reason = String(reason || '').trim();
+  }
+  return out;
+}
+
+// A refused create's details.fields as [{path, message}] (every field kilnd names).
+export function refusedFields(details) {
+  const out = (details && details.fields ? details.fields : []).map((f) => ({ path: f.path, message: f.message }));
+  if (details && details.field && !out.some((f) => f.path === details.field)) out.push({ path: details.field, message: '' });
+  return out;
+}

@@ -10,11 +10,14 @@ import { ago, fmtInt, fmtTime, roleAtLeast } from './model.js';
 import { href, navigate } from './route.js';
 import {
   bundleLabel,
+  createBody,
+  createGate,
   exclusionCounts,
   FINISHED_ROLLOUT_STATES,
   fmtEta,
   offeredVerbs,
   PHASE_ORDER,
+  planDowngrades,
   planSummary,
   podPhase,
   podSpans,
@@ -22,6 +25,7 @@ import {
   POLICY_FIELDS,
   policyBody,
   policyDefaults,
+  refusedFields,
   ROLLOUT_STATES,
   rolloutFieldErrors,
   rolloutProgress,
@@ -32,7 +36,7 @@ import {
   waitingByClass,
   WAIT_CLASSES,
 } from './rollouts-model.js';
-import { ConfirmDialog, ErrorBox, KeyValues, ToneChip } from './ui.jsx';
+import { ConfirmDialog, ErrorBox, ErrorStatus, KeyValues, ToneChip } from './ui.jsx';
 
 const PAGE = 50;
 const POD_ROWS = 200;
@@ -239,7 +243,7 @@ export function NewRolloutView({ route, role }) {
         {errs[k]}
       </span>
     );
-  const run = async (what) => {
+  const run = async (what, ack) => {
     if (!bundle) {
       setError({ message: 'Choose a bundle.', details: {} });
       return;
@@ -251,11 +255,14 @@ export function NewRolloutView({ route, role }) {
         const answer = await api('/rollouts', { method: 'POST', body: { ...body, dry_run: true } });
         setPreview({ key, answer });
       } else {
-        const r = await api('/rollouts', { method: 'POST', body: { ...body, start: what === 'start' } });
+        const r = await api('/rollouts', { method: 'POST', body: createBody(body, { start: what === 'start', ...ack }) });
         navigate(`/rollouts/${encodeURIComponent(r.id)}`, {});
         return;
       }
     } catch (e) {
+      // A refused create is shown beside its buttons (with every field kilnd names), and the
+      // form's fields still mark theirs.
+      if (what !== 'preview') e.fromCreate = true;
       setError(e);
     }
     setBusy('');
@@ -379,7 +386,7 @@ export function NewRolloutView({ route, role }) {
           </div>
           {fieldError('policy')}
         </fieldset>
-        {error && (
+        {error && !(error.fromCreate && current) && (
           <div class="error-box" role="alert" data-testid="rollout-error">
             {what ? `${what}: ` : ''}
             {error.message}
@@ -403,9 +410,11 @@ export function NewRolloutView({ route, role }) {
       {preview && !current && <p class="notice small">The form changed since the preview: preview again before creating the rollout.</p>}
       {current && (
         <PlanPreview
+          key={preview.key}
           answer={current}
           busy={busy}
-          onCreate={(start) => run(start ? 'start' : 'create')}
+          error={error && error.fromCreate ? error : null}
+          onCreate={(start, ack) => run(start ? 'start' : 'create', ack)}
         />
       )}
     </div>
@@ -485,13 +494,28 @@ function AddBundle({ onAdded }) {
   );
 }
 
-function PlanPreview({ answer, busy, onCreate }) {
+function PlanPreview({ answer, busy, error, onCreate }) {
   const plan = answer.plan;
   const excl = exclusionCounts(plan.excluded);
   const pol = answer.policy || {};
+  const down = planDowngrades(answer);
+  const [allow, setAllow] = useState(false);
+  const [reason, setReason] = useState('');
+  const ack = { downgrades: down.count, allow, reason };
+  const gate = createGate(answer, ack);
   return (
-    <section class="card plan" aria-labelledby="plan-title" data-testid="plan">
+    <section class="card plan" aria-labelledby="plan-title" data-testid="plan" data-downgrades={String(down.count)}>
       <h2 id="plan-title">Preview: nothing has started</h2>
+      {down.warnings.length > 0 && (
+        <div class="error-box" role="alert" data-testid="plan-warnings">
+          <strong>Warning:</strong>
+          <ul class="reasons">
+            {down.warnings.map((w) => (
+              <li>{w}</li>
+            ))}
+          </ul>
+        </div>
+      )}
       <p data-testid="plan-summary">
         <strong>{planSummary(plan)}</strong> for {bundleLabel(answer.bundle)}.
         {Object.keys(excl).length > 0 && (
@@ -535,28 +559,102 @@ function PlanPreview({ answer, busy, onCreate }) {
       ) : (
         <ExcludedTable excluded={plan.excluded} />
       )}
+      {down.count > 0 && (
+        <DowngradeAck
+          down={down}
+          eligible={plan.eligible}
+          allow={allow}
+          reason={reason}
+          onAllow={setAllow}
+          onReason={setReason}
+        />
+      )}
+      {error && (
+        <div class="error-box" role="alert" data-testid="create-error">
+          {error.status === 409 ? 'Not possible now' : error.status === 422 ? 'Kilnd refused the rollout' : 'Could not create the rollout'}: {error.message}
+          <ErrorStatus error={error} />
+          {refusedFields(error.details).length > 0 && (
+            <ul class="reasons" data-testid="create-error-fields">
+              {refusedFields(error.details).map((f) => (
+                <li data-field={f.path}>
+                  <span class="mono">{f.path}</span>
+                  {f.message ? `: ${f.message}` : ''}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      {gate.why && down.count > 0 && (
+        <p class="muted small" data-testid="create-why">
+          {gate.why}
+        </p>
+      )}
       <div class="buttons right">
-        <button type="button" disabled={!!busy || plan.eligible === 0} onClick={() => onCreate(false)} data-testid="create-rollout">
-          {busy === 'create' ? 'Creating…' : 'Create (start later)'}
+        <button type="button" class={down.count ? 'danger' : ''} disabled={!!busy || !gate.enabled} onClick={() => onCreate(false, ack)} data-testid="create-rollout">
+          {busy === 'create' ? 'Creating…' : gate.createLabel}
         </button>
-        <button type="button" class="primary" disabled={!!busy || plan.eligible === 0} onClick={() => onCreate(true)} data-testid="create-start-rollout">
-          {busy === 'start' ? 'Starting…' : 'Create and start'}
+        <button
+          type="button"
+          class={down.count ? 'danger' : 'primary'}
+          disabled={!!busy || !gate.enabled}
+          onClick={() => onCreate(true, ack)}
+          data-testid="create-start-rollout"
+        >
+          {busy === 'start' ? 'Starting…' : gate.startLabel}
         </button>
       </div>
     </section>
   );
 }
 
+// The pods a plan would move back to older versions, and the operator's explicit consent:
+// "Allow downgrade" and a reason (sent as allow_downgrade and reason; kilnd audits it).
+function DowngradeAck({ down, eligible, allow, reason, onAllow, onReason }) {
+  return (
+    <section class="downgrade" aria-labelledby="downgrade-title" data-testid="downgrades">
+      <h3 id="downgrade-title">
+        Downgrades ({down.count} of {eligible} pod{eligible === 1 ? '' : 's'})
+      </h3>
+      <p>
+        These pods run NEWER versions than this bundle: the rollout would move them back. To undo an upgrade, roll back the rollout that made it
+        (its page, Roll back…); create this only if going back on purpose.
+      </p>
+      <PodReasonTable items={down.pods} testid="downgrade-pods" heading="What goes back" reasonTestid="downgrade-reason" reasonOf={(d) => d.reasons.join('; ')} />
+      <label class="inline">
+        <input type="checkbox" name="allow_downgrade" checked={allow} onChange={(e) => onAllow(e.currentTarget.checked)} data-testid="allow-downgrade" /> Allow
+        downgrade: move {down.count} pod{down.count === 1 ? '' : 's'} to older versions
+      </label>
+      <label for="downgrade-reason">Reason (required; recorded in the audit log)</label>
+      <input
+        id="downgrade-reason"
+        type="text"
+        name="reason"
+        maxLength={1000}
+        value={reason}
+        placeholder="e.g. NIC 28.45 drops links under load, INC-4411"
+        onInput={(e) => onReason(e.currentTarget.value)}
+        data-testid="downgrade-reason-input"
+      />
+    </section>
+  );
+}
+
 function ExcludedTable({ excluded }) {
+  return <PodReasonTable items={excluded} testid="excluded" heading="Why it is excluded" reasonTestid="exclusion-reason" reasonOf={(e) => e.reason} />;
+}
+
+// Pods of a plan with a reason each (excluded, downgraded), the first POD_ROWS then "Show all".
+function PodReasonTable({ items, testid, heading, reasonTestid, reasonOf }) {
   const [all, setAll] = useState(false);
-  const rows = all ? excluded : excluded.slice(0, POD_ROWS);
+  const rows = all ? items : items.slice(0, POD_ROWS);
   return (
     <>
-      <table class="table" data-testid="excluded">
+      <table class="table" data-testid={testid}>
         <thead>
           <tr>
             <th scope="col">Pod</th>
-            <th scope="col">Why it is excluded</th>
+            <th scope="col">{heading}</th>
           </tr>
         </thead>
         <tbody>
@@ -565,14 +663,14 @@ function ExcludedTable({ excluded }) {
               <td>
                 <a href={href('/fleet', { pod: e.pod })}>{e.pod}</a>
               </td>
-              <td data-testid="exclusion-reason">{e.reason}</td>
+              <td data-testid={reasonTestid}>{reasonOf(e)}</td>
             </tr>
           ))}
         </tbody>
       </table>
-      {excluded.length > rows.length && (
+      {items.length > rows.length && (
         <button type="button" class="link" onClick={() => setAll(true)}>
-          Show all {excluded.length}
+          Show all {items.length}
         </button>
       )}
     </>

@@ -165,3 +165,15 @@ export function validationText(progress, passes, steps) {
   if (progress.status) parts.push(progress.status);
   return parts.join(' · ');
 }
+
+// A workflow text with "{{param}}" placeholders (a description, repeat: "{{passes}}") filled
+// in from the form's values, else the param's default; a name the form does not know is shown
+// bare, never with its braces. fields: paramFields(); values: {name -> text}.
+export function fillTemplate(text, fields, values) {
+  return String(text ?? '').replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, name) => {
+    const v = values && values[name] !== undefined && values[name] !== null ? String(values[name]).trim() : '';
+    if (v !== '') return v;
+    const f = (fields || []).find((x) => x.name === name);
+    return f && f.default !== '' ? f.default : name;
+  });
+}

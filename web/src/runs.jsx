@@ -9,6 +9,7 @@ import { href, navigate } from './route.js';
 import {
   BURN_IN_WORKFLOW,
   fieldErrors,
+  fillTemplate,
   fmtDuration,
   hostRunStatus,
   paramFields,
@@ -721,8 +722,13 @@ export function StartRunView({ route, role }) {
         {spec && spec.name === name && (
           <>
             <p class="muted">
-              {spec.description} {spec.steps.length} steps{typeof spec.repeat === 'number' && spec.repeat > 1 ? `, ${spec.repeat} passes` : ''}
-              {typeof spec.repeat === 'string' ? `, passes: ${spec.repeat}` : ''}.
+              {fillTemplate(spec.description, fields, values)} {spec.steps.length} steps
+              {typeof spec.repeat === 'number' && spec.repeat > 1 ? `, ${spec.repeat} passes` : ''}
+              {typeof spec.repeat === 'string' ? `, passes: ${fillTemplate(spec.repeat, fields, values)}` : ''}
+              {(typeof spec.repeat === 'string' || spec.repeat > 1) && spec.soak_between && !/^0+[a-z]*$/.test(fillTemplate(spec.soak_between, fields, values))
+                ? `, ${fillTemplate(spec.soak_between, fields, values)} apart`
+                : ''}
+              .
             </p>
             <p class="notice small" data-testid="run-effect">
               {EFFECTS[name] || 'Manual run: the hosts keep their lifecycle state whatever the outcome.'}
@@ -770,7 +776,7 @@ export function StartRunView({ route, role }) {
                         aria-invalid={errs[`param:${f.name}`] ? 'true' : undefined}
                       />
                     )}
-                    {f.description && <span class="muted small">{f.description}</span>}
+                    {f.description && <span class="muted small">{fillTemplate(f.description, fields, values)}</span>}
                     {fieldError(`param:${f.name}`)}
                   </div>
                 ))}

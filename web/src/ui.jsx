@@ -33,6 +33,16 @@ export function ErrorBox({ error, what }) {
   );
 }
 
+// " (422 invalid_content)" after an API error's message; nothing for an error kilnd did not send.
+export function ErrorStatus({ error }) {
+  return error && error.status ? (
+    <span class="muted small">
+      {' '}
+      ({error.status} {error.code})
+    </span>
+  ) : null;
+}
+
 export function KeyValues({ rows }) {
   return (
     <dl class="kv">

@@ -2,17 +2,21 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import {
+  createBody,
+  createGate,
   exclusionCounts,
   fmtEta,
   offeredVerbs,
   parseLabels,
   parseWaves,
   parseWindows,
+  planDowngrades,
   planSummary,
   podSpans,
   podVerbs,
   policyBody,
   policyDefaults,
+  refusedFields,
   rolloutFieldErrors,
   rolloutProgress,
   selectorBody,
@@ -174,4 +178,72 @@ test('fmtEta prints the two largest units', () => {
   assert.equal(fmtEta(7200 + 300), '2 h 5 min');
   assert.equal(fmtEta(600), '10 min');
   assert.equal(fmtEta(86400 * 2 + 3600), '2 d 1 h');
+});
+
+// A dry run of an older bundle after the fleet moved on (issue 18).
+const downgradeAnswer = {
+  plan: {
+    eligible: 3,
+    waves: [{ index: 0, name: 'canary', pods: ['p1'] }, { index: 1, name: 'wave 1', pods: ['p2', 'p3'] }],
+    excluded: [],
+    downgrades: [
+      { pod: 'p1', reasons: ['nic 28.45.1200 -> 28.44.1036 (older)'] },
+      { pod: 'p2', reasons: ['nic 28.45.1200 -> 28.44.1036 (older)'] },
+    ],
+  },
+  warnings: ['2 pods would move to older versions (2 pods: p1: nic 28.45.1200 -> 28.44.1036 (older), ...)'],
+};
+
+test('planDowngrades reads plan.downgrades and warnings; an answer without them has none', () => {
+  const d = planDowngrades(downgradeAnswer);
+  assert.equal(d.count, 2);
+  assert.deepEqual(d.pods[0], { pod: 'p1', reasons: ['nic 28.45.1200 -> 28.44.1036 (older)'] });
+  assert.equal(d.warnings.length, 1);
+  assert.deepEqual(planDowngrades({ plan: { eligible: 1, waves: [], excluded: [] } }), { pods: [], warnings: [], count: 0 });
+  assert.equal(planDowngrades(null).count, 0);
+});
+
+test('createGate: without downgrades the form behaves as before', () => {
+  const g = createGate({ plan: { eligible: 4, downgrades: [] } }, { allow: false, reason: '' });
+  assert.deepEqual(
+    { enabled: g.enabled, create: g.createLabel, start: g.startLabel, n: g.downgrades },
+    { enabled: true, create: 'Create (start later)', start: 'Create and start', n: 0 },
+  );
+  assert.equal(createGate({ plan: { eligible: 0 } }, {}).enabled, false);
+});
+
+test('createGate: a downgrade needs "Allow downgrade" AND a reason, and is labelled as one', () => {
+  const no = createGate(downgradeAnswer, { allow: false, reason: 'INC-1' });
+  assert.equal(no.enabled, false);
+  assert.match(no.why, /Allow downgrade/);
+  const noReason = createGate(downgradeAnswer, { allow: true, reason: '   ' });
+  assert.equal(noReason.enabled, false);
+  assert.match(noReason.why, /reason/);
+  const yes = createGate(downgradeAnswer, { allow: true, reason: 'NIC 28.45 drops links' });
+  assert.equal(yes.enabled, true);
+  assert.equal(yes.why, '');
+  assert.equal(yes.downgrades, 2);
+  assert.match(yes.startLabel, /^Downgrade 2 pods, upgrade 1 now/);
+  assert.doesNotMatch(yes.startLabel, /upgrade 2|Create and start$/);
+  const all = createGate({ plan: { eligible: 1, downgrades: [{ pod: 'p1', reasons: [] }] } }, { allow: true, reason: 'x' });
+  assert.match(all.createLabel, /^Downgrade 1 pod \(create, start later\)$/);
+});
+
+test('createBody sends allow_downgrade and the trimmed reason only for a plan with downgrades', () => {
+  const body = { bundle: 'b1', selector: {}, policy: {} };
+  assert.deepEqual(createBody(body, { start: true, downgrades: 0, allow: true, reason: 'x' }), { ...body, start: true });
+  assert.deepEqual(createBody(body, { start: false, downgrades: 2, allow: true, reason: ' INC-4411 ' }), {
+    ...body,
+    start: false,
+    allow_downgrade: true,
+    reason: 'INC-4411',
+  });
+  assert.deepEqual(createBody(body, { start: false, downgrades: 2, allow: false, reason: 'x' }), { ...body, start: false });
+});
+
+test('refusedFields lists every field of a refused create, allow_downgrade included', () => {
+  const details = { fields: [{ path: 'allow_downgrade', message: '8 pods: set allow_downgrade: true with a reason, or roll back' }], downgrade_pods: '8' };
+  assert.deepEqual(refusedFields(details), [{ path: 'allow_downgrade', message: '8 pods: set allow_downgrade: true with a reason, or roll back' }]);
+  assert.deepEqual(refusedFields({ field: 'reason' }), [{ path: 'reason', message: '' }]);
+  assert.deepEqual(refusedFields(undefined), []);
 });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import {
   fieldErrors,
+  fillTemplate,
   fmtDuration,
   fmtSeconds,
   paramFields,
@@ -98,4 +99,15 @@ test('progress and validation texts', () => {
   assert.equal(validationText({ pass: 1, step_index: 2, status: 'running' }, 2, 7), 'pass 1 of 2 · step 3 of 7 · running');
   assert.equal(validationText({ pass: 2, step_index: 0, status: 'passed' }, null, 7), 'pass 2 · passed');
   assert.equal(validationText(null, 2, 7), '');
+});
+
+test('fillTemplate shows a workflow text with the form values, else the defaults, never raw braces', () => {
+  const fields = paramFields({ passes: { type: 'int', default: 2 }, soak: { type: 'duration', default: '30m' }, note: { type: 'string' } });
+  assert.equal(fillTemplate('{{passes}}', fields, {}), '2');
+  assert.equal(fillTemplate('{{ passes }}', fields, { passes: '3' }), '3');
+  assert.equal(fillTemplate('must pass {{passes}} times, {{soak}} apart', fields, { passes: ' ' }), 'must pass 2 times, 30m apart');
+  // No default and no value, or a name the workflow does not declare: the bare name.
+  assert.equal(fillTemplate('{{note}} and {{other}}', fields, {}), 'note and other');
+  assert.equal(fillTemplate('no placeholder', fields, {}), 'no placeholder');
+  assert.equal(fillTemplate(undefined, fields, {}), '');
 });
