@@ -252,7 +252,12 @@ CommandGroup rolloutGroup() {
         {.name = "bundle", .value_name = "REF", .help = "the bundle: an id like b-3, or name@version", .required = true}};
     for (auto& f : selectorFlags()) flags.push_back(std::move(f));
     for (auto& f : policyFlags()) flags.push_back(std::move(f));
-    if (create) flags.push_back({.name = "start", .type = FlagType::kBool, .help = "start the rollout at once"});
+    if (create) {
+      flags.push_back({.name = "start", .type = FlagType::kBool, .help = "start the rollout at once"});
+      flags.push_back({.name = "allow-downgrade", .type = FlagType::kBool,
+                       .help = "allow a plan that moves pods to older versions (kilnd refuses it otherwise; needs --reason)"});
+      flags.push_back({.name = "reason", .value_name = "TEXT", .help = "why a downgrade is allowed (the audit log keeps it)"});
+    }
     return flags;
   };
   std::vector<FlagSpec> list_flags = {

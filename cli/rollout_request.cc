@@ -209,6 +209,13 @@ Result<ApiRequest> rolloutRequest(const ParsedCommand& cmd, const System& system
   json body = {{"bundle", cmd.value("bundle")}, {"selector", *selector}, {"policy", *policy}};
   if (dry_run) body["dry_run"] = true;
   else if (cmd.has("start")) body["start"] = true;
+  if (!dry_run && cmd.has("allow-downgrade")) {
+    // kilnd refuses a plan that moves any component back unless it says so, with a reason.
+    if (!cmd.has("reason") || cmd.value("reason").empty())
+      return invalidArgument("--allow-downgrade needs --reason TEXT: why these pods go back to older versions (audited)");
+    body["allow_downgrade"] = true;
+    body["reason"] = cmd.value("reason");
+  }
   ApiRequest req;
   req.method = "POST";
   req.path = std::string(kApiPrefix) + "/rollouts";

@@ -166,14 +166,21 @@ std::string renderBundle(const json& b) {
 std::string renderCompliance(const json& report) {
   const json& c = member(report, "counts");
   const json& h = member(report, "host_counts");
-  const long long pods = count(c, "compliant") + count(c, "needs_upgrade") + count(c, "incompatible");
-  const long long hosts = count(h, "compliant") + count(h, "needs_upgrade") + count(h, "incompatible");
+  const long long pods =
+      count(c, "compliant") + count(c, "needs_upgrade") + count(c, "needs_downgrade") + count(c, "incompatible");
+  const long long hosts =
+      count(h, "compliant") + count(h, "needs_upgrade") + count(h, "needs_downgrade") + count(h, "incompatible");
+  // Pods running newer versions than the bundle are never counted as needing the upgrade.
+  const auto downgrade = [&](const json& m) {
+    return count(m, "needs_downgrade") > 0 ? ", " + std::to_string(count(m, "needs_downgrade")) + " would be DOWNGRADED"
+                                           : std::string();
+  };
   std::string out = "bundle " + field(report, "bundle") + ": " + std::to_string(pods) + " pods: " +
                     std::to_string(count(c, "compliant")) + " compliant, " + std::to_string(count(c, "needs_upgrade")) +
-                    " need the upgrade, " + std::to_string(count(c, "incompatible")) + " incompatible\n";
+                    " need the upgrade" + downgrade(c) + ", " + std::to_string(count(c, "incompatible")) + " incompatible\n";
   out += "hosts: " + std::to_string(hosts) + ": " + std::to_string(count(h, "compliant")) + " compliant, " +
-         std::to_string(count(h, "needs_upgrade")) + " need the upgrade, " + std::to_string(count(h, "incompatible")) +
-         " incompatible\n";
+         std::to_string(count(h, "needs_upgrade")) + " need the upgrade" + downgrade(h) + ", " +
+         std::to_string(count(h, "incompatible")) + " incompatible\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : member(report, "pods").is_array() ? report["pods"] : json::array()) {
     std::string reasons;
@@ -257,6 +264,21 @@ std::string renderPlan(const json& doc) {
   }
   out += "\nWaves:\n" + (rows.empty() ? std::string("(none: no selected pod needs the bundle)\n")
                                       : renderTable({"WAVE", "PODS", "POD LIST"}, rows));
+  // A downgrade is never shown as an upgrade: kilnd refuses to create it without --allow-downgrade.
+  for (const auto& w : member(doc, "warnings").is_array() ? doc["warnings"] : json::array())
+    if (w.is_string()) out += "\nWARNING: " + w.get<std::string>() + "\n";
+  const json& downgrades = member(plan, "downgrades");
+  if (downgrades.is_array() && !downgrades.empty()) {
+    std::vector<std::vector<std::string>> dn;
+    for (const auto& d : downgrades) {
+      std::string reasons;
+      for (const auto& r : member(d, "reasons").is_array() ? d["reasons"] : json::array())
+        if (r.is_string()) reasons += (reasons.empty() ? "" : "; ") + r.get<std::string>();
+      dn.push_back({field(d, "pod"), reasons});
+    }
+    out += "\nDowngrades (" + std::to_string(downgrades.size()) +
+           "; create refuses them without --allow-downgrade --reason TEXT):\n" + renderTable({"POD", "OLDER VERSIONS"}, dn);
+  }
   if (excluded_count > 0) {
     std::vector<std::vector<std::string>> ex;
     for (const auto& e : excluded) ex.push_back({field(e, "pod"), field(e, "reason")});

@@ -129,6 +129,8 @@ TEST(RolloutPlanTest, BadFlagsAreUsageErrorsAndSendNothing) {
       {{"rollout", "plan", "--bundle", "b-3", "--policy-file", "missing.yaml"},
        "kilnctl: cannot read missing.yaml: No such file or directory\n"},
       {{"rollout", "create", "--bundle", "b-3", "--label", "rack"}, "kilnctl: --label needs KEY=VALUE, not 'rack'\n"},
+      {{"rollout", "create", "--bundle", "b-3", "--allow-downgrade"},
+       "kilnctl: --allow-downgrade needs --reason TEXT: why these pods go back to older versions (audited)\n"},
       {{"rollout", "plan", "--bundle", "b-3", "--window", "mon-fri 22:00-06:00", "--window", "weekdays 22:00-06:00"},
        "kilnctl: --window 'weekdays 22:00-06:00': unknown day 'weekdays': expected \"[DAYS ]HH:MM-HH:MM\" in UTC, e.g. "
        "\"mon-fri 22:00-06:00\" (days mon..sun)\n"},
@@ -162,6 +164,29 @@ TEST(RolloutCreateTest, PrintsTheIdAloneOnStdoutForScripts) {
   EXPECT_EQ(body["selector"], json::parse(R"({"pods": ["p1", "p2", "p3", "p4"]})"));
   EXPECT_EQ(r.out, "ro-5\n");
   EXPECT_EQ(r.err, "created rollout ro-5 (created): 4 pods in 2 waves\nStart it: kilnctl rollout start ro-5\n");
+}
+
+TEST(RolloutCreateTest, AnAllowedDowngradeSendsItsReason) {
+  CliHarness h;
+  h.transport.reply(201, rolloutDoc("created", {{"pending", 4}}, {{1, 0}, {3, 0}}).dump());
+  auto r = h.run({"rollout", "create", "--bundle", "b-3", "--allow-downgrade", "--reason", "580 hangs NCCL"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  json body = json::parse(h.transport.requests[0].body);
+  EXPECT_EQ(body["allow_downgrade"], true);
+  EXPECT_EQ(body["reason"], "580 hangs NCCL");
+}
+
+TEST(RolloutPlanTest, ADowngradeIsShownAsOne) {
+  CliHarness h;
+  h.transport.reply(200, R"json({"bundle": {"id": "b-1", "name": "fw", "version": "1"}, "selector": {}, "policy": {},
+    "plan": {"waves": [{"index": 0, "name": "canary", "pods": ["p1"]}], "excluded": [], "eligible": 1,
+             "downgrades": [{"pod": "p1", "reasons": ["nic 28.45.1200 -> 28.44.1036 (older)"]}]},
+    "dry_run": true, "warnings": ["1 pod would move to older versions (p1: nic 28.45.1200 -> 28.44.1036 (older))"]})json");
+  auto r = h.run({"rollout", "plan", "--bundle", "b-1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("WARNING: 1 pod would move to older versions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Downgrades (1; create refuses them without --allow-downgrade --reason TEXT)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nic 28.45.1200 -> 28.44.1036 (older)"), std::string::npos) << r.out;
 }
 
 TEST(RolloutCreateTest, StartAsksTheServerToStartAtOnce) {

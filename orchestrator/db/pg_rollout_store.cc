@@ -263,8 +263,14 @@ class PgRolloutStore final : public rollouts::RolloutStore {
                         r.id, p.pod, p.wave, p.position);
       event(txn, r.id, "", "created",
             "rollout of bundle " + r.bundle_id + " over " + std::to_string(pods.size()) + " pods by " + actor.token_id +
-                (r.rollback_of.empty() ? "" : ", rolling back " + r.rollback_of));
-      writeAudit(txn, actor, "rollout.create", r.id, json{{"bundle", r.bundle_id}, {"pods", pods.size()}}.dump());
+                (r.rollback_of.empty() ? "" : ", rolling back " + r.rollback_of) +
+                (r.downgrade_reason.empty() ? "" : ", a downgrade allowed because: " + r.downgrade_reason));
+      json audit = {{"bundle", r.bundle_id}, {"pods", pods.size()}};
+      if (!r.downgrade_reason.empty()) {
+        audit["allow_downgrade"] = true;
+        audit["reason"] = r.downgrade_reason;
+      }
+      writeAudit(txn, actor, "rollout.create", r.id, audit.dump());
       return rolloutFromRow(txn.exec_params1(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = $1", r.id));
     });
   }

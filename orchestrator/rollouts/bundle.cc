@@ -167,9 +167,15 @@ const char* complianceName(Compliance c) {
   switch (c) {
     case Compliance::kCompliant: return "compliant";
     case Compliance::kNeedsUpgrade: return "needs_upgrade";
+    case Compliance::kNeedsDowngrade: return "needs_downgrade";
     case Compliance::kIncompatible: return "incompatible";
   }
   return "unknown";
+}
+
+const char* bundleIs(const std::string& bundle_version, const std::string& current_version) {
+  const int c = compareVersions(bundle_version, current_version);
+  return c > 0 ? "newer" : c == 0 ? "same" : "older";
 }
 
 TargetCompliance targetCompliance(const Bundle& b, const std::map<std::string, std::string>& current, bool switch_tray) {
@@ -192,8 +198,11 @@ TargetCompliance targetCompliance(const Bundle& b, const std::map<std::string, s
     auto it = current.find(c.kind);
     const std::string have = it == current.end() ? "unknown" : it->second;
     if (have != c.version) {
-      out.state = Compliance::kNeedsUpgrade;
-      out.reasons.push_back(c.kind + " " + have + " -> " + c.version);
+      const bool back = it != current.end() && compareVersions(c.version, have) < 0;
+      if (back) out.state = Compliance::kNeedsDowngrade;
+      else if (out.state == Compliance::kCompliant) out.state = Compliance::kNeedsUpgrade;
+      out.reasons.push_back(c.kind + " " + have + " -> " + c.version + (back ? " (older)" : ""));
+      if (back) out.downgrades.push_back(out.reasons.back());
     }
   }
   return out;
@@ -214,10 +223,13 @@ PodCompliance podCompliance(const Bundle& b, const std::string& pod, const std::
     if (!sw) {
       if (t.state == Compliance::kCompliant) ++out.hosts_compliant;
       else if (t.state == Compliance::kNeedsUpgrade) ++out.hosts_needing_upgrade;
+      else if (t.state == Compliance::kNeedsDowngrade) ++out.hosts_needing_downgrade;
       else ++out.hosts_incompatible;
     }
-    if (t.state == Compliance::kIncompatible) out.state = Compliance::kIncompatible;
-    else if (t.state == Compliance::kNeedsUpgrade && out.state == Compliance::kCompliant) out.state = Compliance::kNeedsUpgrade;
+    // The enum's order is the rank: incompatible > needs_downgrade > needs_upgrade > compliant.
+    if (static_cast<int>(t.state) > static_cast<int>(out.state)) out.state = t.state;
+    for (const auto& r : t.downgrades)
+      if (out.downgrades.size() < 5) out.downgrades.push_back(id + ": " + r);
     if (t.state != Compliance::kCompliant && out.reasons.size() < 5)
       for (const auto& r : t.reasons) out.reasons.push_back(id + ": " + r);
   };

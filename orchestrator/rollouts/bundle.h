@@ -60,12 +60,26 @@ std::string bundleEtag(const Bundle& b);
 // "1.9" < "1.10", "25.04-1" < "25.04-2"): <0, 0, >0.
 int compareVersions(const std::string& a, const std::string& b);
 
-enum class Compliance { kCompliant, kNeedsUpgrade, kIncompatible };
+// kNeedsDowngrade: some component runs a NEWER version than the bundle's, so applying the
+// bundle would move it back (issue 18: a downgrade is never called an upgrade). It outranks
+// kNeedsUpgrade; kIncompatible outranks both.
+enum class Compliance { kCompliant, kNeedsUpgrade, kNeedsDowngrade, kIncompatible };
 const char* complianceName(Compliance c);
+
+// Where a target's version of a component stands against the bundle's: "newer" (the bundle
+// would upgrade it), "same", "older" (the bundle would downgrade it).
+const char* bundleIs(const std::string& bundle_version, const std::string& current_version);
+
+// One component kind of a pod against the bundle: how many targets run each version.
+struct ComponentCompliance {
+  std::string kind, version;  // version: the bundle's
+  std::vector<std::pair<std::string, int>> current;  // version -> targets
+};
 
 struct TargetCompliance {
   Compliance state = Compliance::kCompliant;
   std::vector<std::string> reasons;  // "driver 570.133.20 -> 580.65.06", "bmc 24.1 below 25.04-1"
+  std::vector<std::string> downgrades;  // the reasons that move a component back ("... (older)")
 };
 
 // One host (or switch tray): its current versions by component kind against the bundle.
@@ -78,6 +92,9 @@ struct PodCompliance {
   Compliance state = Compliance::kCompliant;
   std::vector<std::string> reasons;
   int hosts_compliant = 0, hosts_needing_upgrade = 0, hosts_incompatible = 0;
+  int hosts_needing_downgrade = 0;
+  std::vector<std::string> downgrades;  // the reasons that move a component back, e.g. "nic 28.45.1200 -> 28.44.1036 (older)"
+  std::vector<ComponentCompliance> components;  // from the fleet's version counts (complianceFromCounts)
 };
 
 // A pod: incompatible if its platform is not in the bundle or any target is incompatible;

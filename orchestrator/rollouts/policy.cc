@@ -402,6 +402,8 @@ Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy) {
     }
   }
   std::sort(eligible.begin(), eligible.end(), [](const PodFacts* a, const PodFacts* b) { return a->id < b->id; });
+  for (const auto* p : eligible)
+    if (p->compliance.state == Compliance::kNeedsDowngrade) plan.downgrades.push_back({p->id, p->compliance.downgrades});
   std::vector<const PodFacts*> ordered;
   if (policy.order == "spread") {
     // Round-robin over buildings, so no building takes a whole wave.
@@ -439,7 +441,9 @@ json toJson(const Plan& plan) {
     waves.push_back({{"index", i}, {"name", i == 0 ? "canary" : "wave " + std::to_string(i)}, {"pods", plan.waves[i]}});
   json excluded = json::array();
   for (const auto& e : plan.excluded) excluded.push_back({{"pod", e.pod}, {"reason", e.reason}});
-  return {{"waves", waves}, {"excluded", excluded}, {"eligible", plan.eligible}};
+  json downgrades = json::array();
+  for (const auto& d : plan.downgrades) downgrades.push_back({{"pod", d.pod}, {"reasons", d.reasons}});
+  return {{"waves", waves}, {"excluded", excluded}, {"eligible", plan.eligible}, {"downgrades", downgrades}};
 }
 
 const char* podPhaseName(PodPhase p) {

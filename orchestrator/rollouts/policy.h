@@ -100,10 +100,19 @@ struct Exclusion {
   std::string pod, reason;
 };
 
+// A planned pod the bundle would move to an older version of some component (issue 18).
+struct Downgrade {
+  std::string pod;
+  std::vector<std::string> reasons;  // "nic 28.45.1200 -> 28.44.1036 (older)"
+};
+
 struct Plan {
   std::vector<std::vector<std::string>> waves;  // waves[0] = canary
   std::vector<Exclusion> excluded;
   int eligible = 0;
+  // The planned pods that would be downgraded: a rollout with any is refused unless it is a
+  // rollback or says allow_downgrade with a reason (RolloutService::create).
+  std::vector<Downgrade> downgrades;
 };
 
 Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy);

@@ -52,24 +52,49 @@ PodCompliance complianceFromCounts(const Bundle& b, const PodSnapshot& s) {
       out.reasons.push_back(p.kind + " version unknown on " + std::to_string(expected - known) + " targets");
     }
   }
-  int worst = 0;
+  // Hosts that need a change: the most any one component kind needs (a lower bound, from
+  // counts); those running a newer version than the bundle's would be downgraded.
+  int worst_up = 0, worst_down = 0;
+  bool downgrade = false, upgrade = false;
   for (const auto& c : b.components) {
     auto [v, expected] = versions(c.kind);
+    ComponentCompliance cc{c.kind, c.version, {}};
+    for (const auto& [ver, n] : *v) cc.current.emplace_back(ver, n);
+    out.components.push_back(std::move(cc));
     auto it = v->find(c.version);
     const int at_target = it == v->end() ? 0 : it->second;
-    if (at_target < expected) {
-      if (out.state == Compliance::kCompliant) out.state = Compliance::kNeedsUpgrade;
-      std::string from;
-      for (const auto& [ver, n] : *v)
-        if (ver != c.version) from += (from.empty() ? "" : ", ") + ver;
-      if (from.empty()) from = "unknown";
-      out.reasons.push_back(c.kind + " " + from + " -> " + c.version);
-      if (c.kind != core::kSwitchComponent) worst = std::max(worst, expected - at_target);
+    if (at_target >= expected) continue;
+    std::string from, back;
+    int older = 0, newer = 0;
+    for (const auto& [ver, n] : *v) {
+      if (ver == c.version) continue;
+      if (compareVersions(c.version, ver) < 0) {
+        back += (back.empty() ? "" : ", ") + ver;
+        newer += n;
+      } else {
+        from += (from.empty() ? "" : ", ") + ver;
+        older += n;
+      }
+    }
+    older += std::max(0, expected - at_target - older - newer);  // targets whose version is unknown: an upgrade
+    if (!back.empty()) {
+      out.reasons.push_back(c.kind + " " + back + " -> " + c.version + " (older)");
+      out.downgrades.push_back(out.reasons.back());
+    }
+    if (older > 0) out.reasons.push_back(c.kind + " " + (from.empty() ? "unknown" : from) + " -> " + c.version);
+    downgrade = downgrade || newer > 0;
+    upgrade = upgrade || older > 0;
+    if (c.kind != core::kSwitchComponent) {
+      worst_up = std::max(worst_up, older);
+      worst_down = std::max(worst_down, newer);
     }
   }
   if (out.state != Compliance::kIncompatible) {
-    out.hosts_needing_upgrade = worst;
-    out.hosts_compliant = s.hosts - worst;
+    if (downgrade) out.state = Compliance::kNeedsDowngrade;
+    else if (upgrade) out.state = Compliance::kNeedsUpgrade;
+    out.hosts_needing_upgrade = worst_up;
+    out.hosts_needing_downgrade = worst_down;
+    out.hosts_compliant = s.hosts - std::min(s.hosts, std::max(worst_up, worst_down));
   } else {
     out.hosts_incompatible = s.hosts;
   }
@@ -266,21 +291,33 @@ Result<json> RolloutService::compliance(const std::string& ref, const Selector& 
   auto snaps = store_.podSnapshots(selector);
   if (!snaps.ok()) return snaps.error();
   json pods = json::array();
-  std::map<std::string, int> counts = {{"compliant", 0}, {"needs_upgrade", 0}, {"incompatible", 0}};
-  int hosts_compliant = 0, hosts_upgrade = 0, hosts_incompatible = 0;
+  std::map<std::string, int> counts = {{"compliant", 0}, {"needs_upgrade", 0}, {"needs_downgrade", 0}, {"incompatible", 0}};
+  int hosts_compliant = 0, hosts_upgrade = 0, hosts_downgrade = 0, hosts_incompatible = 0;
   for (const auto& s : *snaps) {
     auto c = complianceFromCounts(*b, s);
     ++counts[complianceName(c.state)];
     hosts_compliant += c.hosts_compliant;
     hosts_upgrade += c.hosts_needing_upgrade;
+    hosts_downgrade += c.hosts_needing_downgrade;
     hosts_incompatible += c.hosts_incompatible;
+    // Per component kind: each version the pod runs, and whether the bundle is newer, the same or older.
+    json components = json::array();
+    for (const auto& cc : c.components) {
+      json current = json::array();
+      for (const auto& [ver, n] : cc.current)
+        current.push_back({{"version", ver}, {"targets", n}, {"bundle_is", bundleIs(cc.version, ver)}});
+      components.push_back({{"kind", cc.kind}, {"version", cc.version}, {"current", current}});
+    }
     pods.push_back({{"pod", s.id}, {"building", s.building}, {"platform", s.platform}, {"state", complianceName(c.state)},
                     {"reasons", c.reasons}, {"hosts_compliant", c.hosts_compliant},
-                    {"hosts_needing_upgrade", c.hosts_needing_upgrade}, {"hosts_incompatible", c.hosts_incompatible}});
+                    {"hosts_needing_upgrade", c.hosts_needing_upgrade},
+                    {"hosts_needing_downgrade", c.hosts_needing_downgrade}, {"hosts_incompatible", c.hosts_incompatible},
+                    {"components", components}});
   }
   return json{{"bundle", b->id},
               {"counts", counts},
-              {"host_counts", {{"compliant", hosts_compliant}, {"needs_upgrade", hosts_upgrade}, {"incompatible", hosts_incompatible}}},
+              {"host_counts", {{"compliant", hosts_compliant}, {"needs_upgrade", hosts_upgrade},
+                               {"needs_downgrade", hosts_downgrade}, {"incompatible", hosts_incompatible}}},
               {"pods", pods}};
 }
 
@@ -300,7 +337,7 @@ Result<Plan> RolloutService::plan(const Bundle& b, const Selector& s, const Poli
 
 Result<json> RolloutService::create(const json& body, const core::Actor& actor, bool* dry_run,
                                     const std::string& rollback_of, const std::optional<core::IdempotencyClaim>& claim) {
-  if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run, start}");
+  if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run, start, allow_downgrade, reason}");
   // Every bad field of the request in one 422, and nothing written before all are checked.
   Error bad = invalidContent("invalid rollout");
   auto fail = [&](const std::string& path, const std::string& message) { bad.fields.push_back({path, message}); };
@@ -309,9 +346,16 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
     for (const auto& f : e.fields) bad.fields.push_back(f);
   };
   for (const auto& [k, _] : body.items())
-    if (k != "bundle" && k != "selector" && k != "policy" && k != "dry_run" && k != "start") fail(k, "unknown field");
-  for (const char* flag : {"dry_run", "start"})
+    if (k != "bundle" && k != "selector" && k != "policy" && k != "dry_run" && k != "start" && k != "allow_downgrade" &&
+        k != "reason")
+      fail(k, "unknown field");
+  for (const char* flag : {"dry_run", "start", "allow_downgrade"})
     if (body.contains(flag) && !body[flag].is_boolean()) fail(flag, "expected true or false");
+  if (body.contains("reason") && !body["reason"].is_string()) fail("reason", "expected text");
+  const bool allow_downgrade = body.value("allow_downgrade", false) == true;
+  const std::string reason = body.contains("reason") && body["reason"].is_string() ? body["reason"].get<std::string>() : "";
+  if (allow_downgrade && reason.find_first_not_of(" \t\r\n") == std::string::npos)
+    fail("reason", "allow_downgrade needs a reason: why these pods go back to older versions (it is audited)");
   std::optional<Bundle> b;
   if (!body.contains("bundle") || !body["bundle"].is_string()) {
     fail("bundle", "required: a bundle id like b-3 or name@version");
@@ -336,9 +380,27 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
   auto p = plan(*b, *selector, *policy, nullptr);
   if (!p.ok()) return p.error();
   json out = {{"bundle", toJson(*b)}, {"selector", toJson(*selector)}, {"policy", toJson(*policy)}, {"plan", toJson(*p)}};
+  // A downgrade is never created as if it were an upgrade: one rule, here, for REST, kilnctl
+  // and the console (issue 18). Rollbacks go back on purpose.
+  std::string downgrade_summary;
+  if (!p->downgrades.empty()) {
+    const auto& first = p->downgrades.front();
+    downgrade_summary = std::to_string(p->downgrades.size()) + (p->downgrades.size() == 1 ? " pod" : " pods") +
+                        " would move to older versions (" + first.pod +
+                        (first.reasons.empty() ? "" : ": " + first.reasons.front()) +
+                        (p->downgrades.size() > 1 ? ", ..." : "") + ")";
+    out["warnings"] = json::array({downgrade_summary});
+  }
   if (*dry_run) {
     out["dry_run"] = true;
     return out;
+  }
+  if (!p->downgrades.empty() && rollback_of.empty() && !allow_downgrade) {
+    Error e = invalidContent("refused: " + downgrade_summary +
+                             "; this is a downgrade, not an upgrade: roll back the rollout that upgraded them, or say "
+                             "allow_downgrade: true with a reason");
+    e.fields.push_back({"allow_downgrade", downgrade_summary + ": set allow_downgrade: true with a reason, or roll back"});
+    return e.with("downgrade_pods", std::to_string(p->downgrades.size()));
   }
   if (p->eligible == 0) return Error(conflict("nothing to roll out: no selected pod needs this bundle")).with("excluded", std::to_string(p->excluded.size()));
   auto id = store_.nextRolloutId();
@@ -351,6 +413,7 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
   row.plan = toJson(*p);
   row.rollback_of = rollback_of;
   row.claim = claim;
+  if (!p->downgrades.empty() && rollback_of.empty()) row.downgrade_reason = reason;
   std::vector<RolloutPodRow> pods;
   int position = 0;
   for (std::size_t w = 0; w < p->waves.size(); ++w)

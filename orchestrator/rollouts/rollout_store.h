@@ -39,6 +39,8 @@ struct RolloutRow {
   core::TimePoint created_at;
   std::optional<core::TimePoint> started_at, finished_at, previous_wave_finished;
   std::optional<core::IdempotencyClaim> claim;  // on creation only: the request's Idempotency-Key
+  // On creation only: an allowed downgrade's reason (its event and audit record say so).
+  std::string downgrade_reason;
 };
 
 struct RolloutPodRow {

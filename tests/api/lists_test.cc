@@ -6,6 +6,9 @@
 #include <ctime>
 #include <set>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/api/api_fixture.h"
 
 namespace kiln::apitest {
@@ -166,6 +169,13 @@ TEST_F(ListsApiTest, EverySmallListPagesWithLimitAndCursor) {
   const std::string rollout = ro.doc()["id"].get<std::string>();
   Reply abort = call(*op_, "POST", "/api/v1/rollouts/" + rollout + "/abort");  // one more event
   ASSERT_EQ(abort.status, 200) << abort.body;
+  // The controller finishes the abort (and writes its event) on its own: the lists must hold
+  // still while they are read whole and then page by page.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (call(*admin_, "GET", "/api/v1/rollouts/" + rollout).doc().value("state", "") != "aborted") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the rollout did not finish aborting";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 
   for (const std::string& path : std::vector<std::string>{
            "/api/v1/sites", "/api/v1/tokens", "/api/v1/workflows", "/api/v1/quarantine", "/api/v1/bundles",

@@ -305,7 +305,7 @@ TEST_F(RolloutsApiTest, ComplianceCountsCompliantNeedsUpgradeAndIncompatiblePods
   Reply r = call(*op_, "GET", "/api/v1/bundles/" + id + "/compliance");
   ASSERT_EQ(r.status, 200) << r.body;
   const json doc = r.doc();
-  EXPECT_EQ(doc["counts"], (json{{"compliant", 1}, {"needs_upgrade", 5}, {"incompatible", 2}})) << r.body;
+  EXPECT_EQ(doc["counts"], (json{{"compliant", 1}, {"needs_upgrade", 5}, {"needs_downgrade", 0}, {"incompatible", 2}})) << r.body;
   // 18 compute hosts a pod (the wrong platform's hosts: see the skipped test below).
   EXPECT_EQ(doc["host_counts"]["compliant"], 18) << r.body;
   EXPECT_EQ(doc["host_counts"]["needs_upgrade"], 5 * 18) << r.body;
@@ -331,10 +331,10 @@ TEST_F(RolloutsApiTest, ComplianceCountsCompliantNeedsUpgradeAndIncompatiblePods
   // The filters narrow the pods counted.
   Reply b02 = call(*op_, "GET", "/api/v1/bundles/" + id + "/compliance?building=t01-b02");
   ASSERT_EQ(b02.status, 200) << b02.body;
-  EXPECT_EQ(b02.doc()["counts"], (json{{"compliant", 0}, {"needs_upgrade", 2}, {"incompatible", 0}}));
+  EXPECT_EQ(b02.doc()["counts"], (json{{"compliant", 0}, {"needs_upgrade", 2}, {"needs_downgrade", 0}, {"incompatible", 0}}));
   Reply clemente = call(*op_, "GET", "/api/v1/bundles/gb200-driver@2026.11/compliance?platform=clemente");
   ASSERT_EQ(clemente.status, 200) << clemente.body;
-  EXPECT_EQ(clemente.doc()["counts"], (json{{"compliant", 0}, {"needs_upgrade", 0}, {"incompatible", 1}}));
+  EXPECT_EQ(clemente.doc()["counts"], (json{{"compliant", 0}, {"needs_upgrade", 0}, {"needs_downgrade", 0}, {"incompatible", 1}}));
   Reply one = call(*op_, "GET", "/api/v1/bundles/" + id + "/compliance?pod=t01-b01-p0003");
   ASSERT_EQ(one.doc()["pods"].size(), 1u) << one.body;
   EXPECT_EQ(one.doc()["counts"]["compliant"], 1);
@@ -348,13 +348,65 @@ TEST_F(RolloutsApiTest, ComplianceCountsTheHostsOfAPodOnTheWrongPlatformAsIncomp
   const std::string id = mixedFleetAndBundle();
   Reply r = call(*op_, "GET", "/api/v1/bundles/" + id + "/compliance");
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.doc()["host_counts"], (json{{"compliant", 18}, {"needs_upgrade", 5 * 18}, {"incompatible", 2 * 18}}));
+  EXPECT_EQ(r.doc()["host_counts"], (json{{"compliant", 18}, {"needs_upgrade", 5 * 18}, {"needs_downgrade", 0}, {"incompatible", 2 * 18}}));
   Reply clemente = call(*op_, "GET", "/api/v1/bundles/" + id + "/compliance?pod=t01-b01-p0004");
   ASSERT_EQ(clemente.doc()["pods"].size(), 1u) << clemente.body;
   EXPECT_EQ(clemente.doc()["pods"][0]["hosts_incompatible"], 18) << clemente.body;
 }
 
 // ---- planning and creating ----
+
+// Issue 18: after the fleet moved on, an older bundle is a downgrade, named as one in the
+// compliance, warned about in the dry run, and refused unless allowed with a reason (audited).
+TEST_F(RolloutsApiTest, ADowngradeIsNamedAsOneAndRefusedUnlessAllowedWithAReason) {
+  importFleet(mixedFleet());
+  Reply older = call(*op_, "POST", "/api/v1/bundles", driverBundle("2026.01", "560.35.03").dump());
+  ASSERT_EQ(older.status, 201) << older.body;
+  const std::string bundle = older.doc()["id"];
+
+  const json c = call(*op_, "GET", "/api/v1/bundles/" + bundle + "/compliance").doc();
+  EXPECT_EQ(c["counts"]["needs_upgrade"], 0) << c.dump();
+  EXPECT_EQ(c["counts"]["needs_downgrade"], 6) << c.dump();  // 5 on 570 (p0006 incoming too), 1 on 580; p0004/5 incompatible
+  EXPECT_EQ(c["host_counts"]["needs_downgrade"], 6 * 18);
+  json p3;
+  for (const auto& p : c["pods"])
+    if (p["pod"] == "t01-b01-p0003") p3 = p;
+  ASSERT_TRUE(p3.is_object()) << c.dump();
+  EXPECT_EQ(p3["state"], "needs_downgrade");
+  EXPECT_EQ(p3["reasons"][0], "driver 580.65.06 -> 560.35.03 (older)");
+  EXPECT_EQ(p3["components"][0]["kind"], "driver");
+  EXPECT_EQ(p3["components"][0]["current"][0], (json{{"version", "580.65.06"}, {"targets", 18}, {"bundle_is", "older"}}));
+
+  const json selector = {{"pods", {"t01-b01-p0001", "t01-b01-p0003"}}};
+  Reply dry = call(*op_, "POST", "/api/v1/rollouts", json{{"bundle", bundle}, {"selector", selector}, {"dry_run", true}}.dump());
+  ASSERT_EQ(dry.status, 200) << dry.body;
+  ASSERT_TRUE(dry.doc()["warnings"].is_array()) << dry.body;
+  EXPECT_NE(dry.doc()["warnings"][0].get<std::string>().find("2 pods would move to older versions"), std::string::npos);
+  EXPECT_EQ(dry.doc()["plan"]["downgrades"].size(), 2u);
+
+  const std::string before = writtenRows();
+  Reply refused = call(*op_, "POST", "/api/v1/rollouts", json{{"bundle", bundle}, {"selector", selector}}.dump());
+  EXPECT_TRUE(isError(refused, 422, "invalid_content"));
+  EXPECT_EQ(fieldPaths(refused), (std::set<std::string>{"allow_downgrade"})) << refused.body;
+  EXPECT_NE(refused.doc()["error"]["message"].get<std::string>().find("downgrade, not an upgrade"), std::string::npos);
+  Reply no_reason = call(*op_, "POST", "/api/v1/rollouts",
+                         json{{"bundle", bundle}, {"selector", selector}, {"allow_downgrade", true}, {"reason", " "}}.dump());
+  EXPECT_TRUE(isError(no_reason, 422, "invalid_content"));
+  EXPECT_EQ(fieldPaths(no_reason), (std::set<std::string>{"reason"})) << no_reason.body;
+  EXPECT_EQ(writtenRows(), before) << "a refused downgrade wrote something";
+
+  const std::string why = "580.65.06 hangs NCCL all-reduce on this fabric (INC-4411)";
+  Reply allowed = call(*op_, "POST", "/api/v1/rollouts",
+                       json{{"bundle", bundle}, {"selector", selector}, {"allow_downgrade", true}, {"reason", why}}.dump());
+  ASSERT_EQ(allowed.status, 201) << allowed.body;
+  const std::string id = allowed.doc()["id"];
+  EXPECT_EQ(auditCount("action = 'rollout.create' AND target = '" + id + "' AND details->>'reason' = '" + why + "'"), "1");
+  bool said = false;
+  for (const auto& e : decisions(id))
+    if (e["kind"] == "created" && e["message"].get<std::string>().find("a downgrade allowed because: " + why) != std::string::npos)
+      said = true;
+  EXPECT_TRUE(said) << "the created event does not say it is an allowed downgrade";
+}
 
 TEST_F(RolloutsApiTest, ADryRunReturnsTheWavesAndEveryExcludedPodWithItsReasonAndWritesNothing) {
   const std::string bundle = mixedFleetAndBundle();

@@ -64,6 +64,34 @@ TEST(BundleTest, PodComplianceCoversPlatformPrerequisitesAndSwitchTrays) {
   EXPECT_EQ(podCompliance(b, "p1", "clemente", hosts, switches).state, Compliance::kIncompatible);
 }
 
+TEST(BundleTest, AnOlderVersionIsADowngradeNeverAnUpgrade) {
+  EXPECT_STREQ(bundleIs("580.65.06", "570.133.20"), "newer");
+  EXPECT_STREQ(bundleIs("580.65.06", "580.65.06"), "same");
+  EXPECT_STREQ(bundleIs("28.44.1036", "28.45.1200"), "older");
+  Bundle b = *parseBundle(bundleDoc());
+  std::map<std::string, std::map<std::string, std::string>> hosts = {
+      {"h1", {{"driver", "590.10.01"}, {"bmc", "25.04-1"}}}, {"h2", {{"driver", "570.1"}, {"bmc", "25.10"}}}};
+  std::map<std::string, std::map<std::string, std::string>> switches = {{"s1", {{"nvswitch", "1.4.0"}}}};
+  // h1 runs a newer driver than the bundle: the pod would go back, whatever h2 needs.
+  auto c = podCompliance(b, "p1", "catalina", hosts, switches);
+  EXPECT_EQ(c.state, Compliance::kNeedsDowngrade);
+  EXPECT_STREQ(complianceName(c.state), "needs_downgrade");
+  EXPECT_EQ(c.hosts_needing_downgrade, 1);
+  EXPECT_EQ(c.hosts_needing_upgrade, 1);
+  ASSERT_EQ(c.downgrades.size(), 1u);
+  EXPECT_EQ(c.downgrades[0], "h1: driver 590.10.01 -> 580.65.06 (older)");
+  // A newer switch tray alone is a downgrade too; an incompatible pod stays incompatible.
+  hosts["h1"]["driver"] = "580.65.06";
+  hosts["h2"]["driver"] = "580.65.06";
+  switches["s1"]["nvswitch"] = "1.5.0";
+  EXPECT_EQ(podCompliance(b, "p1", "catalina", hosts, switches).state, Compliance::kNeedsDowngrade);
+  EXPECT_EQ(podCompliance(b, "p1", "clemente", hosts, switches).state, Compliance::kIncompatible);
+  // The target level: each component's direction, the downgrade named.
+  auto t = targetCompliance(b, {{"driver", "600.1"}, {"bmc", "25.10"}}, false);
+  EXPECT_EQ(t.state, Compliance::kNeedsDowngrade);
+  EXPECT_EQ(t.downgrades, (std::vector<std::string>{"driver 600.1 -> 580.65.06 (older)"}));
+}
+
 std::vector<PodFacts> pods(int buildings, int per_building) {
   std::vector<PodFacts> out;
   for (int b = 1; b <= buildings; ++b)
@@ -91,6 +119,19 @@ TEST(PlannerTest, CanaryThenCumulativeWavesSpreadOverBuildings) {
   EXPECT_EQ(plan.waves[1][0], "b2-p1");  // spread: alternate buildings
   EXPECT_EQ(plan.waves[2].size(), 15u);
   EXPECT_EQ(plan.eligible, 20);
+}
+
+TEST(PlannerTest, PlansDowngradesButNamesEachOne) {
+  auto ps = pods(1, 3);
+  ps[1].compliance.state = Compliance::kNeedsDowngrade;
+  ps[1].compliance.downgrades = {"nic 28.45.1200 -> 28.44.1036 (older)"};
+  auto plan = planRollout(ps, Policy{});
+  EXPECT_EQ(plan.eligible, 3);
+  ASSERT_EQ(plan.downgrades.size(), 1u);
+  EXPECT_EQ(plan.downgrades[0].pod, "b1-p2");
+  EXPECT_EQ(plan.downgrades[0].reasons, (std::vector<std::string>{"nic 28.45.1200 -> 28.44.1036 (older)"}));
+  EXPECT_EQ(toJson(plan)["downgrades"][0]["pod"], "b1-p2");
+  EXPECT_TRUE(toJson(planRollout(pods(1, 3), Policy{}))["downgrades"].empty());
 }
 
 TEST(PlannerTest, ExcludesWithReasons) {
