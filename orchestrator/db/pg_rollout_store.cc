@@ -539,6 +539,22 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     });
   }
 
+  Result<std::map<std::string, std::string>> laterChanges(const std::string& rollout_id,
+                                                          const std::vector<std::string>& pods) override {
+    return pool_.transact<std::map<std::string, std::string>>([&](pqxx::work& txn) -> Result<std::map<std::string, std::string>> {
+      std::map<std::string, std::string> out;
+      for (const auto& r : txn.exec_params(
+               "SELECT DISTINCT ON (rp.pod_id) rp.pod_id, ro.id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+               " WHERE rp.rollout_id <> $1 AND rp.pod_id IN (SELECT jsonb_array_elements_text($2::jsonb))"
+               " AND (rp.phase = 'succeeded' OR rp.run_id IS NOT NULL)"
+               " AND ro.created_at > (SELECT created_at FROM rollouts WHERE id = $1)"
+               " ORDER BY rp.pod_id, ro.created_at DESC",
+               rollout_id, json(pods).dump()))
+        out[r[0].as<std::string>()] = r[1].as<std::string>();
+      return out;
+    });
+  }
+
  private:
   PgPool pool_;
 };

@@ -671,6 +671,18 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
   if (changed.empty() && touched.empty()) return conflict("rollout " + id + " changed no pod: nothing to roll back");
   std::vector<std::string> asked = changed;
   asked.insert(asked.end(), touched.begin(), touched.end());
+  // A later rollout that changed these pods since: rolling this one back would silently undo
+  // it too (issue 18). Roll back the newest first.
+  auto later = store_.laterChanges(id, asked);
+  if (!later.ok()) return later.error();
+  if (!later->empty()) {
+    const auto& [pod, newer] = *later->begin();
+    return conflict("pod " + pod + " was changed again by rollout " + newer + " after " + id + " (" +
+                    std::to_string(later->size()) + (later->size() == 1 ? " pod" : " pods") + " in all): roll back " +
+                    newer + " first; rolling back " + id + " now would undo it as well")
+        .with("pod", pod)
+        .with("rollout", newer);
+  }
   auto prev = store_.previousBundles(id, asked);
   if (!prev.ok()) return prev.error();
   std::set<std::string> bundles;

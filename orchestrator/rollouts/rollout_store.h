@@ -144,6 +144,10 @@ class RolloutStore {
   // The bundle each pod got from its newest succeeded rollout before `rollout_id`.
   virtual Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
                                                                      const std::vector<std::string>& pods) = 0;
+  // Per pod, the newest rollout created after `rollout_id` that changed it (succeeded there, or
+  // its upgrade run started): rolling `rollout_id` back would undo that one too.
+  virtual Result<std::map<std::string, std::string>> laterChanges(const std::string& rollout_id,
+                                                                  const std::vector<std::string>& pods) = 0;
 };
 
 }  // namespace kiln::rollouts

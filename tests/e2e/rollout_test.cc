@@ -324,6 +324,11 @@ TEST_F(RolloutTest, RollbackPutsThePreviousBundleBackOnThePodsTheRolloutChanged)
       EXPECT_EQ(p["state"], "compliant") << p.dump();
     }
 
+  // r1 cannot be rolled back past r2: that would silently undo r2 on the same pods.
+  json past = call("POST", "/api/v1/rollouts/" + r1 + "/rollback", nullptr, 409);
+  EXPECT_EQ(past["error"]["details"]["rollout"], r2) << past.dump();
+  EXPECT_NE(past["error"]["message"].get<std::string>().find("roll back " + r2 + " first"), std::string::npos) << past.dump();
+
   json back = call("POST", "/api/v1/rollouts/" + r2 + "/rollback", nullptr, 201);
   const std::string rb = back.value("id", "");
   watchRollout(rb);

@@ -357,6 +357,10 @@ class FakeRolloutStore final : public RolloutStore {
   Result<std::vector<MetricRollout>> metricRollouts(core::TimePoint) override { return fakeUnsupported(); }
   // As the SQL: per pod, the bundle of the other rollout in which it succeeded last, among those
   // that finished before this rollout started its first pod.
+  // No later rollouts in these unit tests (the SQL is tested end to end, tests/e2e/rollout_test.cc).
+  Result<std::map<std::string, std::string>> laterChanges(const std::string&, const std::vector<std::string>&) override {
+    return std::map<std::string, std::string>();
+  }
   Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
                                                              const std::vector<std::string>& pods) override {
     std::optional<core::TimePoint> started;
