@@ -243,6 +243,19 @@ async function main() {
     await page.locator('[data-action=fail]').waitFor({ timeout: WAIT });
   });
 
+  await test('a dialog keeps Tab inside, closes on Escape and gives focus back to its opener', async () => {
+    await page.locator('[data-action=override]').first().focus();
+    await page.keyboard.press('Enter');
+    await page.locator('[role=dialog]').waitFor({ timeout: WAIT });
+    for (const key of ['Tab', 'Tab', 'Tab', 'Tab', 'Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab']) {
+      await page.keyboard.press(key);
+      assert(await page.evaluate(() => !!document.activeElement.closest('[role=dialog]')), `focus stays in the dialog after ${key}`);
+    }
+    await page.keyboard.press('Escape');
+    await page.locator('[role=dialog]').waitFor({ state: 'detached', timeout: WAIT });
+    assertEq(await page.evaluate(() => document.activeElement.dataset.action), 'override', 'focus back on the opener');
+  });
+
   await test('a viewer is offered no mutating control', async () => {
     const v = await newPage();
     await signIn(v, srv.url, viewerToken);
@@ -267,6 +280,35 @@ async function main() {
   await test('a host that does not exist says so', async () => {
     await page.goto(`${srv.url}/#/hosts/no-such-host`);
     await page.locator('.error-box', { hasText: 'No such host' }).waitFor({ timeout: WAIT });
+    await page.waitForTimeout(1500);
+    assertEq(await page.locator('[data-testid=live] [role=status]').textContent(), 'Live', 'a 404 leaves the live indicator live');
+    assert(await page.locator('[data-testid=live].live-ok').count(), 'live indicator stays green');
+  });
+
+  await test('an unknown console route says there is no such page, with a link home', async () => {
+    await page.goto(`${srv.url}/#/no-such-view`);
+    const nf = page.locator('[data-testid=not-found]');
+    await nf.waitFor({ timeout: WAIT });
+    assert((await nf.textContent()).includes('No such page'), 'no such page message');
+    await nf.getByRole('link').click();
+    await waitForPods(page, pods.length);
+  });
+
+  await test('the skip link is the first focusable element and moves focus to the main region', async () => {
+    await page.reload();
+    await waitForPods(page, pods.length);
+    await page.keyboard.press('Tab');
+    assertEq(await page.evaluate(() => document.activeElement.textContent), 'Skip to main content', 'first Tab stop');
+    await page.keyboard.press('Enter');
+    assertEq(await page.evaluate(() => document.activeElement.id), 'main', 'focus on main');
+  });
+
+  await test('"/" focuses the search, which finds a pod by id in any case', async () => {
+    await page.keyboard.press('/');
+    assertEq(await page.evaluate(() => document.activeElement.id), 'find', '"/" focuses the search box');
+    await page.keyboard.type(podId.toUpperCase());
+    await page.keyboard.press('Enter');
+    await page.locator('[data-testid=pod-panel] #pod-title', { hasText: podId }).waitFor({ timeout: WAIT });
   });
 
   // Workflow runs. No agent runs in this test: a run stays running with its first step

@@ -148,9 +148,12 @@ function SignIn({ error, onSignedIn }) {
 function Shell({ me, onSignOut }) {
   const role = me.role;
   const route = useRoute();
-  const view = VIEWS.find((v) => v.match(route)) || VIEWS[0];
+  const view = route.segments.length === 0 ? VIEWS[0] : VIEWS.find((v) => v.match(route));
   return (
     <div class="shell">
+      <a class="skip-link" href="#main" onClick={skipToMain}>
+        Skip to main content
+      </a>
       <header class="topbar">
         <a class="brand" href="#/fleet">
           <span class="logo" aria-hidden="true" /> Kiln
@@ -176,8 +179,31 @@ function Shell({ me, onSignOut }) {
           Sign out
         </button>
       </header>
-      <main class="content">{view.render(route, role)}</main>
+      <main class="content" id="main" tabindex={-1}>
+        {view ? view.render(route, role) : <NotFound path={route.path} />}
+      </main>
     </div>
+  );
+}
+
+// The skip link: focus the main region without changing the hash route.
+function skipToMain(ev) {
+  ev.preventDefault();
+  const main = document.getElementById('main');
+  if (main) main.focus();
+}
+
+function NotFound({ path }) {
+  return (
+    <section class="card not-found" data-testid="not-found">
+      <h1>No such page</h1>
+      <p>
+        The console has no page at <code>#{path}</code>.
+      </p>
+      <p>
+        <a href="#/fleet">Go to the fleet overview</a>
+      </p>
+    </section>
   );
 }
 

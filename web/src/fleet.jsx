@@ -2,7 +2,8 @@
 // building, so 13,900 pods cost ~50 canvases, not 13,900 DOM nodes), filters, legend, and
 // the pod panel.
 import { memo } from 'preact/compat';
-import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { isSearchShortcut } from './a11y.js';
 import { api } from './api.js';
 import { cellAt, cellMetrics, LARGE_FLEET, columnsFor, drawBuilding, drawCell } from './heatmap.js';
 import { usePoll } from './live.js';
@@ -11,6 +12,8 @@ import {
   heatmapPods,
   filterChoices,
   filterPods,
+  findIds,
+  pickFound,
   fmtInt,
   groupPods,
   podState,
@@ -325,30 +328,75 @@ function ClassLegend({ mode, counts }) {
 function FindBox({ pods, onPod }) {
   const [text, setText] = useState('');
   const [msg, setMsg] = useState('');
+  const [matches, setMatches] = useState([]);
+  const input = useRef(null);
+  // "/" focuses the search box, unless the user is typing in a field.
+  useEffect(() => {
+    const fn = (e) => {
+      if (!isSearchShortcut(e) || !input.current) return;
+      e.preventDefault();
+      input.current.focus();
+      input.current.select();
+    };
+    document.addEventListener('keydown', fn);
+    return () => document.removeEventListener('keydown', fn);
+  }, []);
+  const open = (id) => {
+    setMsg('');
+    setMatches([]);
+    onPod(id);
+  };
   const submit = (ev) => {
     ev.preventDefault();
     const id = text.trim();
     if (!id) return;
-    if (pods.some((p) => p.id === id)) {
-      setMsg('');
-      onPod(id);
-    } else {
-      api(`/hosts/${encodeURIComponent(id)}`)
-        .then(() => navigate(`/hosts/${encodeURIComponent(id)}`, {}))
-        .catch((e) => setMsg(e.status === 404 ? `No pod or host named ${id}` : e.message));
+    const found = findIds(pods, id);
+    const pick = pickFound(found);
+    if (pick) {
+      open(pick);
+      return;
     }
+    if (found.length > 1) {
+      setMsg('');
+      setMatches(found.map((f) => f.id));
+      return;
+    }
+    setMatches([]);
+    const hostLookup = (h) => api(`/hosts/${encodeURIComponent(h)}`).then(() => navigate(`/hosts/${encodeURIComponent(h)}`, {}));
+    hostLookup(id)
+      .catch((e) => (e.status === 404 && id.toLowerCase() !== id ? hostLookup(id.toLowerCase()) : Promise.reject(e)))
+      .catch((e) => setMsg(e.status === 404 ? `No pod or host named ${id}` : e.message));
   };
   return (
     <form class="find" onSubmit={submit} role="search">
       <label class="sr-only" for="find">
         Find a pod or host by id
       </label>
-      <input id="find" type="search" placeholder="Find pod or host id" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      <input
+        id="find"
+        ref={input}
+        type="search"
+        placeholder="Find pod or host id ( / )"
+        aria-keyshortcuts="/"
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+      />
       <button type="submit">Go</button>
       {msg && (
         <span class="error small" role="alert">
           {msg}
         </span>
+      )}
+      {matches.length > 0 && (
+        <ul class="find-matches" aria-label="Matching pods" data-testid="find-matches">
+          {matches.map((id) => (
+            <li key={id}>
+              <button type="button" class="link" onClick={() => open(id)}>
+                {id}
+              </button>
+            </li>
+          ))}
+        </ul>
       )}
     </form>
   );

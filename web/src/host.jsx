@@ -7,7 +7,7 @@ import { usePoll } from './live.js';
 import { ago, fmtTime, hostState, offeredActions, OVERRIDE_TARGETS, roleAtLeast } from './model.js';
 import { href } from './route.js';
 import { RunShortcuts, RunTable } from './runs.jsx';
-import { ErrorBox, EventTable, HostStateChip, KeyValues } from './ui.jsx';
+import { ErrorBox, EventTable, HostStateChip, KeyValues, useDialog } from './ui.jsx';
 
 export function HostView({ hostId, role }) {
   const [host, setHost] = useState(null);
@@ -215,6 +215,7 @@ function ActionDialog({ host, spec, onCancel, onDone }) {
   const [to, setTo] = useState('');
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState('');
+  const dlg = useDialog(onCancel);
   const first = useRef(null);
   useEffect(() => {
     if (first.current) first.current.focus();
@@ -245,8 +246,8 @@ function ActionDialog({ host, spec, onCancel, onDone }) {
     }
   };
   return (
-    <div class="modal-backdrop" onKeyDown={(e) => e.key === 'Escape' && onCancel()}>
-      <form class="modal card" role="dialog" aria-modal="true" aria-labelledby="dlg-title" onSubmit={submit}>
+    <div class="modal-backdrop" onKeyDown={dlg.onKeyDown}>
+      <form ref={dlg.ref} class="modal card" role="dialog" aria-modal="true" aria-labelledby="dlg-title" onSubmit={submit}>
         <h2 id="dlg-title">{title}</h2>
         <p class="muted">
           Now <HostStateChip state={host.state} />. {override ? 'Admin override: forces the state, audited.' : a.help}

@@ -1,9 +1,28 @@
-// Live updates: polling hooks and the "live" status the header shows (last good answer, or
-// the error of the last failed poll). Polls pause while the tab is hidden.
+// Live updates: polling hooks and the "live" status the header shows (last answer from kilnd,
+// or the error once kilnd has not answered for a few polls in a row). A 4xx is an answer: a
+// missing pod (404) or a refused action says nothing about whether kilnd is up. Only network
+// errors and 5xx count as "kilnd does not answer". Polls pause while the tab is hidden.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
+// Consecutive failed polls (network error or 5xx) before the header turns to "Reconnecting".
+export const FAILS_BEFORE_DOWN = 3;
+
+// True when the error means kilnd itself is unreachable or failing (not a 4xx answer).
+export function isOutage(e) {
+  const st = e && typeof e.status === 'number' ? e.status : 0;
+  return !(st >= 400 && st < 500);
+}
+
+// The next live status after a poll: ok (kilnd answered, maybe with a 4xx) or failed with e.
+// Pure; {lastOk, error, fails}.
+export function nextLiveStatus(prev, ok, e, now) {
+  if (ok || !isOutage(e)) return { lastOk: now, error: null, fails: 0 };
+  const fails = (prev.fails || 0) + 1;
+  return { lastOk: prev.lastOk, fails, error: fails >= FAILS_BEFORE_DOWN ? (e && e.message ? e.message : String(e)) : prev.error };
+}
+
 const listeners = new Set();
-const status = { lastOk: 0, error: null };
+const status = { lastOk: 0, error: null, fails: 0 };
 
 export function liveStatus() {
   return status;
@@ -21,12 +40,11 @@ function notify() {
   for (const fn of listeners) fn();
 }
 export function reportOk() {
-  status.lastOk = Date.now();
-  status.error = null;
+  Object.assign(status, nextLiveStatus(status, true, null, Date.now()));
   notify();
 }
 export function reportError(e) {
-  status.error = e && e.message ? e.message : String(e);
+  Object.assign(status, nextLiveStatus(status, false, e, Date.now()));
   notify();
 }
 

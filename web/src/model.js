@@ -176,3 +176,47 @@ export function fmtTime(iso) {
   if (Number.isNaN(d.getTime())) return String(iso);
   return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
+
+// Search ids case-insensitively, by prefix, with the numbers of an id compared as numbers
+// ("PRN-B01-P02" and "p05" find prn-b01-p0002 and ...-p0005): normalises "p0005" to "p5".
+function normId(s) {
+  return s.toLowerCase().replace(/\d+/g, (n) => n.replace(/^0+(?=\d)/, ''));
+}
+
+// The ids of `items` ({id}) matching `query`, best first, at most `limit`:
+//   0 the id exactly (any case), 1 the id with numbers compared as numbers,
+//   2 a dash-separated tail of the id exactly ("p05", "b01-p0002"),
+//   3 a prefix of the id, 4 a prefix of the id or of a tail with numbers as numbers.
+// Returns [{id, rank}] sorted by rank then id.
+export function findIds(items, query, limit = 20) {
+  const q = (query || '').trim().toLowerCase();
+  if (!q) return [];
+  const nq = normId(q);
+  const out = [];
+  for (const it of items) {
+    const id = it.id;
+    const low = id.toLowerCase();
+    const n = normId(id);
+    let rank = -1;
+    if (low === q) rank = 0;
+    else if (n === nq) rank = 1;
+    else {
+      const tails = [];
+      for (let i = n.indexOf('-'); i >= 0; i = n.indexOf('-', i + 1)) tails.push(n.slice(i + 1));
+      if (tails.includes(nq)) rank = 2;
+      else if (low.startsWith(q)) rank = 3;
+      else if (n.startsWith(nq) || tails.some((t) => t.startsWith(nq))) rank = 4;
+    }
+    if (rank >= 0) out.push({ id, rank });
+  }
+  out.sort((a, b) => a.rank - b.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return out.slice(0, limit);
+}
+
+// The one id a search should open directly: the only match, or the only best match when that
+// is an exact one (ranks 0 to 2). Otherwise '' (show the list).
+export function pickFound(found) {
+  if (found.length === 1) return found[0].id;
+  if (found.length > 1 && found[0].rank <= 2 && found[1].rank > found[0].rank) return found[0].id;
+  return '';
+}

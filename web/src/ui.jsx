@@ -1,5 +1,55 @@
-// Small shared pieces: state chips, error boxes, tables of key/values.
+// Small shared pieces: state chips, error boxes, tables of key/values, modal dialogs.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { trapTab } from './a11y.js';
 import { ago, fmtTime, hostState, podState } from './model.js';
+
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+// A modal dialog's focus handling: focuses into the dialog when it opens (an [autofocus]
+// element, else the first focusable one, unless the caller already did), keeps Tab and
+// Shift+Tab inside it, closes on Escape, and gives focus back to what opened it on close.
+// Returns {ref} for the dialog element and onKeyDown for it (or its backdrop).
+export function useDialog(onCancel) {
+  const ref = useRef(null);
+  // Read during the first render, before the dialog takes the focus: the opener.
+  const [opener] = useState(() => (typeof document !== 'undefined' ? document.activeElement : null));
+  const cancel = useRef(onCancel);
+  cancel.current = onCancel;
+  useEffect(() => {
+    const el = ref.current;
+    if (el && !el.contains(document.activeElement)) {
+      const target = el.querySelector('[autofocus]') || el.querySelector(FOCUSABLE);
+      if (target) target.focus();
+    }
+    return () => {
+      if (opener && opener !== document.body && opener.isConnected && typeof opener.focus === 'function') opener.focus();
+      else {
+        const main = document.getElementById('main');
+        if (main) main.focus();
+      }
+    };
+  }, []);
+  const onKeyDown = (e) => {
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      cancel.current();
+      return;
+    }
+    if (e.key !== 'Tab' || !ref.current) return;
+    const items = Array.from(ref.current.querySelectorAll(FOCUSABLE)).filter((x) => x.offsetParent !== null || x === document.activeElement);
+    if (items.length === 0) {
+      e.preventDefault();
+      return;
+    }
+    const next = trapTab(items.length, items.indexOf(document.activeElement), e.shiftKey);
+    if (next >= 0) {
+      e.preventDefault();
+      items[next].focus();
+    }
+  };
+  return { ref, onKeyDown };
+}
 
 export function PodStateChip({ state }) {
   const s = podState(state);
@@ -105,9 +155,11 @@ export function ToneChip({ info, state, testid }) {
 // A modal confirmation: title, body, a confirm button (danger styling optional), an error
 // line, Escape or the Back button to close. onConfirm may be async; busy disables the button.
 export function ConfirmDialog({ title, children, confirmLabel, danger, busy, error, onConfirm, onCancel }) {
+  const dlg = useDialog(onCancel);
   return (
-    <div class="modal-backdrop" onKeyDown={(e) => e.key === 'Escape' && onCancel()}>
+    <div class="modal-backdrop" onKeyDown={dlg.onKeyDown}>
       <form
+        ref={dlg.ref}
         class="modal card"
         role="dialog"
         aria-modal="true"
