@@ -5,14 +5,10 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/http_text.h"
+
 namespace kiln::api {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool equalsNoCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -29,12 +25,12 @@ bool acceptsGzip(std::string_view header) {
     std::string_view item = header.substr(0, comma);
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     const auto semi = item.find(';');
-    const std::string_view coding = trim(item.substr(0, semi));
+    const std::string_view coding = trimOws(item.substr(0, semi));
     if (!equalsNoCase(coding, "gzip") && coding != "*") continue;
     if (semi == std::string_view::npos) return true;
-    std::string_view param = trim(item.substr(semi + 1));
+    std::string_view param = trimOws(item.substr(semi + 1));
     if (param.size() < 2 || std::tolower(static_cast<unsigned char>(param[0])) != 'q' || param[1] != '=') return true;
-    const std::string q(trim(param.substr(2)));
+    const std::string q(trimOws(param.substr(2)));
     return std::strtod(q.c_str(), nullptr) > 0;
   }
   return false;

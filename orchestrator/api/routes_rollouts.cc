@@ -13,11 +13,11 @@ Result<std::string> verbReason(const RequestContext& ctx) {
 }
 
 // A bundle's answer with its `etag` as the ETag header too (If-Match takes it back).
-Result<http::Response> withEtag(Result<http::Response> r) {
-  if (!r.ok()) return r;
-  auto doc = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_object() && doc["etag"].is_string()) r->headers.emplace_back("ETag", doc["etag"].get<std::string>());
-  return r;
+Result<http::Response> withEtag(const Result<nlohmann::json>& r, int status = 200) {
+  if (!r.ok()) return r.error();
+  http::Response resp = jsonResponse(status, *r);
+  if (auto etag = r->find("etag"); etag != r->end() && etag->is_string()) resp.headers.emplace_back("ETag", etag->get<std::string>());
+  return resp;
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ void addRolloutRoutes(Router& router, Services& s) {
                 if (!if_match.ok()) return if_match.error();
                 bool created = false;
                 auto r = s.rollouts->putBundle(*body, ctx.actor, &created, *if_match);
-                return withEtag(jsonResult(std::move(r), created ? 201 : 200));
+                return withEtag(r, created ? 201 : 200);
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -45,7 +45,7 @@ void addRolloutRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return withEtag(jsonResult(s.rollouts->getBundle(ctx.param("id"))));
+                return withEtag(s.rollouts->getBundle(ctx.param("id")));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/bundles/{id}/compliance", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {

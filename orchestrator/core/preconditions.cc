@@ -2,19 +2,12 @@
 
 #include <algorithm>
 
+#include "common/http_text.h"
+
 namespace kiln::core {
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 Result<std::optional<std::string>> parseIdempotencyKey(std::string_view header) {
-  header = trim(header);
+  header = trimOws(header);
   if (header.empty()) return std::optional<std::string>();
   const bool visible = std::all_of(header.begin(), header.end(), [](char c) { return c > 0x20 && c < 0x7f; });
   if (header.size() > 200 || !visible)
@@ -29,7 +22,7 @@ bool IfMatch::matches(const std::optional<std::string>& current) const {
 }
 
 Result<std::optional<IfMatch>> parseIfMatch(std::string_view header) {
-  header = trim(header);
+  header = trimOws(header);
   if (header.empty()) return std::optional<IfMatch>();
   IfMatch out;
   if (header == "*") {
@@ -41,7 +34,7 @@ Result<std::optional<IfMatch>> parseIfMatch(std::string_view header) {
   };
   while (!header.empty()) {
     const auto comma = header.find(',');
-    const std::string_view tag = trim(header.substr(0, comma));
+    const std::string_view tag = trimOws(header.substr(0, comma));
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     if (tag.size() < 2 || tag.front() != '"' || tag.back() != '"' ||
         tag.substr(1, tag.size() - 2).find('"') != std::string_view::npos)

@@ -10,18 +10,6 @@
 namespace kiln::apitest {
 namespace {
 
-constexpr const char* kTwoSteps = R"(name: two-steps
-version: "1"
-scope: host
-steps:
-  - id: first
-    run: [nvidia-smi, -q, -x]
-    timeout: 10m
-  - id: second
-    run: [nvidia-smi, -q, -x]
-    timeout: 10m
-)";
-
 class AgentWorkTest : public ApiTest {
  protected:
   // The shipped workflows: a rollout runs firmware-upgrade.
@@ -36,7 +24,7 @@ class AgentWorkTest : public ApiTest {
     const json doc = pod.doc();
     for (const auto& h : doc["hosts"]) hosts_.push_back(h["id"].get<std::string>());
     ASSERT_GE(hosts_.size(), 2u);
-    Reply put = call(*admin_, "PUT", "/api/v1/workflows/two-steps", kTwoSteps, "application/yaml");
+    Reply put = call(*admin_, "PUT", "/api/v1/workflows/two-steps", kTwoStepsWorkflow, "application/yaml");
     ASSERT_TRUE(put.status == 200 || put.status == 201) << put.body;
     const std::string enroll = createToken("enroll", "test enrolment");
     auto enroller = client(enroll);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <boost/process.hpp>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 
@@ -183,6 +184,26 @@ Reply rawCall(int port, const std::string& bytes, std::chrono::milliseconds time
   if (!e.contains("details") || !e["details"].is_object())
     return ::testing::AssertionFailure() << "error.details is not an object: " << r.body;
   return ::testing::AssertionSuccess();
+}
+
+const char* const kTwoStepsWorkflow = R"(name: two-steps
+version: "1"
+scope: host
+steps:
+  - id: first
+    run: [nvidia-smi, -q, -x]
+    timeout: 10m
+  - id: second
+    run: [nvidia-smi, -q, -x]
+    timeout: 10m
+)";
+
+std::string isoUtc(std::time_t t) {
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 json smallFleet(int pods) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,6 +47,12 @@ void checkResponsesAgainstContract();
 // The DESIGN.md error body: {"error": {"code", "message", "details"}} with the given status
 // and code; message a non-empty string, details an object.
 ::testing::AssertionResult isError(const Reply& r, int status, const std::string& code);
+
+// A host-scoped workflow "two-steps" of two nvidia-smi steps (PUT /workflows/two-steps).
+extern const char* const kTwoStepsWorkflow;
+
+// `t` as ISO-8601 UTC to the second ("2026-12-05T21:00:00Z"), as the API takes times.
+std::string isoUtc(std::time_t t);
 
 // A small fleet: `pods` pods alternating catalina/clemente in building "t01-b01" of site
 // "t01", pod ids "t01-b01-p0001"...; labels row=a for odd pods, row=b for even ones.

@@ -16,26 +16,6 @@ namespace {
 
 const std::string kSha(64, 'a');
 
-constexpr const char* kTwoSteps = R"(name: two-steps
-version: "1"
-scope: host
-steps:
-  - id: first
-    run: [nvidia-smi, -q, -x]
-    timeout: 10m
-  - id: second
-    run: [nvidia-smi, -q, -x]
-    timeout: 10m
-)";
-
-std::string isoUtc(std::time_t t) {
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // The ISO-8601 form (milliseconds, UTC) of epoch milliseconds, as kilnd renders times.
 std::string isoMillis(std::int64_t ms) {
   char buf[32];
@@ -253,7 +233,7 @@ TEST_F(ListsApiTest, A422ListsEveryBadField) {
 
 TEST_F(ListsApiTest, RunsRolloutsAndBundlesCarryIsoTimesBesideMilliseconds) {
   threeSites();
-  Reply put = call(*admin_, "PUT", "/api/v1/workflows/two-steps", kTwoSteps, "application/yaml");
+  Reply put = call(*admin_, "PUT", "/api/v1/workflows/two-steps", kTwoStepsWorkflow, "application/yaml");
   ASSERT_TRUE(put.status == 200 || put.status == 201) << put.body;
   Reply started = call(*op_, "POST", "/api/v1/workflow-runs",
                        json{{"workflow", "two-steps"}, {"hosts", {"s01-b01-p0001-h01"}}}.dump());

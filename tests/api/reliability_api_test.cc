@@ -11,14 +11,6 @@
 namespace kiln::apitest {
 namespace {
 
-std::string isoUtc(std::time_t t) {
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 class ReliabilityApiTest : public ApiTest {
  protected:
   void SetUp() override {
