@@ -96,6 +96,7 @@ Router buildRouter(Services& services) {
   addRunRoutes(router, services);
   addRolloutRoutes(router, services);
   addReliabilityRoutes(router, services);
+  addSchedulerRoutes(router, services);
   addConsoleRoutes(router, services);
   return router;
 }

@@ -33,6 +33,9 @@ class RolloutService;
 namespace kiln::reliability {
 class ReliabilityService;
 }
+namespace kiln::scheduler {
+class SlurmDriver;
+}
 
 namespace kiln::api {
 
@@ -58,6 +61,8 @@ struct Services {
   runs::AgentGateway* agents = nullptr;
   rollouts::RolloutService* rollouts = nullptr;
   reliability::ReliabilityService* reliability = nullptr;
+  std::string scheduler_kind = "none";        // none | hook | slurm (GET /scheduler)
+  scheduler::SlurmDriver* slurm = nullptr;    // null unless --scheduler slurm
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;
 };
@@ -70,6 +75,7 @@ void addConsoleRoutes(Router& router, Services& services);
 void addRunRoutes(Router& router, Services& services);
 void addRolloutRoutes(Router& router, Services& services);
 void addReliabilityRoutes(Router& router, Services& services);
+void addSchedulerRoutes(Router& router, Services& services);
 
 // A create under the request's Idempotency-Key (POST /rollouts, POST /workflow-runs): without
 // the header, create(nullopt). With it, a key seen before answers the object it created

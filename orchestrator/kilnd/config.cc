@@ -71,6 +71,25 @@ std::vector<Setting> settings() {
       {"--lease-grace", "KILN_LEASE_GRACE", "lease_grace", false,
        [](Config& c, const std::string& v) { return setInt(c.lease_grace_s, v, "--lease-grace", 1, 3600); }},
       {"--scheduler-hook", "KILN_SCHEDULER_HOOK", "scheduler_hook", false, str(&Config::scheduler_hook)},
+      {"--scheduler", "KILN_SCHEDULER", "scheduler", false,
+       [](Config& c, const std::string& v) -> Status {
+         if (v != "none" && v != "hook" && v != "slurm")
+           return invalidArgument("--scheduler must be none, hook or slurm, got '" + v + "'");
+         c.scheduler = v;
+         return Ok{};
+       }},
+      {"--slurm-node-name", "KILN_SLURM_NODE_NAME", "slurm_node_name", false, str(&Config::slurm_node_name)},
+      {"--slurm-interval", "KILN_SLURM_INTERVAL", "slurm_interval", false,
+       [](Config& c, const std::string& v) { return setInt(c.slurm_interval_s, v, "--slurm-interval", 1, 3600); }},
+      {"--slurm-on-jobs", "KILN_SLURM_ON_JOBS", "slurm_on_jobs", false,
+       [](Config& c, const std::string& v) -> Status {
+         if (v != "wait" && v != "requeue") return invalidArgument("--slurm-on-jobs must be wait or requeue, got '" + v + "'");
+         c.slurm_on_jobs = v;
+         return Ok{};
+       }},
+      {"--slurm-bin-dir", "KILN_SLURM_BIN_DIR", "slurm_bin_dir", false, str(&Config::slurm_bin_dir)},
+      {"--slurm-timeout", "KILN_SLURM_TIMEOUT", "slurm_timeout", false,
+       [](Config& c, const std::string& v) { return setInt(c.slurm_timeout_s, v, "--slurm-timeout", 1, 600); }},
       {"--threads", "KILN_THREADS", "threads", false,
        [](Config& c, const std::string& v) { return setInt(c.threads, v, "--threads", 1, 256); }},
       {"--db-pool", "KILN_DB_POOL", "db_pool", false,
@@ -84,6 +103,32 @@ bool isLoopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+// scheduler: {kind: slurm, node_name: ..., nodes: {HOST: NODE}, interval: 10, on_jobs: wait, ...}
+Status schedulerMap(Config& c, const YAML::Node& map, const std::vector<Setting>& all, const std::string& file) {
+  auto where = [&](const YAML::Node& n) { return file + ":" + std::to_string(n.Mark().line + 1) + ": "; };
+  for (const auto& kv : map) {
+    const std::string sub = kv.first.as<std::string>();
+    if (sub == "nodes") {
+      if (!kv.second.IsMap()) return invalidArgument(where(kv.second) + "scheduler.nodes: expected a map of host: node");
+      for (const auto& n : kv.second) {
+        if (!n.second.IsScalar()) return invalidArgument(where(n.second) + "scheduler.nodes: expected host: node");
+        c.slurm_nodes[n.first.as<std::string>()] = n.second.as<std::string>();
+      }
+      continue;
+    }
+    const std::string key = sub == "kind" ? "scheduler" : sub == "hook" ? "scheduler_hook" : "slurm_" + sub;
+    const Setting* found = nullptr;
+    for (const auto& s : all)
+      if (key == s.key) found = &s;
+    if (!found || key == "slurm_nodes")
+      return invalidArgument(where(kv.first) + "unknown setting 'scheduler." + sub +
+                             "' (expected kind, hook, node_name, nodes, interval, on_jobs, bin_dir or timeout)");
+    if (!kv.second.IsScalar()) return invalidArgument(where(kv.second) + "scheduler." + sub + ": expected a single value");
+    if (auto st = found->set(c, kv.second.as<std::string>()); !st.ok()) return invalidArgument(file + ": " + st.error().message);
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 std::string Config::host() const { return listen.substr(0, listen.rfind(':')); }
@@ -95,7 +140,9 @@ std::string usage() {
          "             [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
          "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
-         "             [--scheduler-hook URL|PATH]\n"
+         "             [--scheduler-hook URL|PATH] [--scheduler none|hook|slurm] [--slurm-node-name RULE]\n"
+         "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"
+         "             [--slurm-timeout SECONDS]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";
@@ -148,6 +195,10 @@ Result<Config> parseConfig(const std::vector<std::string>& args,
       if (!root.IsNull() && !root.IsMap()) return invalidArgument(config_file + ": expected a map of settings");
       for (const auto& kv : root) {
         const std::string key = kv.first.as<std::string>();
+        if (key == "scheduler" && kv.second.IsMap()) {
+          if (auto st = schedulerMap(c, kv.second, all, config_file); !st.ok()) return st.error();
+          continue;
+        }
         const Setting* found = nullptr;
         for (const auto& s : all)
           if (key == s.key) found = &s;
@@ -187,6 +238,13 @@ Result<Config> parseConfig(const std::vector<std::string>& args,
       return invalidArgument("--scheduler-hook must be an http:// or https:// URL or the absolute path of an executable file, got '" +
                              c.scheduler_hook + "'");
   }
+  if (c.scheduler.empty()) c.scheduler = c.scheduler_hook.empty() ? "none" : "hook";
+  if (c.scheduler == "hook" && c.scheduler_hook.empty())
+    return invalidArgument("--scheduler hook needs --scheduler-hook URL|PATH");
+  if (c.scheduler == "slurm" && !c.scheduler_hook.empty())
+    return invalidArgument("--scheduler slurm and --scheduler-hook are two schedulers: give one");
+  if (c.scheduler == "none" && !c.scheduler_hook.empty())
+    return invalidArgument("--scheduler none contradicts --scheduler-hook");
   if (c.tls_cert.empty() && !isLoopback(c.host()) && !c.allow_insecure_http)
     return invalidArgument("refusing plain HTTP on " + c.host() +
                            ": give --tls-cert and --tls-key, or --allow-insecure-http on a trusted network");

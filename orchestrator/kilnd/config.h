@@ -29,6 +29,17 @@ struct Config {
   // URL kilnd POSTs {action: release, rollout, pod, hosts} to, or the absolute path of an
   // executable it runs as `PATH release ROLLOUT POD HOST...` (scheduler_hook.h).
   std::string scheduler_hook;
+  // The job scheduler: "" (none, or the hook when scheduler_hook is set), "hook", or "slurm"
+  // (the built-in Slurm driver, orchestrator/scheduler/slurm_driver.h). In the config file also
+  // as a map: scheduler: {kind: slurm, node_name: "{host}", nodes: {HOST: NODE}, interval: 10,
+  // on_jobs: wait|requeue, bin_dir: /usr/bin, timeout: 10}.
+  std::string scheduler;
+  std::string slurm_node_name = "{host}";         // naming rule ({host}, {pod}, {tray}, {tray2}, ...)
+  std::map<std::string, std::string> slurm_nodes;  // explicit host -> node names (config file only)
+  int slurm_interval_s = 10;                       // the driver's pass
+  std::string slurm_on_jobs = "wait";              // wait | requeue
+  std::string slurm_bin_dir;                       // where scontrol, sinfo, squeue are ("" = PATH)
+  int slurm_timeout_s = 10;                        // per Slurm command
 
   std::string host() const;
   int port() const;

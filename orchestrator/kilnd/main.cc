@@ -23,6 +23,8 @@
 #include "common/executor.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
+#include "agents/exec/process_runner.h"
+#include "orchestrator/db/pg_drain_ledger.h"
 #include "orchestrator/db/pg_leader.h"
 #include "orchestrator/db/pg_reliability_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
@@ -36,6 +38,7 @@
 #include "orchestrator/kilnd/config.h"
 #include "orchestrator/kilnd/log_format.h"
 #include "orchestrator/kilnd/scheduler_hook.h"
+#include "orchestrator/scheduler/slurm_driver.h"
 
 extern char** environ;
 
@@ -176,7 +179,53 @@ int main(int argc, char** argv) {
   gateway.start();
 
   auto rollout_store = db::makePgRolloutStore({config->database_url, 4});
+  auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   rollouts::RolloutServiceOptions rollout_options;
+
+  // --scheduler slurm: the Slurm driver (its own thread, leader only) drains a host's node
+  // before a rollout works on it, resumes the nodes it drained, and feeds allocations and
+  // interruptions back. The rollout controller asks it without waiting: requestDrain (the
+  // release hook) and heldBack (the drain gate).
+  std::atomic<bool> leading{false};
+  std::unique_ptr<scheduler::DrainLedger> drain_ledger;
+  std::unique_ptr<scheduler::SlurmControl> slurm_control;
+  std::unique_ptr<scheduler::SlurmDriver> slurm;
+  if (config->scheduler == "slurm") {
+    auto naming = scheduler::NodeNaming::make(config->slurm_node_name, config->slurm_nodes);
+    if (!naming.ok()) {
+      log->critical("{}", naming.error().message);
+      return 2;
+    }
+    scheduler::ScontrolOptions so;
+    const std::string dir = config->slurm_bin_dir.empty() ? "" : config->slurm_bin_dir + "/";
+    so.scontrol = dir + "scontrol";
+    so.sinfo = dir + "sinfo";
+    so.squeue = dir + "squeue";
+    so.timeout = std::chrono::seconds(config->slurm_timeout_s);
+    so.env = exec::allowListedEnvironment(environ, {"PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF", "HOME"}, {});
+    drain_ledger = db::makePgDrainLedger({config->database_url, 2});
+    slurm_control = scheduler::makeScontrol(so, exec::makeBoostProcessRunner());
+    scheduler::SlurmDriverOptions dopt;
+    dopt.naming = *naming;
+    dopt.policy = config->slurm_on_jobs == "requeue" ? scheduler::JobPolicy::kRequeue : scheduler::JobPolicy::kWait;
+    dopt.interval = std::chrono::seconds(config->slurm_interval_s);
+    slurm = std::make_unique<scheduler::SlurmDriver>(*store, *drain_ledger, *slurm_control, reliability_store.get(), clock,
+                                                     dopt, [log](bool warning, const std::string& line) {
+                                                       if (warning) log->warn("{}", line);
+                                                       else log->info("{}", line);
+                                                     });
+    rollout_options.release_hook = [d = slurm.get()](const rollouts::ReleaseRequest& r, std::function<void(bool)> done) {
+      d->requestDrain(r.hosts, r.reason);
+      done(true);
+    };
+    rollout_options.drain_gate = [d = slurm.get()](const core::HostSummary& h, const std::string& reason) {
+      return d->heldBack(h, reason);
+    };
+    log->info("scheduler: slurm (nodes named '{}', {} explicit; a pass every {} s; jobs on drained nodes: {})",
+              config->slurm_node_name, config->slurm_nodes.size(), config->slurm_interval_s, config->slurm_on_jobs);
+  }
+  std::thread slurm_thread;
+  if (slurm) slurm_thread = std::thread([&] { slurm->run([&] { return leading.load(); }); });
   // The job-scheduler hook's calls (an HTTP POST with a 3 s timeout, or a command with 10 s)
   // run on their own two threads, never in the controller pass; the scheduler answers later
   // with POST /hosts/{id}/actions {"action": "release"}. Declared before the rollout service:
@@ -187,7 +236,6 @@ int main(int argc, char** argv) {
         hook_executor,
         kilnd::releaseCall(config->scheduler_hook, [log](const std::string& line) { log->warn("{}", line); }));
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
-  auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   reliability::ReliabilityService reliability_service(*reliability_store, clock);
 
   // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
@@ -203,6 +251,7 @@ int main(int argc, char** argv) {
       if (is_leader != was_leader) log->info(is_leader ? "this kilnd now runs the controllers" : "lost the controller lock");
       was_leader = is_leader;
       controller_metrics.setLeader(is_leader);
+      if (is_leader != leading.exchange(is_leader) && is_leader && slurm) slurm->wake();
       int changes = 0;
       if (is_leader) {
         const auto began = std::chrono::steady_clock::now();
@@ -236,6 +285,8 @@ int main(int argc, char** argv) {
   services.agents = &gateway;
   services.rollouts = &rollout_service;
   services.reliability = &reliability_service;
+  services.scheduler_kind = config->scheduler;
+  services.slurm = slurm.get();
   services.controller = &controller_metrics;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
@@ -264,6 +315,10 @@ int main(int argc, char** argv) {
   if (auto st = server->start(); !st.ok()) {
     log->critical("{}", st.error().message);
     stopping = true;  // a joinable thread must not be destroyed
+    if (slurm) {
+      slurm->stop();
+      slurm_thread.join();
+    }
     controller.join();
     revocations.join();
     gateway.stop();
@@ -281,6 +336,10 @@ int main(int argc, char** argv) {
   wakeController();
   controller.join();
   revocations.join();
+  if (slurm) {
+    slurm->stop();
+    slurm_thread.join();
+  }
   // The executor's last tasks (a report batch whose request outlived the 5 s drain) use the
   // gateway and the services, which are destroyed before it: finish them first.
   executor.join();

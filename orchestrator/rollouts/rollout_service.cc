@@ -218,6 +218,10 @@ void renderRolloutMetrics(const std::vector<MetricRollout>& rollouts, std::strin
 
 }  // namespace
 
+std::string schedulerReason(const std::string& rollout, const Bundle& bundle) {
+  return "kiln: " + rollout + " " + bundle.workflow + " " + bundle.name + " " + bundle.version;
+}
+
 const std::vector<std::string>& rolloutStates() {
   static const std::vector<std::string> all = {"created", "running", "paused", "halted", "completed", "aborting", "aborted"};
   return all;
@@ -789,20 +793,39 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
       }
       std::map<std::string, std::string> states;
       std::vector<std::string> allocated;
+      // The job scheduler's gate: a drained host goes to maintenance only once no job can run
+      // on it (Slurm: its node is drained and empty). Held hosts stay draining.
+      const std::string why = schedulerReason(ro.row.id, ro.bundle);
+      std::vector<std::string> held;
+      auto drained = [&](const core::HostSummary& h) {
+        if (options_.drain_gate) {
+          if (auto wait = options_.drain_gate(h, why)) {
+            held.push_back(*wait);
+            return;
+          }
+        }
+        move(h.id, core::HostAction::kDrained, "no job on the host");
+      };
       for (const auto& h : detail->hosts) {
         states[h.id] = h.state;
         if (h.state == "available") {
           move(h.id, core::HostAction::kDrain, "drain for upgrade");
-          move(h.id, core::HostAction::kDrained, "no job on the host");
+          drained(h);
         } else if (h.state == "draining") {
-          move(h.id, core::HostAction::kDrained, "no job on the host");
+          drained(h);
         } else if (h.state == "allocated") {
           allocated.push_back(h.id);
         }
       }
       if (!applyMoves(states)) return 0;
+      if (allocated.empty() && !held.empty()) {
+        PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
+        u.waiting_reason = held.front() + (held.size() > 1 ? " (and " + std::to_string(held.size() - 1) + " more hosts)" : "");
+        if (u.waiting_reason != pod.waiting_reason) (void)store_.updatePods(ro.row.id, {u}, {});
+        return 0;
+      }
       if (!allocated.empty()) {
-        askRelease(ro.row.id, pod.pod, [&] { return allocated; });
+        askRelease(ro.row.id, pod.pod, [&] { return allocated; }, why);
         PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
         u.waiting_reason = "allocated: waiting for the job scheduler to release " + std::to_string(allocated.size()) + " hosts";
         (void)store_.updatePods(ro.row.id, {u}, {});
@@ -927,7 +950,7 @@ int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::m
 }
 
 void RolloutService::askRelease(const std::string& rollout, const std::string& pod,
-                                const std::function<std::vector<std::string>()>& allocated_hosts) {
+                                const std::function<std::vector<std::string>()>& allocated_hosts, const std::string& reason) {
   if (!options_.release_hook) return;
   const std::string key = rollout + "/" + pod;
   const auto now = clock_.now();
@@ -944,7 +967,7 @@ void RolloutService::askRelease(const std::string& rollout, const std::string& p
     asks_->by_pod[key] = ReleaseAsk{rollout, pod, hosts.size(), now, now + options_.hook_repeat, true, std::nullopt};
   }
   // The hook returns at once; its answer is learned by a later pass (learnReleaseAnswers).
-  options_.release_hook({rollout, pod, std::move(hosts)}, [asks = asks_, key](bool told) {
+  options_.release_hook({rollout, pod, std::move(hosts), reason}, [asks = asks_, key](bool told) {
     std::lock_guard lock(asks->mu);
     if (auto it = asks->by_pod.find(key); it != asks->by_pod.end() && it->second.pending) it->second.told = told;
   });
@@ -1025,7 +1048,7 @@ int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>
         for (const auto& h : detail->hosts)
           if (h.state == "allocated") allocated.push_back(h.id);
       return allocated;
-    });
+    }, schedulerReason(ro.row.id, ro.bundle));
   if (res.halt && ro.row.state == "running") {
     (void)store_.transition(ro.row.id, {"running"}, "halted", res.halt_reason, kController);
     return 1;  // admit nothing in the pass that halts

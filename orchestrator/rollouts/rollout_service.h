@@ -27,7 +27,14 @@ namespace kiln::rollouts {
 struct ReleaseRequest {
   std::string rollout, pod;
   std::vector<std::string> hosts;  // the pod's allocated hosts
+  // What the scheduler should say about the drain: "kiln: ro-3 firmware-upgrade gb200-fw 2026.12".
+  std::string reason;
 };
+
+// The drain gate (--scheduler slurm): nullopt when a draining host may go to maintenance (its
+// job scheduler will start no job on it and none runs), else why it must wait. Called from the
+// controller pass; must not block. `reason` as in ReleaseRequest.
+using DrainGate = std::function<std::optional<std::string>(const core::HostSummary& host, const std::string& reason)>;
 
 // The job-scheduler hook: starts asking the scheduler to release a pod's allocated hosts and
 // returns at once (the controller pass calls it); calls `done` once, later and from any
@@ -42,8 +49,14 @@ struct RolloutServiceOptions {
   // repeated. The outcome of each ask is a rollout event, written by the pass that learns it.
   ReleaseHook release_hook;
   std::chrono::seconds hook_retry{15};
+  // May be empty (no gate: a drained host goes to maintenance in the same pass).
+  DrainGate drain_gate;
   std::chrono::seconds hook_repeat{300};
 };
+
+// What Kiln tells the job scheduler about a rollout's drain: "kiln: ro-3 firmware-upgrade
+// gb200-fw 2026.12" (the rollout, the bundle's workflow, name and version).
+std::string schedulerReason(const std::string& rollout, const Bundle& bundle);
 
 // The values a rollout's `state` takes (the rollouts table's CHECK; GET /rollouts filters on it).
 const std::vector<std::string>& rolloutStates();
@@ -101,7 +114,7 @@ class RolloutService {
   // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently
   // or an ask is pending; `allocated_hosts` is called only when an ask is due.
   void askRelease(const std::string& rollout, const std::string& pod,
-                  const std::function<std::vector<std::string>()>& allocated_hosts);
+                  const std::function<std::vector<std::string>()>& allocated_hosts, const std::string& reason);
   // Writes the event of every ask whose answer came back since the last pass.
   void learnReleaseAnswers();
 

@@ -37,6 +37,51 @@ TEST(KilndConfigTest, LogFormatIsTextOrJsonFromFlagEnvironmentOrFile) {
   EXPECT_NE(bad.error().message.find("--log-format must be text or json"), std::string::npos) << bad.error().message;
 }
 
+TEST(KilndConfigTest, TheSlurmSchedulerFromFlagsOrAMapInTheFile) {
+  auto c = parseConfig({"--database-url", "x"}, {}, noFile);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->scheduler, "none");
+  auto flags = parseConfig({"--database-url", "x", "--scheduler", "slurm", "--slurm-on-jobs", "requeue"}, {}, noFile);
+  ASSERT_TRUE(flags.ok()) << flags.error();
+  EXPECT_EQ(flags->scheduler, "slurm");
+  EXPECT_EQ(flags->slurm_on_jobs, "requeue");
+  EXPECT_EQ(flags->slurm_node_name, "{host}");
+  auto file = [](const std::string&) -> Result<std::string> {
+    return std::string(
+        "database_url: x\n"
+        "scheduler:\n"
+        "  kind: slurm\n"
+        "  node_name: gpu-{pod}-{tray2}\n"
+        "  interval: 5\n"
+        "  bin_dir: /opt/slurm/bin\n"
+        "  nodes:\n"
+        "    prn-b01-p0001-h01: special01\n");
+  };
+  auto m = parseConfig({"--config", "k.yaml"}, {}, file);
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m->scheduler, "slurm");
+  EXPECT_EQ(m->slurm_node_name, "gpu-{pod}-{tray2}");
+  EXPECT_EQ(m->slurm_interval_s, 5);
+  EXPECT_EQ(m->slurm_bin_dir, "/opt/slurm/bin");
+  EXPECT_EQ(m->slurm_nodes.at("prn-b01-p0001-h01"), "special01");
+  auto hookFile = [](const std::string&) -> Result<std::string> {
+    return std::string("database_url: x\nscheduler: {kind: hook, hook: http://127.0.0.1:9/release}\n");
+  };
+  auto h = parseConfig({"--config", "k.yaml"}, {}, hookFile);
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h->scheduler, "hook");
+  EXPECT_EQ(h->scheduler_hook, "http://127.0.0.1:9/release");
+
+  auto typo = [](const std::string&) -> Result<std::string> { return std::string("database_url: x\nscheduler:\n  knd: slurm\n"); };
+  auto bad = parseConfig({"--config", "k.yaml"}, {}, typo);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("k.yaml:3: unknown setting 'scheduler.knd'"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--scheduler", "pbs"}, {}, noFile).ok());
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--scheduler", "hook"}, {}, noFile).ok());
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--scheduler", "slurm", "--scheduler-hook", "http://h/x"}, {}, noFile).ok());
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--slurm-on-jobs", "kill"}, {}, noFile).ok());
+}
+
 TEST(KilndConfigTest, RefusesPlainHttpOffLoopback) {
   auto c = parseConfig({"--listen", "0.0.0.0:8080", "--database-url", "x"}, {}, noFile);
   ASSERT_FALSE(c.ok());

@@ -81,8 +81,12 @@ class FakeFleet final : public core::Store {
       if (auto it = pods_.find(id); it != pods_.end()) out[id] = it->second.hosts;
     return out;
   }
+  // Every host, in one page (filters ignored).
   Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter&, const core::PageRequest&) override {
-    return fakeUnsupported();
+    core::Page<core::HostSummary> page;
+    for (const auto& [_, d] : pods_)
+      for (const auto& h : d.hosts) page.items.push_back(h);
+    return page;
   }
   Result<core::HostDetail> getHost(const std::string& id) override {
     auto* h = host(id);

@@ -41,9 +41,10 @@ class RolloutControllerTest : public ::testing::Test {
     b.components = {{"driver", driver, "https://a/d-" + driver + ".run", std::string(64, 'a')}};
     return b;
   }
-  RolloutService& service() {
+  RolloutService& service(DrainGate gate = nullptr) {
     RolloutServiceOptions o;
     o.validation_workflow = "validate";
+    o.drain_gate = std::move(gate);
     service_ = std::make_unique<RolloutService>(fleet_, rollouts_, runs_, clock_, std::move(o));
     return *service_;
   }
@@ -172,6 +173,37 @@ TEST_F(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePods
   EXPECT_EQ(pod("b1-p5").attempt, 0);
   EXPECT_EQ(hostsIn("b1-p5", "available"), 18);
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 4u);  // none for p5
+}
+
+// ---- the job scheduler's drain gate (--scheduler slurm) ----
+
+TEST_F(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulersGateOpens) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  std::set<std::string> busy = {host("b1-p1", 3)};  // Slurm still runs a job there
+  std::vector<std::string> reasons;
+  auto& svc = service([&](const core::HostSummary& h, const std::string& reason) -> std::optional<std::string> {
+    reasons.push_back(reason);
+    if (busy.count(h.id)) return "slurm node " + h.id + " is ALLOCATED+DRAIN (job 42 running): waiting for its jobs to leave";
+    return std::nullopt;
+  });
+  svc.tick();  // admits p1
+  svc.tick();  // drains it
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 17);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), "draining");
+  EXPECT_EQ(pod("b1-p1").waiting_reason,
+            "slurm node b1-p1-h03 is ALLOCATED+DRAIN (job 42 running): waiting for its jobs to leave");
+  EXPECT_TRUE(run_store_.runsOf("upgrade").empty());  // nothing touches the pod while a job runs on it
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_EQ(reasons.front(), "kiln: ro-1 upgrade fw 2");
+  svc.tick();
+  EXPECT_TRUE(run_store_.runsOf("upgrade").empty());
+
+  busy.clear();  // the job left; Slurm shows the node drained and empty
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 18);
+  EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
 
 // ---- pause, resume and verbs in the wrong state ----

@@ -1,0 +1,127 @@
+// The job scheduler: what kilnd's Slurm driver sees (GET /scheduler, /scheduler/nodes) and the
+// pre-job check a Slurm prolog asks for (POST /scheduler/checks, kilnctl slurm prolog).
+
+#include "orchestrator/api/api.h"
+#include "orchestrator/core/iso_time.h"
+#include "orchestrator/runs/run_service.h"
+#include "orchestrator/scheduler/slurm_driver.h"
+
+namespace kiln::api {
+namespace {
+
+using nlohmann::json;
+
+json nodeJson(const scheduler::NodeStatus& n) {
+  json j = {{"node", n.node},
+            {"host", n.host.empty() ? json(nullptr) : json(n.host)},
+            {"host_state", n.host_state.empty() ? json(nullptr) : json(n.host_state)},
+            {"known_to_slurm", n.known},
+            {"slurm_state", n.slurm_state.empty() ? json(nullptr) : json(n.slurm_state)},
+            {"reason", n.reason},
+            {"reason_user", n.reason_user},
+            {"drained_by_kiln", n.drained_by_kiln},
+            {"jobs", n.jobs}};
+  return j;
+}
+
+}  // namespace
+
+void addSchedulerRoutes(Router& router, Services& s) {
+  router.add({.method = "GET", .pattern = "/api/v1/scheduler", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                json j = {{"kind", s.scheduler_kind}};
+                if (s.slurm != nullptr) {
+                  const auto st = s.slurm->status();
+                  core::putTime(j, "last_pass", st.last_pass);
+                  j["last_error"] = st.last_error.empty() ? json(nullptr) : json(st.last_error);
+                  int kiln = 0, others = 0, unknown = 0;
+                  for (const auto& n : st.nodes) {
+                    if (n.drained_by_kiln) ++kiln;
+                    else if (n.known && (n.slurm_state.find("DRAIN") != std::string::npos ||
+                                         n.slurm_state.rfind("DOWN", 0) == 0))
+                      ++others;
+                    if (!n.known && !n.host.empty()) ++unknown;
+                  }
+                  j["nodes"] = st.nodes.size();
+                  j["drained_by_kiln"] = kiln;
+                  j["unavailable_by_others"] = others;
+                  j["hosts_without_node"] = unknown;
+                }
+                return jsonResponse(200, j);
+              }});
+  router.add({.method = "GET", .pattern = "/api/v1/scheduler/nodes", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                if (s.slurm == nullptr)
+                  return Error(ErrorCode::kNotFound, "kilnd runs no Slurm driver (start it with --scheduler slurm)");
+                json items = json::array();
+                for (const auto& n : s.slurm->status().nodes) items.push_back(nodeJson(n));
+                return pagedResult(ctx, json{{"items", std::move(items)}},
+                                   [](const json& i) { return json::array({i["node"]}); });
+              }});
+  router.add({.method = "POST", .pattern = "/api/v1/scheduler/checks", .role = core::Role::kOperator,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                auto body = ctx.jsonBody();
+                if (!body.ok()) return body.error();
+                Error bad = invalidContent("the pre-job check request is not valid");
+                if (!body->is_object()) return invalidContent("expected a JSON object {nodes, job?}");
+                for (const auto& [k, _] : body->items())
+                  if (k != "nodes" && k != "job") bad.fields.push_back({k, "unknown field"});
+                std::string job;
+                if (auto j = body->find("job"); j != body->end()) {
+                  if (j->is_string()) job = j->get<std::string>();
+                  else if (j->is_number_integer()) job = std::to_string(j->get<std::int64_t>());
+                  else bad.fields.push_back({"job", "expected a string or a whole number"});
+                }
+                std::vector<std::string> nodes;
+                auto n = body->find("nodes");
+                if (n == body->end() || !n->is_array() || n->empty() || n->size() > 10000) {
+                  bad.fields.push_back({"nodes", "expected 1 to 10000 Slurm node names"});
+                } else {
+                  for (std::size_t i = 0; i < n->size(); ++i) {
+                    if (!(*n)[i].is_string() || (*n)[i].get<std::string>().empty()) {
+                      bad.fields.push_back({"nodes[" + std::to_string(i) + "]", "expected a node name"});
+                      continue;
+                    }
+                    nodes.push_back((*n)[i].get<std::string>());
+                  }
+                }
+                if (!bad.fields.empty()) return bad;
+                // Slurm node -> Kiln host: the driver's naming (its last pass), else a host of that id.
+                json mapping = json::object();
+                std::vector<std::string> hosts;
+                for (std::size_t i = 0; i < nodes.size(); ++i) {
+                  std::string host = s.slurm != nullptr ? s.slurm->hostOfNode(nodes[i]) : "";
+                  if (host.empty()) {
+                    auto h = s.store->getHost(nodes[i]);
+                    if (h.ok()) host = h->host.id;
+                    else if (h.error().code != ErrorCode::kNotFound) return h.error();
+                  }
+                  if (host.empty()) {
+                    bad.fields.push_back({"nodes[" + std::to_string(i) + "]", "no Kiln host for Slurm node '" + nodes[i] + "'"});
+                    continue;
+                  }
+                  mapping[nodes[i]] = host;
+                  hosts.push_back(host);
+                }
+                if (!bad.fields.empty()) {
+                  bad.message = "some Slurm nodes have no Kiln host";
+                  return bad;
+                }
+                runs::StartRequest req;
+                req.workflow = "pre-job-health";
+                req.hosts = hosts;
+                req.purpose = "pre_job";
+                auto run = s.runs->startRun(req, ctx.actor);
+                if (!run.ok()) return run.error();
+                json answer = *run;
+                answer["nodes"] = mapping;
+                answer["job"] = job.empty() ? json(nullptr) : json(job);
+                (void)s.store->audit(ctx.actor, "scheduler.check", answer.value("id", ""),
+                                     json{{"job", job}, {"nodes", nodes}}.dump());  // the run's own audit is the record
+                return jsonResponse(201, answer);
+              }});
+}
+
+}  // namespace kiln::api

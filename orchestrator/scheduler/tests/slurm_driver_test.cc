@@ -1,0 +1,190 @@
+// The driver over fakes: the order of ledger and Slurm writes, the gate's view after a drain
+// and after a resume, Slurm down, interruptions recorded once.
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/scheduler/slurm_driver.h"
+
+namespace kiln::scheduler {
+namespace {
+
+// Slurm as a map of nodes; drain/resume change them, and every call is logged in `calls`.
+class FakeSlurm final : public SlurmControl {
+ public:
+  std::map<std::string, SlurmNode> nodes_;
+  std::vector<SlurmJob> jobs_;
+  std::vector<std::string>* calls = nullptr;
+  std::optional<Error> down;
+
+  Result<std::vector<SlurmNode>> nodes() override {
+    if (down) return *down;
+    std::vector<SlurmNode> out;
+    for (const auto& [_, n] : nodes_) out.push_back(n);
+    return out;
+  }
+  Result<std::vector<SlurmJob>> jobs() override {
+    if (down) return *down;
+    return jobs_;
+  }
+  Status drain(const std::string& node, const std::string& reason) override {
+    calls->push_back("slurm drain " + node);
+    if (down) return *down;
+    nodes_[node].flags.insert("DRAIN");
+    nodes_[node].reason = reason;
+    return Ok{};
+  }
+  Status resume(const std::string& node) override {
+    calls->push_back("slurm resume " + node);
+    nodes_[node].flags.erase("DRAIN");
+    nodes_[node].reason.clear();
+    return Ok{};
+  }
+  Status requeue(const std::string& job) override {
+    calls->push_back("slurm requeue " + job);
+    return Ok{};
+  }
+};
+
+class FakeLedger final : public DrainLedger {
+ public:
+  std::map<std::string, Drain> rows;
+  std::vector<std::string>* calls = nullptr;
+  Result<std::vector<Drain>> list() override {
+    std::vector<Drain> out;
+    for (const auto& [_, d] : rows) out.push_back(d);
+    return out;
+  }
+  Status put(const Drain& d, const core::Actor&) override {
+    calls->push_back("ledger put " + d.node);
+    rows[d.node] = d;
+    return Ok{};
+  }
+  Status remove(const std::string& node, const std::string& action, const std::string&, const core::Actor&) override {
+    calls->push_back("ledger remove " + node + " " + action);
+    rows.erase(node);
+    return Ok{};
+  }
+};
+
+class FakeInterruptions final : public reliability::ReliabilityStore {
+ public:
+  std::vector<reliability::Interruption> recorded;
+  Result<bool> record(const reliability::Interruption& i, const core::Actor&) override {
+    for (const auto& r : recorded)
+      if (r.id == i.id) return false;
+    recorded.push_back(i);
+    return true;
+  }
+  Result<nlohmann::json> list(TimePoint, TimePoint, const std::string&, std::optional<bool>, const core::PageRequest&) override {
+    return unavailable("fake");
+  }
+  Result<reliability::LedgerData> data(TimePoint, TimePoint, const reliability::Scope&, int) override {
+    return unavailable("fake");
+  }
+  Result<std::map<std::string, std::int64_t>> countsByCause() override { return unavailable("fake"); }
+};
+
+class SlurmDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fleet_.addPod("p1", "b1");
+    slurm_.calls = &calls_;
+    ledger_.calls = &calls_;
+    for (const auto& id : {"p1-h01", "p1-h02"}) slurm_.nodes_[id] = SlurmNode{id, "IDLE", {}, "", "", std::nullopt};
+  }
+  SlurmDriver driver() {
+    return SlurmDriver(fleet_, ledger_, slurm_, &interruptions_, clock_, {}, [this](bool warning, const std::string& line) {
+      log_.push_back((warning ? "W " : "I ") + line);
+    });
+  }
+  rollouts::testing::FakeFleet fleet_;
+  FakeSlurm slurm_;
+  FakeLedger ledger_;
+  FakeInterruptions interruptions_;
+  core::FakeClock clock_;
+  std::vector<std::string> calls_, log_;
+};
+
+TEST_F(SlurmDriverTest, TheGateOpensOnlyAfterAPassSawTheDrainKilnAskedFor) {
+  auto d = driver();
+  auto* h = fleet_.host("p1-h01");
+  EXPECT_TRUE(d.heldBack(*h, "kiln: ro-1 fw b 1").has_value());  // no reading yet
+  fleet_.setState("p1-h01", "draining");
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_EQ(calls_, (std::vector<std::string>{"ledger put p1-h01", "slurm drain p1-h01"}));  // the ledger first
+  EXPECT_EQ(slurm_.nodes_["p1-h01"].reason, "kiln: ro-1 fw b 1");
+  auto why = d.heldBack(*fleet_.host("p1-h01"), "kiln: ro-1 fw b 1");
+  ASSERT_TRUE(why.has_value());  // the pass read Slurm before it drained the node
+  EXPECT_NE(why->find("waiting for Kiln's drain"), std::string::npos);
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_FALSE(d.heldBack(*fleet_.host("p1-h01"), "kiln: ro-1 fw b 1").has_value());
+}
+
+TEST_F(SlurmDriverTest, AfterAResumeTheGateWaitsForAFreshReading) {
+  auto d = driver();
+  fleet_.setState("p1-h01", "maintenance");
+  ASSERT_TRUE(d.pass().ok());
+  ASSERT_TRUE(d.pass().ok());
+  fleet_.setState("p1-h01", "available");
+  calls_.clear();
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_EQ(calls_, (std::vector<std::string>{"slurm resume p1-h01", "ledger remove p1-h01 slurm.resume"}));
+  // A new rollout drains the host at once: the reading before the resume must not open the gate.
+  fleet_.setState("p1-h01", "draining");
+  auto why = d.heldBack(*fleet_.host("p1-h01"), "kiln: ro-2 fw b 2");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("after Kiln's last change"), std::string::npos);
+}
+
+TEST_F(SlurmDriverTest, ASlurmThatCannotBeReadHoldsTheGateAndIsLoggedOnce) {
+  auto d = driver();
+  ASSERT_TRUE(d.pass().ok());
+  slurm_.down = unavailable("sinfo exited 1: Unable to contact slurm controller (connect failure)");
+  EXPECT_FALSE(d.pass().ok());
+  EXPECT_FALSE(d.pass().ok());
+  auto why = d.heldBack(*fleet_.host("p1-h02"), "kiln: ro-1 fw b 1");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("Unable to contact slurm controller"), std::string::npos);
+  EXPECT_EQ(std::count_if(log_.begin(), log_.end(), [](const std::string& l) { return l.find("Unable to contact") != std::string::npos; }), 1);
+  EXPECT_EQ(d.status().last_error.empty(), false);
+  slurm_.down.reset();
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_TRUE(d.status().last_error.empty());
+}
+
+TEST_F(SlurmDriverTest, AKilndRestartedWithNodesDrainedResumesExactlyThose) {
+  fleet_.setState("p1-h01", "maintenance");
+  {
+    auto d = driver();
+    ASSERT_TRUE(d.pass().ok());
+  }
+  slurm_.nodes_["p1-h02"].flags.insert("DRAIN");  // an operator's
+  slurm_.nodes_["p1-h02"].reason = "bad fan";
+  fleet_.setState("p1-h01", "available");
+  calls_.clear();
+  auto restarted = driver();  // nothing in memory: only the ledger
+  ASSERT_TRUE(restarted.pass().ok());
+  EXPECT_EQ(calls_, (std::vector<std::string>{"slurm resume p1-h01", "ledger remove p1-h01 slurm.resume"}));
+  EXPECT_TRUE(slurm_.nodes_["p1-h02"].drain());
+}
+
+TEST_F(SlurmDriverTest, RecordsEachInterruptionOnce) {
+  auto d = driver();
+  SlurmJob j;
+  j.id = "77";
+  j.state = "NODE_FAIL";
+  j.nodes = {"p1-h02"};
+  j.start = clock_.now();
+  j.end = clock_.now() + std::chrono::minutes(3);
+  slurm_.jobs_ = {j};
+  ASSERT_TRUE(d.pass().ok());
+  ASSERT_TRUE(d.pass().ok());
+  ASSERT_EQ(interruptions_.recorded.size(), 1u);
+  EXPECT_EQ(interruptions_.recorded[0].job, "77");
+  EXPECT_EQ(interruptions_.recorded[0].hosts, std::vector<std::string>{"p1-h02"});
+  EXPECT_EQ(interruptions_.recorded[0].owner, "slurm");
+}
+
+}  // namespace
+}  // namespace kiln::scheduler
