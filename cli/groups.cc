@@ -16,6 +16,7 @@ void addBuiltinGroups(Registry& registry) {
   registry.add(rolloutGroup());
   registry.add(reliabilityGroup());
   registry.add(interruptionGroup());
+  registry.add(slurmGroup());
 }
 
 std::vector<FlagSpec> pagingFlags() {

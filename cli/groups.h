@@ -20,6 +20,7 @@ CommandGroup bundleGroup();        // bundle create | list | show | compliance
 CommandGroup rolloutGroup();       // rollout plan | create | start | ... | show | watch
 CommandGroup reliabilityGroup();   // reliability report
 CommandGroup interruptionGroup();  // interruption record | list
+CommandGroup slurmGroup();         // slurm prolog | health-check
 
 void addBuiltinGroups(Registry& registry);
 

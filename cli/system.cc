@@ -54,6 +54,11 @@ System realSystem() {
   s.now = [] { return std::chrono::steady_clock::now(); };
   s.sleep_for = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   s.stdout_is_tty = [] { return ::isatty(STDOUT_FILENO) == 1; };
+  s.host_name = []() -> std::string {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "";
+    return name;
+  };
   return s;
 }
 

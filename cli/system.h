@@ -1,7 +1,7 @@
 #pragma once
 // What kilnctl needs from the operating system, as functions so tests can fake them:
 // environment variables, whole-file reads and writes, and for commands that follow a run
-// (run watch, gate) a monotonic clock, a sleep and whether stdout is a terminal.
+// (run watch, gate) a monotonic clock, a sleep and whether stdout is a terminal; the host name.
 
 #include <chrono>
 #include <functional>
@@ -26,6 +26,9 @@ struct System {
   std::function<void(std::chrono::milliseconds)> sleep_for;
   // True when standard output is a terminal (live progress bars are drawn only then).
   std::function<bool()> stdout_is_tty;
+  // This machine's host name as gethostname(2) gives it (may be a full DNS name); "" when it
+  // cannot be read. For `slurm health-check`, which checks the node it runs on.
+  std::function<std::string()> host_name;
 };
 
 // The real process environment and file system.

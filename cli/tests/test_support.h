@@ -53,6 +53,7 @@ struct FakeSystem {
   std::chrono::steady_clock::time_point clock{};
   std::vector<std::chrono::milliseconds> sleeps;
   bool tty = false;
+  std::string host_name;  // what System::host_name answers
 
   System system() {
     System s;
@@ -79,6 +80,7 @@ struct FakeSystem {
       clock += d;
     };
     s.stdout_is_tty = [this] { return tty; };
+    s.host_name = [this] { return host_name; };
     return s;
   }
 };
