@@ -231,7 +231,8 @@ SlurmUser=$SLURM_USER
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$sock
+# cred_expire also sets how long a requeued job waits before it may start again (default 120 s).
+AuthInfo=socket=$sock,cred_expire=10
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
 SlurmctldPidFile=$DIR/pids/slurmctld.pid
@@ -247,6 +248,8 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SelectType=select/linear
 SchedulerType=sched/backfill
+# A job whose prolog failed (Kiln's pre-job check) is requeued, not held, so it runs elsewhere.
+SchedulerParameters=nohold_on_prolog_fail
 SwitchType=switch/none
 MpiDefault=none
 SlurmdParameters=config_overrides

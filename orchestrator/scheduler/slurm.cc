@@ -276,6 +276,10 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
       if (!n.drain()) {
         Drain d{node, h.id, request ? cleanReason(request->reason) : stateReason(h), in.now};
         plan.drain.push_back(d);
+      } else if (drain == nullptr && n.reason == "Prolog error") {
+        // Slurm's own words for a failed prolog: Kiln's pre-job check (kilnctl slurm prolog)
+        // failed the host. Kiln writes its reason over Slurm's and owns the drain from then on.
+        plan.drain.push_back({node, h.id, stateReason(h), in.now});
       } else if (drain == nullptr && startsWith(n.reason, "kiln:")) {
         // Drained with Kiln's prefix by Kiln's own prolog (kilnctl slurm prolog) or by a
         // kilnd that lost its ledger row: Kiln's, so Kiln resumes it once the host is back.
@@ -304,7 +308,10 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
         plan.forget.push_back(node);  // someone resumed it already
         plan.notices.push_back({h.id, node, "slurm node " + node + " was resumed outside Kiln", false});
       } else if (n.reason == drain->reason) {
-        plan.resume.push_back(*drain);
+        // Back in service since the drain: resume. A host in service since before it (the
+        // release ask of an allocated host whose job still runs, remembered by the ledger
+        // across a restart that lost the ask) keeps its node drained.
+        if (h.state_since > drain->at) plan.resume.push_back(*drain);
       } else {
         plan.forget.push_back(node);
         plan.notices.push_back({h.id, node,
@@ -367,7 +374,8 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
   std::set<std::string> reported;
   for (const auto& [node, jobs] : in.running_before) {
     auto now = nodes.find(node);
-    if (now == nodes.end() || !now->second->down()) continue;
+    // DOWN, not NOT_RESPONDING alone: a slurmd that answers again keeps its jobs.
+    if (now == nodes.end() || now->second->state != "DOWN") continue;
     for (const auto& j : jobs) {
       if (failed_jobs.count(j.id) || !reported.insert(j.id).second) continue;
       interruption(j, now->second->reason_time.value_or(in.now), "lost its node " + node + " (DOWN)");

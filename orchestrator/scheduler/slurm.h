@@ -6,10 +6,13 @@
 //
 //   - a node is drained while its host is anywhere but available/allocated, or while a rollout
 //     asked for it, with a reason that names the Kiln object ("kiln: ro-3 firmware-upgrade ...");
+//   - Kiln resumes a node when its host came back into service after the drain (validated,
+//     released) and no rollout's ask stands;
 //   - Kiln resumes only a node it drained (its drain ledger has the node) whose reason is still
 //     Kiln's: a node drained or downed by someone else is never resumed. A drained node whose
-//     reason starts "kiln:" (Kiln's prolog writes those) is adopted into the ledger while its
-//     host is out of service in Kiln;
+//     reason starts "kiln:" is adopted into the ledger while its host is out of service in
+//     Kiln, and Slurm's "Prolog error" drain of such a host (Kiln's prolog failed it) is
+//     re-drained with Kiln's reason;
 //   - a host may leave `draining` for maintenance only once its node is drained and empty
 //     (drainHeldBack), judged on an observation made after Kiln's last resume of that node.
 //

@@ -223,6 +223,8 @@ std::unique_ptr<testing::KilndProcess> E2eTest::newKilnd() {
   testing::KilndOptions o;
   o.database_url = db_->url();
   o.extra_args = {"--workflows-dir", KILN_WORKFLOWS_DIR};
+  o.extra_args.insert(o.extra_args.end(), kilnd_args_.begin(), kilnd_args_.end());
+  o.extra_env = kilnd_env_;
   if (kilnd_) o.admin_token_file = kilnd_->adminTokenFile();
   return std::make_unique<testing::KilndProcess>(o);
 }

@@ -139,6 +139,9 @@ class E2eTest : public ::testing::Test {
   void watchAgent(const std::string& host) { watched_agents_.insert(host); }
 
   std::string dir_;
+  // More kilnd flags and environment for every replica (set before E2eTest::SetUp).
+  std::vector<std::string> kilnd_args_;
+  std::map<std::string, std::string> kilnd_env_;
   std::unique_ptr<testing::TestDatabase> db_;
   std::unique_ptr<testing::KilndProcess> kilnd_;
   std::unique_ptr<http::Client> api_;

@@ -127,6 +127,7 @@ TEST_F(SlurmDriverTest, AfterAResumeTheGateWaitsForAFreshReading) {
   ASSERT_TRUE(d.pass().ok());
   ASSERT_TRUE(d.pass().ok());
   fleet_.setState("p1-h01", "available");
+  fleet_.host("p1-h01")->state_since = clock_.now() + std::chrono::seconds(1);  // validated after the drain
   calls_.clear();
   ASSERT_TRUE(d.pass().ok());
   EXPECT_EQ(calls_, (std::vector<std::string>{"slurm resume p1-h01", "ledger remove p1-h01 slurm.resume"}));
@@ -162,6 +163,7 @@ TEST_F(SlurmDriverTest, AKilndRestartedWithNodesDrainedResumesExactlyThose) {
   slurm_.nodes_["p1-h02"].flags.insert("DRAIN");  // an operator's
   slurm_.nodes_["p1-h02"].reason = "bad fan";
   fleet_.setState("p1-h01", "available");
+  fleet_.host("p1-h01")->state_since = clock_.now() + std::chrono::seconds(1);
   calls_.clear();
   auto restarted = driver();  // nothing in memory: only the ledger
   ASSERT_TRUE(restarted.pass().ok());

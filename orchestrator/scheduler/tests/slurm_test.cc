@@ -147,8 +147,10 @@ TEST(SlurmReasonTest, NamesACauseFromTheReason) {
 
 // ---- reconcile ----
 
+// A host in `state` since hour 500,001 (after every ledger drain of the tests, made at 500,000).
 core::HostSummary host(const std::string& id, const std::string& state, const std::string& why = "") {
   core::HostSummary h;
+  h.state_since = TimePoint(std::chrono::hours(500001));
   h.id = id;
   h.pod = "p1";
   h.state = state;
@@ -240,6 +242,20 @@ TEST_F(ReconcileTest, ResumesOnlyItsOwnDrainOnceTheHostIsBackInService) {
   EXPECT_EQ(unavailable, 2);
 }
 
+TEST_F(ReconcileTest, KeepsTheNodeOfAHostInServiceSinceBeforeTheDrain) {
+  // Drained for a rollout's ask while the job ran; kilnd restarted and lost the ask: the host
+  // is still allocated since before the drain, so the node stays drained.
+  in_.hosts = {host("h1", "allocated")};
+  in_.hosts[0].state_since = in_.now - std::chrono::minutes(30);
+  in_.nodes = {node("h1", "ALLOCATED", {"DRAIN"}, "kiln: ro-3 x", "root")};
+  in_.ledger = {{"h1", "h1", "kiln: ro-3 x", in_.now - std::chrono::minutes(5)}};
+  auto p = plan();
+  EXPECT_TRUE(p.resume.empty());
+  EXPECT_TRUE(p.forget.empty());
+  in_.hosts[0].state_since = in_.now - std::chrono::minutes(1);  // released after the drain
+  EXPECT_EQ(plan().resume.size(), 1u);
+}
+
 TEST_F(ReconcileTest, NeverResumesANodeWhoseReasonSomeoneElseChanged) {
   in_.hosts = {host("h1", "available")};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "bad DIMM, do not use", "alice")};
@@ -267,6 +283,15 @@ TEST_F(ReconcileTest, AdoptsADrainWrittenByKilnsPrologWhileTheHostIsOut) {
   ASSERT_EQ(p.adopt.size(), 1u);
   EXPECT_EQ(p.adopt[0].reason, "kiln: pre-job check wr-5 failed");
   EXPECT_TRUE(p.drain.empty());
+}
+
+TEST_F(ReconcileTest, TakesOverSlurmsPrologErrorDrainOfAHostKilnsCheckFailed) {
+  in_.hosts = {host("h1", "failed", "pre-job-health r-5: row remap pending"), host("h2", "available")};
+  in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "Prolog error", "slurm"), node("h2", "IDLE", {"DRAIN"}, "Prolog error", "slurm")};
+  auto p = plan();
+  ASSERT_EQ(p.drain.size(), 1u);  // h2 is in service in Kiln: its prolog failure is not Kiln's verdict
+  EXPECT_EQ(p.drain[0].node, "h1");
+  EXPECT_EQ(p.drain[0].reason, "kiln: failed (pre-job-health r-5: row remap pending)");
 }
 
 TEST_F(ReconcileTest, ForgetsADrainSomeoneResumed) {
@@ -328,6 +353,9 @@ TEST_F(ReconcileTest, ANodeThatGoesDownUnderARunningJobIsAnInterruption) {
   down.reason_time = TimePoint(std::chrono::seconds(6000));
   in_.nodes = {down};
   in_.jobs = {job("11", "PENDING", {}, 7000)};  // requeued by Slurm
+  in_.nodes[0].state = "ALLOCATED";  // not responding yet, not DOWN: the job may go on
+  EXPECT_TRUE(plan().interruptions.empty());
+  in_.nodes[0].state = "DOWN";
   auto p = plan();
   ASSERT_EQ(p.interruptions.size(), 1u);
   EXPECT_EQ(p.interruptions[0].id, "slurm-11-5000");

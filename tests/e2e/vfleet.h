@@ -1,0 +1,64 @@
+#pragma once
+// The e2e tier's virtual fleet (kiln-vfleet as a child process) and a bundle kiln-hwsim can
+// install: shared by the rollout and Slurm tests.
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/e2e_support.h"
+
+namespace kiln::e2e {
+
+inline std::string sha(char c) { return std::string(64, c); }
+
+// A bundle whose artifacts kiln-hwsim understands: nvfwupd takes the HMC bundle version from
+// the package name, mlxfwmanager the NIC version from the image name, kiln-driver-install the
+// driver version from its argument.
+inline json bundleDoc(const std::string& version, const std::string& hmc, const std::string& nic, const std::string& driver) {
+  std::string nic_file = nic;
+  std::replace(nic_file.begin(), nic_file.end(), '.', '_');
+  return {{"name", "e2e-gb200-fw"},
+          {"version", version},
+          {"platforms", {"catalina"}},
+          {"components",
+           {{{"kind", "hmc_bundle"}, {"version", hmc}, {"artifact", "/opt/kiln/fw/nvfw_" + hmc + "_custom_prod-signed.fwpkg"}, {"sha256", sha('a')}},
+            {{"kind", "nic"}, {"version", nic}, {"artifact", "/opt/kiln/fw/fw-ConnectX7-rel-" + nic_file + "-MCX750500B-0D00_Ax.bin"}, {"sha256", sha('b')}},
+            {{"kind", "driver"}, {"version", driver}, {"artifact", "/opt/kiln/drivers/NVIDIA-Linux-aarch64-" + driver + ".run"}, {"sha256", sha('c')}}}}};
+}
+
+// kiln-vfleet: every host of the fleet simulated in one process, speaking the agent protocol
+// to `kilnd_url`. Faults at start (--fault HOST:KIND[:k=v,...]) and at run time through its
+// control file ("fault HOST KIND[:k=v,...]" / "clear HOST [KIND]", applied within 2 s).
+class VirtualFleet {
+ public:
+  VirtualFleet(const std::string& binary, const std::string& dir, const std::string& kilnd_url, const std::string& enroll_token_file,
+               const std::string& admin_token_file, double time_scale, const std::vector<std::string>& extra) : dir_(dir) {
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ + "/control").flush();
+    std::ostringstream scale;
+    scale << time_scale;
+    std::vector<std::string> args = {binary, "--url", kilnd_url, "--enroll-token-file", enroll_token_file,
+                                     "--token-file", admin_token_file, "--hosts", "all", "--time-scale", scale.str(),
+                                     "--poll-wait", "5", "--status-interval", "5", "--state-dir", dir_ + "/state",
+                                     "--connections", "256", "--idle-poll", "2", "--seed", "7", "--control-file", dir_ + "/control"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    child_ = std::make_unique<Child>(args, std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}},
+                                     dir_ + "/vfleet.log");
+  }
+  void control(const std::string& line) {
+    std::ofstream out(dir_ + "/control", std::ios::app);
+    out << line << "\n";
+  }
+  std::string logTail(int lines = 40) const { return tailLines(readFile(dir_ + "/vfleet.log"), lines); }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<Child> child_;
+};
+
+}  // namespace kiln::e2e
