@@ -7,6 +7,8 @@
 #
 #   deploy/quickstart.sh          # start (or restart kilnd with a fresh build)
 #   deploy/quickstart.sh --prometheus   # also a Prometheus scraping kilnd with deploy/prometheus's rules
+#   deploy/quickstart.sh --slurm  # a real Slurm (munged, slurmctld, 8 slurmd for prn-b01-p01's hosts)
+#                                 # instead of kiln-jobsim; kilnd runs with --scheduler slurm
 #   deploy/quickstart.sh stop     # stop everything it started
 #   deploy/quickstart.sh status
 set -euo pipefail
@@ -23,13 +25,17 @@ BUILD=$KILN_ROOT/build
 DBURL=$(pg_url "$PGDIR" "$PGPORT" kiln)
 
 PROMETHEUS=0
+SLURM=0
+SLURM_DIR=$STATE/slurm
+SLURM_NODES=prn-b01-p01-h01,prn-b01-p01-h02,prn-b01-p01-h03,prn-b01-p01-h04,prn-b01-p01-h05,prn-b01-p01-h06,prn-b01-p01-h07,prn-b01-p01-h08
 PROM_LISTEN=${KILN_DEMO_PROMETHEUS_LISTEN:-127.0.0.1:9090}
 ACTION=start
 for arg in "$@"; do
   case "$arg" in
     --prometheus) PROMETHEUS=1 ;;
+    --slurm) SLURM=1 ;;
     start|stop|status) ACTION=$arg ;;
-    *) echo "usage: $0 [start [--prometheus]|stop|status]" >&2; exit 2 ;;
+    *) echo "usage: $0 [start [--prometheus] [--slurm]|stop|status]" >&2; exit 2 ;;
   esac
 done
 
@@ -39,6 +45,7 @@ case "$ACTION" in
     stop_pidfile "$STATE/jobsim.pid"
     stop_pidfile "$STATE/fleet.pid" 100
     stop_pidfile "$STATE/kilnd.pid"
+    [ -f "$SLURM_DIR/slurm.conf" ] && "$KILN_ROOT/deploy/lib/slurm-cluster.sh" stop "$SLURM_DIR" >/dev/null 2>&1 || true
     pg_down "$PGDIR"
     log "stopped (data kept in $STATE; rm -rf it for a clean start)"
     exit 0 ;;
@@ -63,7 +70,18 @@ pg_createdb "$PGDIR" "$PGPORT" kiln
 stop_pidfile "$STATE/kilnd.pid"
 log "starting kilnd on $URL"
 hook=()
-[ -x "$BUILD/agents/sim/jobsim/kiln-jobsim" ] && hook=(--scheduler-hook "http://$JOBSIM_LISTEN/release")
+if [ "$SLURM" = 1 ]; then
+  # A real Slurm of 8 nodes named as the canary pod's first hosts; kilnd drives it (--scheduler
+  # slurm) as it would a production cluster (deploy/OPERATIONS.md, Slurm).
+  log "starting a private Slurm cluster in $SLURM_DIR (munged, slurmctld, 8 slurmd)"
+  "$KILN_ROOT/deploy/lib/slurm-cluster.sh" stop "$SLURM_DIR" >/dev/null 2>&1 || true
+  "$KILN_ROOT/deploy/lib/slurm-cluster.sh" start "$SLURM_DIR" --nodes "$SLURM_NODES" >/dev/null \
+    || die "the Slurm cluster did not start, see $SLURM_DIR/log"
+  export SLURM_CONF=$SLURM_DIR/slurm.conf
+  hook=(--scheduler slurm --slurm-interval 2)
+elif [ -x "$BUILD/agents/sim/jobsim/kiln-jobsim" ]; then
+  hook=(--scheduler-hook "http://$JOBSIM_LISTEN/release")
+fi
 nohup "$BUILD/orchestrator/kilnd/kilnd" --listen "$LISTEN" --database-url "$DBURL" \
   --admin-token-file "$STATE/admin-token" --web-root "$KILN_ROOT/web/dist" \
   --workflows-dir "$KILN_ROOT/workflows" "${hook[@]}" \
@@ -84,7 +102,21 @@ curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/yaml' 
 
 if [ -x "$KILN_ROOT/deploy/lib/demo-extras.sh" ]; then
   KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD KILN_JOBSIM_LISTEN=$JOBSIM_LISTEN \
-    "$KILN_ROOT/deploy/lib/demo-extras.sh"
+    KILN_NO_JOBSIM=$([ "$SLURM" = 1 ] && echo 1) "$KILN_ROOT/deploy/lib/demo-extras.sh"
+fi
+
+SCHED_LINES="                  .kiln/jobsim.log (simulated job scheduler: jobs on prn-b01-p01 and prn-b02-p02)"
+TRY_LINES="  The canary prn-b01-p01 runs a job: the rollout waits (\"allocated\"), asks kiln-jobsim to
+  release it, and drains it once the job has checkpointed and left (30 s)."
+if [ "$SLURM" = 1 ]; then
+  # A real job on the canary's first host: the rollout drains its node around it and waits.
+  sbatch --parsable -w prn-b01-p01-h01 -o /dev/null -e /dev/null --chdir /tmp --wrap 'sleep 120' >/dev/null \
+    || die "sbatch failed, see $SLURM_DIR/log"
+  SCHED_LINES="    slurm:        export SLURM_CONF=$SLURM_DIR/slurm.conf; watch sinfo -N -o '%N %T %E'
+                  (a job runs on prn-b01-p01-h01 for 2 minutes: squeue)"
+  TRY_LINES="  Slurm runs a job on the canary's first node: kilnd drains that node around the job
+  (ALLOCATED+DRAIN, reason 'kiln: ro-1 ...'), waits for it to end, drains the pod's other nodes,
+  upgrades, validates and resumes them; sinfo shows each step."
 fi
 
 PROM_LINE=""
@@ -123,7 +155,7 @@ cat <<MSG
     admin token:  $TOKEN   (also in .kiln/admin-token)
 $PROM_LINE
     logs:         .kiln/kilnd.log (kilnd), .kiln/fleet.log (simulated agents),
-                  .kiln/jobsim.log (simulated job scheduler: jobs on prn-b01-p01 and prn-b02-p02)
+$SCHED_LINES
     stop:         deploy/quickstart.sh stop
 
   Try a rollout of the example bundle (see README.md):
@@ -131,7 +163,6 @@ $PROM_LINE
     build/cli/kilnctl rollout plan --bundle gb200-fw-2026.12@1.0.0
     build/cli/kilnctl rollout create --bundle gb200-fw-2026.12@1.0.0 --start
     build/cli/kilnctl rollout watch ro-1
-  The canary prn-b01-p01 runs a job: the rollout waits ("allocated"), asks kiln-jobsim to
-  release it, and drains it once the job has checkpointed and left (30 s).
+$TRY_LINES
 
 MSG

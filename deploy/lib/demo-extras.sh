@@ -69,6 +69,10 @@ fi
 
 # The job scheduler: jobs on $JOBSIM_PODS (their non-spare hosts allocated), released
 # $JOBSIM_HOLD s after kilnd's hook asks. Allocate and release are operator host actions.
+if [ -n "${KILN_NO_JOBSIM:-}" ]; then
+  log "a real Slurm is the job scheduler (quickstart --slurm): kiln-jobsim is not started"
+  exit 0
+fi
 if [ ! -x "$JOBSIM_BIN" ]; then
   log "no $JOBSIM_BIN: the simulated job scheduler is not started"
   exit 0
