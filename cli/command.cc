@@ -361,6 +361,8 @@ int runCli(const Registry& registry, const std::vector<std::string>& args, Syste
   if (!cmd.spec->offline) {
     auto settings = resolveConnection(cmd.global, system);
     if (!settings.ok()) return ctx.usageError(settings.error().message);
+    if (cmd.spec->max_call_timeout && settings->timeout > *cmd.spec->max_call_timeout)
+      settings->timeout = *cmd.spec->max_call_timeout;
     auto t = make_transport(*settings);
     if (!t.ok()) return ctx.usageError(t.error().message);
     transport = std::move(t.value());

@@ -8,6 +8,7 @@
 // static-initialisation registration.
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -62,6 +63,9 @@ struct CommandSpec {
   std::vector<PositionalSpec> positionals;  // all required
   std::vector<FlagSpec> flags;
   bool offline = false;  // needs no server (no connection settings, no transport)
+  // The most one HTTP call may take, whatever the global --timeout says (a Slurm prolog must
+  // finish inside Slurm's limit even when kilnd accepts connections and never answers).
+  std::optional<std::chrono::milliseconds> max_call_timeout;
   CommandFn run;
 };
 

@@ -13,7 +13,7 @@
 
 #include "cli/api_call.h"
 #include "cli/groups.h"
-#include "cli/hostlist.h"
+#include "common/hostlist.h"
 #include "cli/run_client.h"
 #include "cli/table.h"
 #include "cli/time_text.h"
@@ -301,19 +301,21 @@ CommandGroup slurmGroup() {
           "wrapper\n"
           "  #!/bin/sh\n"
           "  KILN_CONFIG=/etc/kiln/prolog.yaml exec /usr/bin/kilnctl --timeout 10 slurm prolog\n"
-          "where the global --timeout (seconds per HTTP call, default 120) keeps a kilnd that does not\n"
-          "answer from holding Slurm past its limit.",
+          "Each HTTP call of these commands takes at most 10 s (less with the global --timeout), so a\n"
+          "kilnd that accepts connections and never answers cannot hold Slurm past its limit.",
       .commands =
           {
               {.name = "prolog",
                .summary = "Slurm Prolog/PrologSlurmctld: kilnd's pre-job check of the job's nodes; exit 0 passed, "
                           "1 failed (Slurm drains the node, requeues the job), 2 bad usage",
                .flags = std::move(prolog_flags),
+               .max_call_timeout = std::chrono::seconds(10),
                .run = [](CommandContext& ctx) { return check(ctx, Mode::kProlog); }},
               {.name = "health-check",
                .summary = "Slurm HealthCheckProgram: the pre-job check of this node (no job); prints the verdict "
                           "line and exits like prolog",
                .flags = std::move(health_flags),
+               .max_call_timeout = std::chrono::seconds(10),
                .run = [](CommandContext& ctx) { return check(ctx, Mode::kHealthCheck); }},
           },
   };

@@ -384,6 +384,23 @@ TEST(SlurmCommandsTest, ConnectionSettingsComeFromTheConfigFileLikeEveryCommand)
   EXPECT_EQ(h.settings->timeout, milliseconds(10000));  // the global --timeout before the command: per call
 }
 
+TEST(SlurmCommandsTest, EachCallIsCappedAtTenSecondsWhateverTheGlobalTimeout) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"slurm", "prolog", "--nodes", "gpu01"},
+        std::vector<std::string>{"--timeout", "300", "slurm", "health-check", "--nodes", "gpu01"}}) {
+    CliHarness h;
+    h.transport.reply(201, checkAnswer(testing::passedRun()).dump());
+    h.run(args);
+    ASSERT_TRUE(h.settings.has_value());
+    EXPECT_EQ(h.settings->timeout, milliseconds(10000)) << args[0];  // not the default 120 s, nor 300
+  }
+  CliHarness h;  // a shorter global timeout stands
+  h.transport.reply(201, checkAnswer(testing::passedRun()).dump());
+  h.run({"--timeout", "3", "slurm", "prolog", "--nodes", "gpu01"});
+  ASSERT_TRUE(h.settings.has_value());
+  EXPECT_EQ(h.settings->timeout, milliseconds(3000));
+}
+
 TEST(SlurmCommandsTest, HelpNamesTheEnvironmentAndThePolicy) {
   CliHarness h;
   auto r = h.run({"slurm", "prolog", "--help"});

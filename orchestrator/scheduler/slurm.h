@@ -73,9 +73,6 @@ struct Drain {
 // orchestrator/scheduler/tests/testdata/slurm-22.05). kInvalidArgument naming what was wrong.
 Result<std::vector<SlurmNode>> parseNodesJson(std::string_view text);
 Result<std::vector<SlurmJob>> parseJobsJson(std::string_view text);
-// Slurm's hostlist syntax ("n[01-03,7],gpu5"), as Slurm itself expands it. kInvalidArgument for
-// unbalanced brackets, reversed ranges, more than `limit` names.
-Result<std::vector<std::string>> expandHostlist(std::string_view list, std::size_t limit = 100000);
 
 // How a Kiln host is named in Slurm: `nodes` (an explicit map, host -> node) first, then
 // `rule`, a template of {host}, {pod}, {tray}, {tray2} (two digits), {rack}, {building}, {site}.

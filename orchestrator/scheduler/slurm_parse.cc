@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hostlist.h"
 #include "orchestrator/scheduler/slurm.h"
 
 namespace kiln::scheduler {

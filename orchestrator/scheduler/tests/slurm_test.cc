@@ -1,5 +1,6 @@
-// The pure Slurm core: Slurm 22.05's real output parsed, hostlists, naming, and reconcile()'s
-// safety rules (drain before work, resume only Kiln's own drains, interruptions once).
+// The pure Slurm core: Slurm 22.05's real output parsed, naming, and reconcile()'s safety rules
+// (drain before work, resume only Kiln's own drains, interruptions once). Hostlists are
+// common/hostlist.h's, tested in common/tests/hostlist_test.cc.
 
 #include <fstream>
 #include <sstream>
@@ -91,24 +92,6 @@ TEST(SlurmParseTest, CountsGpusFromTheJobsTres) {
   EXPECT_EQ((*jobs)[0].gpus, 8);
   EXPECT_EQ((*jobs)[0].nodes, (std::vector<std::string>{"g1", "g2"}));
   EXPECT_EQ((*jobs)[1].gpus, 4);
-}
-
-TEST(HostlistTest, ExpandsSlurmsSyntax) {
-  auto e = [](const char* s) {
-    auto r = expandHostlist(s);
-    EXPECT_TRUE(r.ok()) << s << ": " << r.error();
-    return r.ok() ? *r : std::vector<std::string>{};
-  };
-  EXPECT_EQ(e("n[08-10]"), (std::vector<std::string>{"n08", "n09", "n10"}));
-  EXPECT_EQ(e("a[1-2,5],b07"), (std::vector<std::string>{"a1", "a2", "a5", "b07"}));
-  EXPECT_EQ(e("r[1-2]n[1-2]"), (std::vector<std::string>{"r1n1", "r1n2", "r2n1", "r2n2"}));
-  EXPECT_EQ(e("c[01-02]-x"), (std::vector<std::string>{"c01-x", "c02-x"}));
-  EXPECT_EQ(e("t1-b01-p01-h[01-02]"), (std::vector<std::string>{"t1-b01-p01-h01", "t1-b01-p01-h02"}));
-  EXPECT_TRUE(e("").empty());
-  for (const char* bad : {"n[1-3", "n1-3]", "n[3-1]", "a,,b", "n[]", "n[x]", "n[[1]]"})
-    EXPECT_FALSE(expandHostlist(bad).ok()) << bad;
-  EXPECT_FALSE(expandHostlist("n[1-1000000]").ok());
-  EXPECT_FALSE(expandHostlist("a[1-1000]b[1-1000]").ok());
 }
 
 TEST(NodeNamingTest, MapsHostsByRuleOrByTheExplicitMap) {

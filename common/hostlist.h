@@ -1,6 +1,7 @@
 #pragma once
 // Slurm hostlist expressions ("gpu[001-064],login1") expanded to node names, in plain C++ (no
-// libslurm, no scontrol): what `kilnctl slurm` reads from --nodes and SLURM_JOB_NODELIST.
+// libslurm, no scontrol): what `kilnctl slurm` reads from --nodes and SLURM_JOB_NODELIST, and
+// the NodeList of jobs in `squeue --json` (orchestrator/scheduler).
 
 #include <cstddef>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include "common/result.h"
 
-namespace kiln::cli {
+namespace kiln {
 
 inline constexpr std::size_t kMaxHostlistNames = 100000;
 
@@ -26,4 +27,4 @@ inline constexpr std::size_t kMaxHostlistNames = 100000;
 // inside the list, more than `limit` names in all (checked before any name is built).
 Result<std::vector<std::string>> expandHostlist(std::string_view list, std::size_t limit = kMaxHostlistNames);
 
-}  // namespace kiln::cli
+}  // namespace kiln

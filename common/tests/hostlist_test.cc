@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/hostlist.h"
+#include "common/hostlist.h"
 
-namespace kiln::cli {
+namespace kiln {
 namespace {
 
 using Names = std::vector<std::string>;
@@ -117,4 +117,4 @@ TEST(HostlistTest, LongBadListsAreShortenedInTheMessage) {
 }
 
 }  // namespace
-}  // namespace kiln::cli
+}  // namespace kiln

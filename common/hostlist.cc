@@ -1,9 +1,9 @@
-#include "cli/hostlist.h"
+#include "common/hostlist.h"
 
 #include <algorithm>
 #include <cstdint>
 
-namespace kiln::cli {
+namespace kiln {
 namespace {
 
 constexpr std::size_t kMaxDigits = 18;  // every number fits a uint64 with room for hi - lo + 1
@@ -181,4 +181,4 @@ Result<std::vector<std::string>> expandHostlist(std::string_view list, std::size
   return out;
 }
 
-}  // namespace kiln::cli
+}  // namespace kiln
