@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/agent_protocol.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/engine.h"
@@ -480,19 +481,22 @@ Result<json> RunService::quarantineView() {
 
 namespace {
 
+// The assignment as the agents read it (common/agent_protocol.h: one encoder, one decoder).
 json assignmentJson(const AssignmentRow& r) {
-  return json{{"id", r.id},
-              {"lease", r.lease},
-              {"run_id", r.run_id},
-              {"step_id", r.step_id},
-              {"attempt", r.attempt},
-              {"type", r.type},
-              {"argv", r.argv},
-              {"timeout_ms", r.timeout_ms},
-              {"kill_grace_ms", 5000},
-              {"parse", r.parse},
-              {"output_cap", 65536},
-              {"inventory_after", r.inventory_after}};
+  protocol::Assignment a;
+  a.id = r.id;
+  a.lease = r.lease;
+  a.run_id = r.run_id;
+  a.step_id = r.step_id;
+  a.attempt = r.attempt;
+  a.type = r.type;
+  a.argv = r.argv;
+  a.timeout_ms = r.timeout_ms;
+  a.kill_grace_ms = 5000;
+  a.parse = r.parse;
+  a.output_cap = 65536;
+  a.inventory_after = r.inventory_after;
+  return protocol::toJson(a);
 }
 
 }  // namespace

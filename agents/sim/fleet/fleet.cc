@@ -58,20 +58,6 @@ std::string describe(const Result<HttpResponse>& r) {
 
 }  // namespace
 
-std::string percentEncode(const std::string& s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 Fleet::Fleet(Loop& loop, Transport& transport, HostStore& store, FleetSettings settings, LogSink log)
     : loop_(loop),
@@ -265,10 +251,7 @@ void Fleet::poll(Host& h) {
   if (h.report && !h.running) return;
   const bool hot = h.running || loop_.now() < h.hot_until;
   const PollDecision d = policy_.decide(hot, static_cast<int>(counters_.long_polls_in_flight), rng_);
-  std::string target = "/api/v1/agents/" + percentEncode(h.state.host) +
-                       "/work?wait=" + std::to_string(d.wait_s) +
-                       "&boot_id=" + percentEncode(h.state.boot_id);
-  if (h.running) target += "&running=" + percentEncode(h.running->a.id);
+  const std::string target = protocol::workPath(h.state.host, d.wait_s, h.state.boot_id, h.running ? h.running->a.id : "");
   HttpRequest req{"GET", target, h.token, "", Priority::kNormal,
                   milliseconds(d.wait_s * 1000) + settings_.poll_request_slack};
   const std::uint64_t gen = ++h.poll_gen;
@@ -436,8 +419,7 @@ void Fleet::sendReport(Host& h) {
   h.report->in_flight = true;
   // A host runs one step at a time: reporting, it holds none, so kilnd may answer with the next.
   h.report->body["ready"] = !stopping_;
-  HttpRequest req{"POST", "/api/v1/assignments/" + percentEncode(h.report->id) + "/result", h.token,
-                  h.report->body.dump(-1, ' ', false, json::error_handler_t::replace),
+  HttpRequest req{"POST", protocol::resultPath(h.report->id), h.token, protocol::dumpJson(h.report->body),
                   Priority::kHigh};
   const auto sent = loop_.now();
   std::weak_ptr<int> life = life_;

@@ -28,6 +28,7 @@
 #include "agents/sim/fleet/step.h"
 #include "agents/sim/fleet/transport.h"
 #include "agents/sim/host_state.h"
+#include "common/agent_protocol.h"
 
 namespace kiln::vfleet {
 
@@ -157,7 +158,7 @@ class Fleet {
   std::shared_ptr<int> life_ = std::make_shared<int>(0);
 };
 
-// Percent-encodes a path segment or query value.
-std::string percentEncode(const std::string& s);
+// Percent-encodes a path segment or query value (the agent protocol's, common/agent_protocol.h).
+using protocol::percentEncode;
 
 }  // namespace kiln::vfleet

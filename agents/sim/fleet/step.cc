@@ -25,40 +25,6 @@ double chunkSeconds(const sim::OutputChunk& c, double scale) {
 
 }  // namespace
 
-Result<Assignment> assignmentFromJson(const json& j) {
-  if (!j.is_object()) return invalidContent("assignment: not a JSON object");
-  Assignment a;
-  try {
-    if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty())
-      return invalidContent("assignment: id is missing");
-    a.id = j["id"].get<std::string>();
-    a.lease = j.value("lease", std::int64_t{0});
-    a.run_id = j.value("run_id", "");
-    a.step_id = j.value("step_id", "");
-    a.attempt = j.value("attempt", 1);
-    a.type = j.value("type", "run");
-    if (a.type != "run" && a.type != "reboot")
-      return invalidContent("assignment " + a.id + ": unknown type '" + a.type + "'");
-    if (!j.contains("argv") || !j["argv"].is_array() || j["argv"].empty())
-      return invalidContent("assignment " + a.id + ": argv is empty");
-    for (const auto& arg : j["argv"]) {
-      if (!arg.is_string()) return invalidContent("assignment " + a.id + ": argv holds a non-string");
-      a.argv.push_back(arg.get<std::string>());
-    }
-    a.timeout_ms = j.value("timeout_ms", std::int64_t{60000});
-    a.kill_grace_ms = j.value("kill_grace_ms", std::int64_t{5000});
-    a.parse = j.value("parse", "");
-    const std::int64_t cap = j.value("output_cap", std::int64_t{64 * 1024});
-    if (a.timeout_ms < 0 || a.kill_grace_ms < 0 || cap < 0)
-      return invalidContent("assignment " + a.id + ": negative number");
-    a.output_cap = static_cast<std::size_t>(std::min<std::int64_t>(cap, 16 << 20));
-    a.inventory_after = j.value("inventory_after", false);
-  } catch (const json::exception& e) {
-    return invalidContent(std::string("assignment: ") + e.what());
-  }
-  return a;
-}
-
 SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_scale,
                         const sim::ToolContext& ctx) {
   SimProcess p;

@@ -15,6 +15,7 @@
 
 #include "agents/sim/host_state.h"
 #include "agents/sim/tools.h"
+#include "common/agent_protocol.h"
 #include "common/result.h"
 
 namespace kiln::vfleet {
@@ -23,22 +24,10 @@ inline constexpr const char* kAgentVersion = "0.1.0-vfleet";
 // The agent reads at most this much stdout for its parsers (agents/exec parse_capture_cap).
 inline constexpr std::size_t kParseCap = 16u << 20;
 
-struct Assignment {
-  std::string id;
-  std::int64_t lease = 0;
-  std::string run_id, step_id;
-  int attempt = 1;
-  std::string type = "run";  // "run" | "reboot"
-  std::vector<std::string> argv;
-  std::int64_t timeout_ms = 60000;
-  std::int64_t kill_grace_ms = 5000;
-  std::string parse;
-  std::size_t output_cap = 64 * 1024;
-  bool inventory_after = false;
-};
-
-// kInvalidContent when id is missing, type unknown, argv empty or not strings.
-Result<Assignment> assignmentFromJson(const nlohmann::json& j);
+// The assignment as kilnd sends it: the same type and decoder as kiln-agent's
+// (common/agent_protocol.h), so the simulator cannot drift from the real agent.
+using protocol::Assignment;
+using protocol::assignmentFromJson;
 
 // A simulated process: the tool run as data, and where it ends in real time.
 struct SimProcess {
