@@ -26,6 +26,7 @@
 #include "agents/exec/process_runner.h"
 #include "orchestrator/db/pg_drain_ledger.h"
 #include "orchestrator/db/pg_leader.h"
+#include "orchestrator/db/pg_notify.h"
 #include "orchestrator/db/pg_reliability_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
 #include "orchestrator/db/pg_run_store.h"
@@ -162,8 +163,24 @@ int main(int argc, char** argv) {
   run_options.on_run_complete = wakeController;
   run_options.lease_grace_ms = config->lease_grace_s * 1000LL;
   run_options.unreachable_after = std::chrono::seconds(config->unreachable_after_s);
-  runs::RunService run_service(*store, *run_store, clock, run_options, [&gateway_ptr](const std::string& host) {
+  // Other replicas learn at once (LISTEN/NOTIFY) that a host has work, or that a token was
+  // revoked: their parked polls wake and their token caches drop it (pg_notify.h). Started once
+  // the gateway and the API exist; stopped before them.
+  std::atomic<bool> revoked_now{false};
+  db::PgNotifier notifier(
+      config->database_url,
+      [&](const std::string& channel, const std::string& payload) {
+        if (channel == "kiln_work" && gateway_ptr) gateway_ptr->notify(payload);
+        if (channel == "kiln_tokens") revoked_now = true;
+      },
+      [&] { revoked_now = true; },
+      [log](bool warning, const std::string& line) {
+        if (warning) log->warn("{}", line);
+        else log->info("{}", line);
+      });
+  runs::RunService run_service(*store, *run_store, clock, run_options, [&gateway_ptr, &notifier](const std::string& host) {
     if (gateway_ptr) gateway_ptr->notify(host);
+    notifier.publishWork(host);
   });
   runs::AgentGateway gateway(run_service, *run_store, executor, clock, {});
   gateway_ptr = &gateway;
@@ -290,12 +307,15 @@ int main(int argc, char** argv) {
   services.controller = &controller_metrics;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);
+  notifier.start();
 
-  // Revocations made by other replicas (and by agent re-enrolment) reach this one's token cache.
+  // Revocations made by other replicas (and by agent re-enrolment) reach this one's token cache:
+  // at once when the database announces one (kiln_tokens), else at least every second.
   std::thread revocations([&] {
     while (!stopping) {
+      revoked_now = false;
       api.followRevocations();
-      for (int i = 0; i < 10 && !stopping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 20 && !stopping && !revoked_now; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
 
@@ -319,6 +339,7 @@ int main(int argc, char** argv) {
       slurm->stop();
       slurm_thread.join();
     }
+    notifier.stop();
     controller.join();
     revocations.join();
     gateway.stop();
@@ -336,6 +357,7 @@ int main(int argc, char** argv) {
   wakeController();
   controller.join();
   revocations.join();
+  notifier.stop();
   if (slurm) {
     slurm->stop();
     slurm_thread.join();
