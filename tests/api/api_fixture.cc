@@ -15,6 +15,7 @@
 #include <ctime>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 
 namespace kiln::apitest {
 namespace {
@@ -24,9 +25,15 @@ struct Received {
   std::string method, path, content_type, body;
   int status = 0;
 };
+// Tests call the API from several threads at once (KilndReplicasTest's concurrent writes): the
+// list is guarded.
 std::vector<Received>& received() {
   static std::vector<Received> all;
   return all;
+}
+std::mutex& receivedMu() {
+  static std::mutex mu;
+  return mu;
 }
 
 void remember(const std::string& method, const std::string& path, const Reply& r) {
@@ -37,6 +44,7 @@ void remember(const std::string& method, const std::string& path, const Reply& r
     EXPECT_TRUE(plain.has_value()) << method << " " << path << ": a gzip body that does not unpack";
     body = plain.value_or("");
   }
+  std::lock_guard lock(receivedMu());
   received().push_back({method, path, r.content_type, std::move(body), r.status});
 }
 
@@ -49,7 +57,10 @@ std::string currentTestName() {
 
 void checkResponsesAgainstContract() {
   std::vector<Received> batch;
-  batch.swap(received());
+  {
+    std::lock_guard lock(receivedMu());
+    batch.swap(received());
+  }
   if (batch.empty()) return;
   const std::string dir = KILN_CONTRACT_DIR;
   const bool required = std::getenv("KILN_CONTRACT_REQUIRED") && std::string(std::getenv("KILN_CONTRACT_REQUIRED")) == "1";
