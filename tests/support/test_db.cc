@@ -44,6 +44,13 @@ TestDatabase::~TestDatabase() {
   }
 }
 
+void TestDatabase::setReachable(bool reachable) const {
+  pqxx::connection admin(server_ + " dbname=postgres");
+  pqxx::nontransaction tx(admin);
+  tx.exec0("ALTER DATABASE " + name_ + " ALLOW_CONNECTIONS " + (reachable ? "true" : "false"));
+  if (!reachable) tx.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = " + tx.quote(name_));
+}
+
 std::string TestDatabase::query(const std::string& sql) const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);

@@ -20,6 +20,9 @@ class TestDatabase {
   // Runs SQL in autocommit, for test set-up and inspection. Returns the first column of the
   // first row as text ("" when none).
   std::string query(const std::string& sql) const;
+  // An outage as kilnd sees it: false makes the database refuse new connections and ends every
+  // session on it (each attempt fails at once); true lets it take connections again.
+  void setReachable(bool reachable) const;
 
  private:
   std::string server_;
