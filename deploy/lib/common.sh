@@ -15,6 +15,7 @@ KILN_PACKAGES=(
   prometheus  # promtool and a real Prometheus server for the prometheus test label (issue 16)
   clang libfuzzer-14-dev  # the libFuzzer targets of tests/fuzz (ctest label fuzz, deploy/fuzz.sh)
   slurmctld slurmd slurm-client munge  # a real Slurm for the slurm test label and quickstart --slurm (issue 12)
+  haproxy  # three kilnd behind a real balancer (tests/e2e/replicas_test.cc, deploy/haproxy; issue 14)
 )
 
 log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }

@@ -1,8 +1,10 @@
 #pragma once
-// The e2e tier's virtual fleet (kiln-vfleet as a child process) and a bundle kiln-hwsim can
-// install: shared by the rollout and Slurm tests.
+// The e2e tier's virtual fleet (kiln-vfleet as a child process), a bundle kiln-hwsim can
+// install, and a sampler of pods in flight: shared by the rollout, replica and Slurm tests.
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -59,6 +61,56 @@ class VirtualFleet {
  private:
   std::string dir_;
   std::unique_ptr<Child> child_;
+};
+
+// Samples GET /rollouts/{id}/pods every ~100 ms from its own thread and keeps the largest
+// number of pods seen in flight (draining, upgrading or validating) at once. Tolerates kilnd
+// being down between samples.
+class InFlightSampler {
+ public:
+  InFlightSampler(std::string url, std::string token, std::string rollout) : rollout_(std::move(rollout)) {
+    http::ClientOptions o;
+    o.base_url = std::move(url);
+    o.token = std::move(token);
+    o.timeout = 3s;
+    client_ = std::make_unique<http::Client>(o);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~InFlightSampler() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int max() const { return max_; }
+  int samples() const { return samples_; }
+  std::string worst() const { return worst_; }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      auto r = client_->request("GET", "/api/v1/rollouts/" + rollout_ + "/pods");
+      if (r.ok() && r->status == 200) {
+        auto doc = json::parse(r->body, nullptr, false);
+        int n = 0;
+        for (const auto& p : doc["items"]) {
+          const std::string phase = p.value("phase", "");
+          n += phase == "draining" || phase == "upgrading" || phase == "validating";
+        }
+        ++samples_;
+        if (n > max_) {
+          max_ = n;
+          worst_ = doc.dump();
+        }
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  std::string rollout_;
+  std::unique_ptr<http::Client> client_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> max_{0}, samples_{0};
+  std::string worst_;  // written by the thread, read after stop()
+  std::thread thread_;
 };
 
 }  // namespace kiln::e2e
