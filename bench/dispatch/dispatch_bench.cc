@@ -36,6 +36,7 @@
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_generator.h"
 #include "orchestrator/http/client.h"
+#include "tests/support/haproxy.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
 #ifdef KILN_BENCH_WITH_AGENT
@@ -71,6 +72,9 @@ struct Options {
   std::vector<std::string> kilnd_args;  // extra kilnd flags, e.g. --threads=16
   bool skip_baseline = false, skip_dispatch = false, skip_idle = false, skip_health = false, skip_agent = false;
   bool keep = false;  // leave the database behind for EXPLAIN and timelines by hand
+  // More than 1: that many kilnd on the database behind a real HAProxy (deploy/haproxy/kiln.cfg),
+  // every host, the probe and this program's calls through it (issue 14).
+  int replicas = 1;
 };
 
 const char* kUsage =
@@ -78,7 +82,7 @@ const char* kUsage =
     "         [--health-time-scale X] [--connections N] [--idle-poll S] [--poll-wait S] [--idle-window S]\n"
     "         [--queue-workers N] [--run-timeout S] [--kilnd-bin PATH] [--vfleet-bin PATH]\n"
     "         [--kilnd-log-level L] [--kilnd-arg FLAG=VALUE]... [--skip-baseline] [--skip-dispatch] [--skip-idle] [--skip-health]\n"
-    "         [--skip-agent] [--keep]\n"
+    "         [--skip-agent] [--keep] [--replicas N]\n"
     "Starts its own kilnd on a fresh database of the server in KILN_TEST_PG and kiln-vfleet as the hosts.\n";
 
 bool parseArgs(int argc, char** argv, Options& o) {
@@ -113,6 +117,7 @@ bool parseArgs(int argc, char** argv, Options& o) {
       else if (a == "--skip-health") o.skip_health = true;
       else if (a == "--skip-agent") o.skip_agent = true;
       else if (a == "--keep") o.keep = true;
+      else if (a == "--replicas") o.replicas = std::stoi(next());
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         std::exit(0);
@@ -295,7 +300,8 @@ struct BulkFleet {
 // ---- resource counters of kilnd and of its database.
 struct Snapshot {
   Clock::time_point at;
-  double kilnd_cpu = 0;
+  double kilnd_cpu = 0;            // all replicas
+  std::vector<double> replica_cpu;  // each
   std::map<int, double> backend_cpu;  // PostgreSQL backends serving the bench database
   long commits = 0;
 };
@@ -303,10 +309,13 @@ struct Snapshot {
 class DbWatch {
  public:
   explicit DbWatch(const std::string& url) : conn_(url) {}
-  Snapshot snapshot(pid_t kilnd) {
+  Snapshot snapshot(const std::vector<pid_t>& kilnds) {
     Snapshot s;
     s.at = Clock::now();
-    s.kilnd_cpu = kiln::bench::cpuSeconds(kilnd);
+    for (pid_t k : kilnds) {
+      s.replica_cpu.push_back(kiln::bench::cpuSeconds(k));
+      s.kilnd_cpu += s.replica_cpu.back();
+    }
     pqxx::nontransaction txn(conn_);
     // The statistics of other backends reach pg_stat_database within ~1 s (PostgreSQL 15).
     txn.exec("SELECT pg_stat_clear_snapshot()");
@@ -334,6 +343,17 @@ class DbWatch {
 struct Usage {
   double seconds = 0, kilnd_cores = 0, db_cores = 0, commits_per_s = 0;
   long commits = 0;
+  std::vector<double> replica_cores;
+  // "41.0 % + 12.3 % + 11.9 %" of one core, one per replica.
+  std::string perReplica() const {
+    std::string out;
+    char buf[32];
+    for (double c : replica_cores) {
+      std::snprintf(buf, sizeof buf, "%s%.1f %%", out.empty() ? "" : " + ", 100 * c);
+      out += buf;
+    }
+    return out;
+  }
 };
 Usage usage(const Snapshot& a, const Snapshot& b) {
   Usage u;
@@ -343,6 +363,8 @@ Usage usage(const Snapshot& a, const Snapshot& b) {
     if (auto it = a.backend_cpu.find(pid); it != a.backend_cpu.end() && cpu >= 0 && it->second >= 0) db += cpu - it->second;
     else if (cpu >= 0) db += cpu;  // a backend opened within the window
   u.kilnd_cores = (b.kilnd_cpu - a.kilnd_cpu) / u.seconds;
+  for (std::size_t i = 0; i < a.replica_cpu.size() && i < b.replica_cpu.size(); ++i)
+    u.replica_cores.push_back((b.replica_cpu[i] - a.replica_cpu[i]) / u.seconds);
   u.db_cores = db / u.seconds;
   u.commits = b.commits - a.commits;
   u.commits_per_s = static_cast<double>(u.commits) / u.seconds;
@@ -522,7 +544,41 @@ int main(int argc, char** argv) {
   if (auto st = kilnd.start(); !st.ok()) die("cannot start kilnd: " + st.error().message);
   std::printf("kilnd pid %d at %s, log %s; work dir %s\n", kilnd.pid(), kilnd.url().c_str(), kilnd.logPath().c_str(),
               work.c_str());
-  kiln::http::Client api({.base_url = kilnd.url(), .token = kilnd.adminToken(), .timeout = 30min});
+  // Replicas behind HAProxy: `front` is what every host, the probe and this program talk to.
+  std::vector<std::unique_ptr<kiln::testing::KilndProcess>> more_kilnd;
+  std::vector<pid_t> kilnd_pids = {kilnd.pid()};
+  std::unique_ptr<kiln::bench::ChildProcess> haproxy;
+  std::string front = kilnd.url();
+  if (o.replicas > 1) {
+    auto portOf = [](const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); };
+    std::vector<int> ports = {portOf(kilnd.url())};
+    for (int i = 1; i < o.replicas; ++i) {
+      more_kilnd.push_back(std::make_unique<kiln::testing::KilndProcess>(
+          kiln::testing::KilndOptions{.database_url = db.url(), .extra_args = o.kilnd_args,
+                                      .admin_token_file = kilnd.adminTokenFile(), .binary = o.kilnd_bin,
+                                      .log_level = o.kilnd_log_level}));
+      if (auto st = more_kilnd.back()->start(); !st.ok()) die("cannot start kilnd replica: " + st.error().message);
+      ports.push_back(portOf(more_kilnd.back()->url()));
+      kilnd_pids.push_back(more_kilnd.back()->pid());
+    }
+    const int port = kiln::testing::freeLoopbackPort();
+    // Two descriptors per proxied connection, 20,000 a process here: 9,000 connections.
+    std::ofstream(work + "/haproxy.cfg")
+        << kiln::testing::localHaproxyConfig(readText(KILN_DEPLOY_DIR "/haproxy/kiln.cfg"), port, ports, 9000);
+    haproxy = std::make_unique<kiln::bench::ChildProcess>(
+        std::vector<std::string>{"/usr/sbin/haproxy", "-db", "-f", work + "/haproxy.cfg"}, work + "/haproxy.log");
+    front = "http://127.0.0.1:" + std::to_string(port);
+    kiln::http::Client probe_client({.base_url = front, .timeout = 2s});
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      auto r = probe_client.request("GET", "/healthz");
+      up = r.ok() && r->status == 200;
+      if (!up) std::this_thread::sleep_for(100ms);
+    }
+    if (!up) die("HAProxy did not come up; log " + work + "/haproxy.log");
+    std::printf("%d kilnd replicas behind HAProxy at %s (deploy/haproxy/kiln.cfg)\n", o.replicas, front.c_str());
+  }
+  kiln::http::Client api({.base_url = front, .token = kilnd.adminToken(), .timeout = 30min});
   DbWatch watch(db.url());
 
   const Fleet fleet = importFleet(api, db.url(), o.hosts);
@@ -580,19 +636,19 @@ int main(int argc, char** argv) {
       const std::string dir = work + "/bulk-" + std::to_string(k);
       prepareFleetDir(dir, fleet, pods, tokens);
       bulk.shards.push_back(
-          {dir, startVfleet(o, dir, kilnd.url(), enroll_file, o.time_scale, static_cast<int>(wanted / shards))});
+          {dir, startVfleet(o, dir, front, enroll_file, o.time_scale, static_cast<int>(wanted / shards))});
     }
     std::printf("%zu kiln-vfleet process(es) for %ld hosts, %ld connections each\n", bulk.shards.size(), bulk_hosts,
                 wanted / shards);
   }
   if (!o.skip_health) {
     prepareFleetDir(health_dir, fleet, {fleet.health_pod}, tokens);
-    health_fleet = startVfleet(o, health_dir, kilnd.url(), enroll_file, o.health_time_scale, 64);
+    health_fleet = startVfleet(o, health_dir, front, enroll_file, o.health_time_scale, 64);
   }
 #ifdef KILN_BENCH_WITH_AGENT
   std::unique_ptr<kiln::e2e::AgentFleet> agents;
   if (!o.skip_agent) {
-    agents = std::make_unique<kiln::e2e::AgentFleet>(work + "/agent", kilnd.url(), enroll_file, 1.0);
+    agents = std::make_unique<kiln::e2e::AgentFleet>(work + "/agent", front, enroll_file, 1.0);
     agents->start(agent_host);
   }
 #endif
@@ -628,11 +684,11 @@ int main(int argc, char** argv) {
       agent_cpu0 = kiln::bench::cpuSeconds(agent_pid);
     }
 #endif
-    const Snapshot a = watch.snapshot(kilnd.pid());
-    PollProbe probe(kilnd.url(), probe_host, tokens.at(probe_host));
+    const Snapshot a = watch.snapshot(kilnd_pids);
+    PollProbe probe(front, probe_host, tokens.at(probe_host));
     std::this_thread::sleep_for(std::chrono::seconds(o.idle_window_s));
     probe.stop();
-    const Snapshot b = watch.snapshot(kilnd.pid());
+    const Snapshot b = watch.snapshot(kilnd_pids);
     const Usage u = usage(a, b);
     const double vfleet_cores = (bulk.cpuSeconds() - vfleet_cpu0) / u.seconds;
     std::vector<VfleetStatus> lines;
@@ -675,6 +731,7 @@ int main(int argc, char** argv) {
     add("  probe: GET /work?wait=0 every 100 ms, ms          n %zu  p50 %.2f  p99 %.2f  max %.2f  errors %ld   target p99 < 100 ms %s",
         pr.n, pr.p50, pr.p99, pr.max, probe.errors(), met(pr.n > 0 && pr.p99 < 100).c_str());
     add("  kilnd CPU                                              %10.1f %% of one core", 100 * u.kilnd_cores);
+    if (o.replicas > 1) add("  kilnd CPU per replica (behind HAProxy)                 %s", u.perReplica().c_str());
     add("  PostgreSQL backends of the bench database, CPU         %10.1f %% of one core", 100 * u.db_cores);
     add("  commits/s in the bench database                        %10.1f   (%ld in %.0f s)", u.commits_per_s, u.commits,
         u.seconds);
@@ -714,9 +771,9 @@ int main(int argc, char** argv) {
       call(api, "PUT", "/api/v1/workflows/pre-job-health", readText(std::string(KILN_WORKFLOWS_DIR) + "/pre-job-health.yaml"),
            {200, 201}, "application/yaml");
     std::printf("pre-job-health on pod %s (kiln-vfleet time scale %g) ...\n", fleet.health_pod.c_str(), o.health_time_scale);
-    const Snapshot a = watch.snapshot(kilnd.pid());
+    const Snapshot a = watch.snapshot(kilnd_pids);
     const RunOutcome r = runWorkflow(api, json{{"workflow", "pre-job-health"}, {"pods", {fleet.health_pod}}}, 300, 0.1, true, nullptr);
-    const Usage u = usage(a, watch.snapshot(kilnd.pid()));
+    const Usage u = usage(a, watch.snapshot(kilnd_pids));
     const json& v = r.view;
     const double wall_s = (v.value("finished_at_ms", 0.0) - v.value("created_at_ms", 0.0)) / 1000.0;
     double slowest = 0, fastest = 1e18;
@@ -751,7 +808,7 @@ int main(int argc, char** argv) {
     json pods = json::array();
     for (const auto& p : fleet.bulk_pods) pods.push_back(p);
     const auto offsets = bulk.logOffsets();
-    const Snapshot a = watch.snapshot(kilnd.pid());
+    const Snapshot a = watch.snapshot(kilnd_pids);
     const auto counters_before = agentCounters(api);
     const double vfleet_cpu0 = bulk.cpuSeconds();
     const RunOutcome r = runWorkflow(api, json{{"workflow", "bench-dispatch"}, {"pods", pods}, {"purpose", "manual"}},
@@ -766,7 +823,7 @@ int main(int argc, char** argv) {
                                        std::printf("  %.0f s: %ld steps done (kiln-vfleet), %.0f steps/s, %ld requests queued in kiln-vfleet\n",
                                                    s, done, s > 0 ? static_cast<double>(done) / s : 0.0, queued);
                                      });
-    const Usage u = usage(a, watch.snapshot(kilnd.pid()));
+    const Usage u = usage(a, watch.snapshot(kilnd_pids));
     const json& v = r.view;
     const double wall_s = (v.value("finished_at_ms", 0.0) - v.value("created_at_ms", 0.0)) / 1000.0;
     long acked = 0, passed_steps = 0;
@@ -789,6 +846,7 @@ int main(int argc, char** argv) {
         100 * u.kilnd_cores, 100 * u.db_cores,
         100 * (bulk.cpuSeconds() - vfleet_cpu0) / u.seconds, u.commits_per_s,
         acked > 0 ? static_cast<double>(u.commits) / static_cast<double>(acked) : 0.0);
+    if (o.replicas > 1) add("  kilnd CPU per replica (behind HAProxy): %s", u.perReplica().c_str());
     if (acked > 0)
       add("  CPU per step: kilnd %.0f us, DB backends %.0f us",
           1e6 * u.kilnd_cores * u.seconds / static_cast<double>(acked),
@@ -821,6 +879,8 @@ int main(int argc, char** argv) {
               kiln::bench::loadAverage().c_str());
   for (const auto& l : report) std::printf("%s\n", l.c_str());
   std::printf("\n(a shared 2-core machine: kilnd, PostgreSQL, kiln-vfleet and this program share it; read the ratios)\n");
+  if (haproxy) haproxy->stop(5s);
+  for (auto& k : more_kilnd) k->stop();
   std::printf("kilnd stopped with status %d\n", kilnd.stop());
   if (o.keep) {
     std::printf("database kept: %s\n", db.url().c_str());

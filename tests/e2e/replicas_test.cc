@@ -2,65 +2,20 @@
 // with the shipped deploy/haproxy/kiln.cfg), a virtual fleet and every API call going through
 // the balancer; the replica that runs the controllers is SIGKILLed mid-rollout.
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "tests/e2e/e2e_support.h"
 #include "tests/e2e/vfleet.h"
+#include "tests/support/haproxy.h"
+#include "tests/support/kilnd_process.h"
 
 namespace kiln::e2e {
 namespace {
-
-// A loopback port nobody listens on now.
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// The shipped config with its address, certificate, syslog, servers and connection limits made
-// local: every other line (timeouts, health checks, balance, retries) is what production runs.
-std::string haproxyConfig(int port, const std::vector<int>& kilnd_ports) {
-  std::string text = readFile(KILN_DEPLOY_DIR "/haproxy/kiln.cfg");
-  std::istringstream in(text);
-  std::string out, line;
-  bool servers_written = false;
-  while (std::getline(in, line)) {
-    const auto first = line.find_first_not_of(' ');
-    const std::string body = first == std::string::npos ? "" : line.substr(first);
-    if (body.rfind("log ", 0) == 0 || body == "option httplog") continue;
-    if (body.rfind("bind ", 0) == 0) {
-      out += "    bind 127.0.0.1:" + std::to_string(port) + "\n";
-      continue;
-    }
-    if (body.rfind("http-request set-header X-Forwarded-Proto", 0) == 0) continue;
-    // The production connection limits need a descriptor limit this machine does not give.
-    line = std::regex_replace(line, std::regex("maxconn [0-9]+"), "maxconn 4000");
-    if (body.rfind("server ", 0) == 0) {
-      if (!servers_written)
-        for (std::size_t i = 0; i < kilnd_ports.size(); ++i)
-          out += "    server kilnd" + std::to_string(i + 1) + " 127.0.0.1:" + std::to_string(kilnd_ports[i]) + " check\n";
-      servers_written = true;
-      continue;
-    }
-    out += line + "\n";
-  }
-  return out;
-}
 
 int portOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
 
@@ -92,10 +47,10 @@ TEST_F(ReplicasTest, ThreeReplicasBehindHaproxyFinishARolloutWhenTheLeaderIsKill
   std::vector<testing::KilndProcess*> all = {kilnd_.get(), replicas_[0].get(), replicas_[1].get()};
   std::vector<int> ports;
   for (auto* k : all) ports.push_back(portOf(k->url()));
-  const int port = freePort();
+  const int port = testing::freeLoopbackPort();
   {
     std::ofstream cfg(dir_ + "/haproxy.cfg");
-    cfg << haproxyConfig(port, ports);
+    cfg << testing::localHaproxyConfig(readFile(KILN_DEPLOY_DIR "/haproxy/kiln.cfg"), port, ports);
   }
   haproxy_ = std::make_unique<Child>(std::vector<std::string>{"/usr/sbin/haproxy", "-db", "-f", dir_ + "/haproxy.cfg"},
                                      std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}}, dir_ + "/haproxy.log");
