@@ -41,7 +41,7 @@ fi
 # fig FILE PATTERN FIELD: the FIELD-th number on the report line matching PATTERN
 fig() { { grep -E "$2" "$OUT/$1.txt" || true; } | tail -1 | { grep -oE '[0-9]+(\.[0-9]+)?' || true; } | sed -n "${3}p"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-p99_1=$(fig idle-1 'probe: GET' 5); p99_3=$(fig idle-3 'probe: GET' 5)
+p99_1=$(fig idle-1 'probe: GET' 7); p99_3=$(fig idle-3 'probe: GET' 7)
 q99_1=$(fig idle-1 'quick poll p99' 4); q99_3=$(fig idle-3 'quick poll p99' 4)
 cpu_1=$(fig idle-1 '^  kilnd CPU  ' 1); cpu_3=$(fig idle-3 '^  kilnd CPU  ' 1)
 rate_1=$(fig dispatch-1 'dispatched and acknowledged per second' 1); rate_3=$(fig dispatch-3 'dispatched and acknowledged per second' 1)

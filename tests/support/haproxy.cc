@@ -18,6 +18,7 @@ std::string localHaproxyConfig(const std::string& shipped, int port, const std::
       out += "    bind 127.0.0.1:" + std::to_string(port) + "\n";
       continue;
     }
+    if (body.rfind("backend ", 0) == 0) servers_written = false;  // each backend gets the list
     if (body.rfind("server ", 0) == 0) {
       if (!servers_written)
         for (std::size_t i = 0; i < kilnd_ports.size(); ++i)
