@@ -98,6 +98,11 @@ std::unique_ptr<ProcessRunner> makeBoostProcessRunner();
 // starts steps; later calls do nothing. Returns false if the kernel refused.
 bool becomeSubreaper();
 
+// Why a run that did not succeed failed, in one line for a log: "did not start: ...",
+// "timed out after N ms", "killed by signal N" or "exited N", then ": " and the last line of
+// its stderr when there is one. Pre-condition: !r.succeeded().
+std::string describeFailure(const ProcessResult& r, std::chrono::milliseconds timeout);
+
 // Builds a child environment from the parent's (a NULL-terminated "NAME=value" array, e.g.
 // environ; may be null): only names in allow_list (exact, or a prefix when the entry ends in
 // '*', e.g. "KILN_HWSIM_*"), then `extra` on top (extra wins).

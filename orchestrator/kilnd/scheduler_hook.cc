@@ -19,12 +19,6 @@ nlohmann::json requestBody(const rollouts::ReleaseRequest& r) {
   return {{"action", "release"}, {"rollout", r.rollout}, {"pod", r.pod}, {"hosts", r.hosts}};
 }
 
-std::string lastLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  const auto nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
-}
-
 }  // namespace
 
 rollouts::ReleaseHook asyncReleaseHook(Executor& executor, BlockingReleaseCall call) {
@@ -73,14 +67,7 @@ BlockingReleaseCall commandReleaseCall(const std::string& path, std::chrono::mil
     spec.stdin_data = requestBody(r).dump() + "\n";
     const exec::ProcessResult result = runner->run(spec);
     if (result.succeeded()) return true;
-    if (warn) {
-      std::string why = !result.started   ? "did not start: " + result.spawn_error
-                        : result.timed_out ? "timed out after " + std::to_string(timeout.count()) + " ms"
-                        : result.term_signal != 0 ? "killed by signal " + std::to_string(result.term_signal)
-                                                  : "exited " + std::to_string(result.exit_code);
-      if (const std::string err = lastLine(result.stderr_tail); !err.empty()) why += ": " + err;
-      warn("scheduler hook " + path + " for pod " + r.pod + " " + why);
-    }
+    if (warn) warn("scheduler hook " + path + " for pod " + r.pod + " " + exec::describeFailure(result, timeout));
     return false;
   };
 }

@@ -271,11 +271,12 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
     auto hosts = hostsOf(j.nodes);
     if (hosts.empty() || !j.start) return;
     const auto [node, reason] = downReason(j.nodes);
-    Interruption i;
+    reliability::Interruption i;
     i.id = "slurm-" + j.id + "-" + std::to_string(epoch(*j.start));
     i.at = at;
     i.job = j.id;
-    i.gpus = j.gpus;
+    i.job_gpus = j.gpus;
+    i.owner = "slurm";
     i.hosts = std::move(hosts);
     i.cause = reason.empty() ? "unknown" : causeFromReason(reason);
     i.description = "Slurm job " + j.id + " " + how + " on " + joined(j.nodes) +

@@ -28,6 +28,7 @@
 #include "common/result.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
+#include "orchestrator/reliability/reliability_service.h"
 
 namespace kiln::scheduler {
 
@@ -105,14 +106,6 @@ struct Notice {
   bool warning = false;
 };
 
-struct Interruption {
-  std::string id;   // "slurm-<job>-<start>": the same on every pass and after a restart
-  TimePoint at;
-  std::string job;
-  std::optional<int> gpus;
-  std::vector<std::string> hosts;
-  std::string cause, description;
-};
 
 struct ReconcileInput {
   std::vector<core::HostSummary> hosts;
@@ -133,7 +126,8 @@ struct ReconcilePlan {
   std::vector<std::string> forget;             // ledger rows of drains someone else took over
   std::vector<core::HostTransition> moves;     // allocate / release
   std::vector<std::string> requeue;            // job ids
-  std::vector<Interruption> interruptions;
+  // Ids "slurm-<job>-<start>": the same on every pass and after a restart; owner "slurm".
+  std::vector<reliability::Interruption> interruptions;
   std::vector<Notice> notices;
   std::map<std::string, DrainRequest> requests;  // the requests to keep
   std::map<std::string, std::vector<SlurmJob>> running;  // for the next pass's running_before

@@ -8,12 +8,6 @@
 namespace kiln::scheduler {
 namespace {
 
-std::string lastLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  const auto nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
-}
-
 Status safeName(const std::string& what, const std::string& name) {
   const bool bad = name.empty() || name[0] == '-' || std::any_of(name.begin(), name.end(), [](char c) {
                      return c == '=' || std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20;
@@ -75,12 +69,7 @@ class Scontrol final : public SlurmControl {
     }
     std::string what = spec.argv[0];
     for (std::size_t i = 1; i < spec.argv.size() && i < 3; ++i) what += " " + spec.argv[i];
-    std::string why = !r.started      ? "did not start: " + r.spawn_error
-                      : r.timed_out   ? "timed out after " + std::to_string(o_.timeout.count()) + " ms"
-                      : r.term_signal ? "killed by signal " + std::to_string(r.term_signal)
-                                      : "exited " + std::to_string(r.exit_code);
-    if (const std::string err = lastLine(r.stderr_tail); !err.empty()) why += ": " + err;
-    return unavailable(what + " " + why);
+    return unavailable(what + " " + exec::describeFailure(r, o_.timeout));
   }
 
   ScontrolOptions o_;

@@ -151,16 +151,7 @@ Result<int> SlurmDriver::pass() {
         std::lock_guard lock(mu_);
         if (recorded_.count(i.id)) continue;
       }
-      reliability::Interruption r;
-      r.id = i.id;
-      r.at = i.at;
-      r.job = i.job;
-      r.job_gpus = i.gpus;
-      r.hosts = i.hosts;
-      r.cause = i.cause;
-      r.owner = "slurm";
-      r.description = i.description;
-      auto done = interruptions_->record(r, kSlurmActor);
+      auto done = interruptions_->record(i, kSlurmActor);
       // Recorded now, or before (by this kilnd before a restart, or by the other path for the
       // same job: kConflict): either way it is in the ledger.
       if (done.ok() || done.error().code == ErrorCode::kConflict) {

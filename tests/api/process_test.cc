@@ -154,13 +154,22 @@ TEST(KilndShutdownTest, SigtermWhenIdleExitsZero) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
 }
 
-TEST(KilndReplicasTest, TwoKilndsServeOneDatabaseAtOnce) {
+// Two kilnd replicas on one database: a starts first (and holds the controller lock), b shares
+// a's admin token file.
+class KilndReplicasTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto started = a.start();
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    started = b.start();
+    ASSERT_TRUE(started.ok()) << started.error().message;
+  }
   TestDatabase db;
-  KilndProcess a({.database_url = db.url()});
-  ASSERT_TRUE(a.start().ok());
-  KilndProcess b({.database_url = db.url(), .admin_token_file = a.adminTokenFile()});
-  auto started = b.start();
-  ASSERT_TRUE(started.ok()) << started.error().message;
+  KilndProcess a{{.database_url = db.url()}};
+  KilndProcess b{{.database_url = db.url(), .admin_token_file = a.adminTokenFile()}};
+};
+
+TEST_F(KilndReplicasTest, TwoKilndsServeOneDatabaseAtOnce) {
   EXPECT_NE(a.port(), b.port());
   EXPECT_EQ(a.adminToken(), b.adminToken());
   EXPECT_EQ(db.query("SELECT count(*) FROM tokens WHERE role = 'admin'"), "1");
@@ -205,12 +214,7 @@ TEST(KilndReplicasTest, TwoKilndsServeOneDatabaseAtOnce) {
   EXPECT_EQ(b.stop(), 0);
 }
 
-TEST(KilndReplicasTest, ATokenRevokedThroughOneReplicaStopsWorkingOnTheOtherWithinASecond) {
-  TestDatabase db;
-  KilndProcess a({.database_url = db.url()});
-  ASSERT_TRUE(a.start().ok());
-  KilndProcess b({.database_url = db.url(), .admin_token_file = a.adminTokenFile()});
-  ASSERT_TRUE(b.start().ok());
+TEST_F(KilndReplicasTest, ATokenRevokedThroughOneReplicaStopsWorkingOnTheOtherWithinASecond) {
   auto ca = clientOf(a, a.adminToken());
   Reply made = call(*ca, "POST", "/api/v1/tokens", R"({"role":"viewer","name":"ci"})");
   ASSERT_EQ(made.status, 201) << made.body;
@@ -233,12 +237,7 @@ TEST(KilndReplicasTest, ATokenRevokedThroughOneReplicaStopsWorkingOnTheOtherWith
   EXPECT_EQ(b.stop(), 0);
 }
 
-TEST(KilndReplicasTest, AStepQueuedThroughOneReplicaWakesAPollParkedOnTheOtherWithinASecond) {
-  TestDatabase db;
-  KilndProcess a({.database_url = db.url()});
-  ASSERT_TRUE(a.start().ok());
-  KilndProcess b({.database_url = db.url(), .admin_token_file = a.adminTokenFile()});
-  ASSERT_TRUE(b.start().ok());
+TEST_F(KilndReplicasTest, AStepQueuedThroughOneReplicaWakesAPollParkedOnTheOtherWithinASecond) {
   auto ca = clientOf(a, a.adminToken());
   ASSERT_EQ(call(*ca, "POST", "/api/v1/fleet/import", smallFleet(1).dump()).status, 201);
   const std::string one_step = "name: one-step\nversion: \"1\"\nscope: host\nsteps:\n  - id: only\n"

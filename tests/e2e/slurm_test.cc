@@ -278,7 +278,6 @@ TEST_F(SlurmTest, AJobThatLosesItsNodeIsOneInterruptionInTheLedger) {
   startFleet();
   const std::string job = submit({"--no-requeue", "-w", kNodes[3], "--wrap", "sleep 120"});
   ASSERT_TRUE(waitUntil([&] { return host(kNodes[3]).value("state", "") == "allocated"; }, 15s));
-  const std::string start_time = jobField(job, "StartTime");
   ASSERT_EQ(runCommand({KILN_DEPLOY_DIR "/lib/slurm-cluster.sh", "kill-node", slurmDir() + "/cluster", kNodes[3]},
                        {{"PATH", "/usr/bin:/bin:/usr/sbin:/sbin"}}, 30s).status, 0);
   ASSERT_TRUE(waitUntil([&] { return jobField(job, "JobState") == "NODE_FAIL"; }, 45s)) << slurm({"scontrol", "show", "job", job}).output;
@@ -300,7 +299,6 @@ TEST_F(SlurmTest, AJobThatLosesItsNodeIsOneInterruptionInTheLedger) {
   EXPECT_EQ(n, 1);
   EXPECT_EQ(runCommand({KILN_DEPLOY_DIR "/lib/slurm-cluster.sh", "start-node", slurmDir() + "/cluster", kNodes[3]},
                        {{"PATH", "/usr/bin:/bin:/usr/sbin:/sbin"}}, 60s).status, 0);
-  (void)start_time;
 }
 
 TEST_F(SlurmTest, ReasonsWithQuotesAndNonAsciiReachSlurmAsOneArgument) {

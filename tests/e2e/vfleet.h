@@ -113,4 +113,68 @@ class InFlightSampler {
   std::thread thread_;
 };
 
+// A rollout of every pod of the fleet file's building, at most two at a time, seen through
+// `url` (kilnd, or a balancer in front of it): what the replica and failover tests take apart
+// underneath and then check was done once, within its limit.
+class BuildingRolloutTest : public E2eTest {
+ protected:
+  // Imports `pods` pods, starts the virtual fleet and the rollout against `url`, samples the
+  // pods in flight; the rollout's id.
+  std::string startBuildingRollout(const std::string& url, int pods) {
+    importFleet(fleetYaml(pods, "available"));
+    fleet_ = std::make_unique<VirtualFleet>(KILN_VFLEET_BIN, dir_ + "/vfleet", url, enrollTokenFile(),
+                                            kilnd_->adminTokenFile(), 0.002, std::vector<std::string>{});
+    json b = call("POST", "/api/v1/bundles", bundleDoc("1.0", "GB200-P4975_0004_250301.1.0", "28.43.3010", "575.57.08"), 201);
+    json policy = {{"canary_pods", 0}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", kMaxInFlight},
+                   {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"pods", 0}}}};
+    json r = call("POST", "/api/v1/rollouts",
+                  {{"bundle", b.value("id", "")}, {"selector", {{"buildings", {"e2e-b01"}}}}, {"policy", policy}, {"start", true}},
+                  201);
+    const std::string id = r.value("id", "");
+    watchRollout(id);
+    sampler_ = std::make_unique<InFlightSampler>(url, kilnd_->adminToken(), id);
+    return id;
+  }
+
+  // True once a pod of the rollout is in `phase` (within `timeout`).
+  bool waitForAPodIn(const std::string& id, const std::string& phase, std::chrono::milliseconds timeout) {
+    return waitUntil([&] {
+      auto pods = tryGet("/api/v1/rollouts/" + id + "/pods");
+      if (!pods) return false;
+      for (const auto& p : (*pods)["items"])
+        if (p.value("phase", "") == phase) return true;
+      return false;
+    }, timeout);
+  }
+
+  // The rollout completed with every one of `pods` pods upgraded once (attempt 1, one
+  // firmware-upgrade run each) and never more than kMaxInFlight in flight.
+  void expectCompletedOnceWithinTheLimit(const std::string& id, int pods) {
+    json done = waitRollout(id, {"completed", "halted", "aborted"}, 180s);
+    sampler_->stop();
+    EXPECT_EQ(done.value("state", ""), "completed") << done.dump();
+    EXPECT_EQ(done["counts"].value("succeeded", 0), pods);
+    EXPECT_LE(sampler_->max(), kMaxInFlight) << "max_concurrent_pods crossed: " << sampler_->worst();
+    EXPECT_GT(sampler_->samples(), 10);
+    const json rows = call("GET", "/api/v1/rollouts/" + id + "/pods");
+    for (const auto& p : rows["items"]) {
+      EXPECT_EQ(p.value("phase", ""), "succeeded") << p.dump();
+      EXPECT_EQ(p.value("attempt", 0), 1) << p.dump();
+    }
+    const json runs = call("GET", "/api/v1/workflow-runs?workflow=firmware-upgrade&limit=100");
+    EXPECT_EQ(runs["items"].size(), static_cast<std::size_t>(pods)) << "one upgrade run per pod: " << runs.dump();
+  }
+
+  void TearDown() override {
+    if (HasFailure() && fleet_) std::cerr << "---- kiln-vfleet log tail:\n" << fleet_->logTail() << "\n";
+    sampler_.reset();
+    fleet_.reset();
+    E2eTest::TearDown();
+  }
+
+  static constexpr int kMaxInFlight = 2;
+  std::unique_ptr<VirtualFleet> fleet_;
+  std::unique_ptr<InFlightSampler> sampler_;
+};
+
 }  // namespace kiln::e2e

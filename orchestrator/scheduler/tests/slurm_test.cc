@@ -321,7 +321,8 @@ TEST_F(ReconcileTest, ANodeFailJobIsOneInterruptionWithAStableId) {
   const auto& i = p.interruptions[0];
   EXPECT_EQ(i.id, "slurm-9-1000");
   EXPECT_EQ(i.hosts, (std::vector<std::string>{"h1", "h2"}));
-  EXPECT_EQ(i.gpus, 8);
+  EXPECT_EQ(i.job_gpus, 8);
+  EXPECT_EQ(i.owner, "slurm");
   EXPECT_EQ(i.cause, "unknown");
   EXPECT_EQ(i.at, *failed.end);
   EXPECT_NE(i.description.find("node h2: Not responding"), std::string::npos);
