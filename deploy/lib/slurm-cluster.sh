@@ -180,7 +180,12 @@ cmd_start() {
   hash=$(printf '%s' "$DIR" | sha1sum | cut -c1-10)
   cluster="kiln${hash}"
   if [[ -z "$port_base" ]]; then
-    port_base=$((20000 + (16#${hash:0:6} % 2000) * 20))   # 20000..59980, step 20
+    # Below the kernel's ephemeral range (32768.. here): a port in it can be any live outgoing
+    # connection's local port, and a slurmd once failed to bind 47252 that way in deploy/test.sh.
+    local low
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    ((low > 12000)) || low=32768
+    port_base=$((10000 + (16#${hash:0:6} % ((low - 10000) / 20 - 1)) * 20))   # 10000..low-40, step 20
   fi
   [[ "$port_base" =~ ^[0-9]+$ ]] && ((port_base >= 1024 && port_base <= 65000)) || die "bad --port-base $port_base"
 
