@@ -147,6 +147,10 @@ std::string resultPath(const std::string& assignment_id) {
   return "/api/v1/assignments/" + percentEncode(assignment_id) + "/result";
 }
 
+std::string outputPath(const std::string& assignment_id) {
+  return "/api/v1/assignments/" + percentEncode(assignment_id) + "/output";
+}
+
 std::string dumpJson(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -57,6 +57,8 @@ std::string registerPath();
 std::string workPath(const std::string& host, int wait_s, const std::string& boot_id,
                      const std::string& running_id);
 std::string resultPath(const std::string& assignment_id);
+// Where a running step's live output goes (POST, issue 18).
+std::string outputPath(const std::string& assignment_id);
 
 // JSON text that never throws on invalid UTF-8 (tool output is arbitrary bytes): bad bytes
 // become U+FFFD.

@@ -464,12 +464,20 @@ void Agent::runStep(const Assignment& a) {
   spec.kill_grace = milliseconds(a.kill_grace_ms);
   spec.output_cap = a.output_cap;
   spec.parse_capture_cap = a.parse.empty() ? 0 : settings_.parse_capture_cap;
+  LiveOutputSender live(transport_, clock_, log_, settings_.host, a.id, a.lease,
+                        [this] {
+                          std::lock_guard lock(mu_);
+                          return token_;
+                        },
+                        settings_.live_output);
+  spec.on_output = [&live](bool is_stderr, const char* data, std::size_t n) { live.add(is_stderr, data, n); };
   exec::ProcessResult r = runner_.run(spec, cancel.get(), [&](int pid) {
     started["pid"] = pid;
     if (auto st = journal_->started(started); !st) {
       log_->error("assignment {}: {}", a.id, st.error().message);
     }
   });
+  live.stop();  // the report carries the tails from here on
   const std::string note = endRunning();
   json body = baseBody(a);
   addProcessResult(body, a, r);

@@ -27,6 +27,7 @@
 #include "agents/agent/clock.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/journal.h"
+#include "agents/agent/live_output.h"
 #include "agents/agent/protocol.h"
 #include "agents/agent/transport.h"
 #include "agents/exec/process_runner.h"
@@ -50,6 +51,8 @@ struct AgentSettings {
   std::chrono::milliseconds backoff_max{30000};
   // stdout kept whole for `parse` (the tail sent back is only output_cap).
   std::size_t parse_capture_cap = 16u << 20;
+  // A running step's output sent while it runs (live_output.h): interval and per-stream cap.
+  LiveOutputSettings live_output;
 };
 
 inline constexpr const char* kRestartedNote = "agent restarted while the step ran";

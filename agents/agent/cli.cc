@@ -46,7 +46,8 @@ Result<RunOptions> parseRunOptions(
   static const std::vector<std::string> kFlags = {
       "--url",           "--host",         "--state-dir",         "--enroll-token-file",
       "--ca-file",       "--inventory-command", "--boot-id-file", "--poll-wait",
-      "--env-allow",     "--path-prepend", "--log-level",         "--stop-grace"};
+      "--env-allow",     "--path-prepend", "--log-level",         "--stop-grace",
+      "--live-output-interval"};
   const std::set<std::string> known(kFlags.begin(), kFlags.end());
   // Values by flag, in order; environment first so that flags override it.
   std::map<std::string, std::vector<std::string>> values;
@@ -99,6 +100,11 @@ Result<RunOptions> parseRunOptions(
     auto n = intValue("--stop-grace", *v, 0, 3600);
     if (!n) return n.error();
     o.stop_grace_s = *n;
+  }
+  if (auto v = last("--live-output-interval")) {
+    auto n = intValue("--live-output-interval", *v, 0, 3600);
+    if (!n) return n.error();
+    o.live_output_interval_s = *n;
   }
 
   if (o.url.empty()) return invalidArgument("--url is required (or KILN_AGENT_URL)");

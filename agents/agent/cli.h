@@ -24,6 +24,9 @@ struct RunOptions {
   std::vector<std::string> path_prepend;  // --path-prepend DIR (repeatable; ':' lists too)
   std::string log_level = "info";         // --log-level trace|debug|info|warn|error|off
   int stop_grace_s = 30;                  // --stop-grace S
+  // --live-output-interval S: a running step's output goes to kilnd at most every S seconds
+  // (issue 18; more hosts, fewer writes: raise it); 0 = not at all.
+  int live_output_interval_s = 1;
 };
 
 inline constexpr const char* kUsage =
@@ -31,6 +34,7 @@ inline constexpr const char* kUsage =
     "                      [--ca-file F] [--inventory-command CMD] [--boot-id-file F]\n"
     "                      [--poll-wait S] [--env-allow NAME[,NAME]]... [--path-prepend DIR]...\n"
     "                      [--stop-grace S] [--log-level trace|debug|info|warn|error|off]\n"
+    "                      [--live-output-interval S (0: off)]\n"
     "       kiln-agent parse FORMAT [FILE]   print a tool's output as normalized JSON\n"
     "       kiln-agent --help\n"
     "Every run flag can also come from the environment: --state-dir from KILN_AGENT_STATE_DIR,\n"

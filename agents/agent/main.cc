@@ -78,6 +78,8 @@ int runAgent(const std::vector<std::string>& args) {
   settings.poll_wait_s = o.poll_wait_s;
   settings.step_env = kiln::exec::allowListedEnvironment(environ, allow, extra);
   settings.stop_grace = std::chrono::seconds(o.stop_grace_s);
+  settings.live_output.interval = std::chrono::seconds(o.live_output_interval_s);
+  if (o.live_output_interval_s == 0) settings.live_output.cap = 0;
 
   HttpTransportOptions transport_options;
   transport_options.base_url = o.url;

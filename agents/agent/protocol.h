@@ -17,6 +17,7 @@ using protocol::percentEncode;
 using protocol::PollAnswer;
 using protocol::pollAnswerFromBody;
 using protocol::registerPath;
+using protocol::outputPath;
 using protocol::resultPath;
 using protocol::toJson;
 using protocol::workPath;

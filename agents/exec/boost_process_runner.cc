@@ -382,7 +382,10 @@ class StepRun {
     stream.pipe->async_read_some(
         asio::buffer(stream.chunk),
         [this, &stream](const boost::system::error_code& ec, std::size_t n) {
-          if (n > 0) stream.append(stream.chunk.data(), n);
+          if (n > 0) {
+            stream.append(stream.chunk.data(), n);
+            if (spec_.on_output) spec_.on_output(&stream == &err_, stream.chunk.data(), n);
+          }
           if (!ec) {
             readMore(stream);
             return;

@@ -33,6 +33,10 @@ struct ProcessSpec {
   // stdout, for parsers that need the whole output (the agent's `parse`). 0 = off.
   std::size_t parse_capture_cap = 0;
   std::string stdin_data;  // written to the child's stdin, then closed; empty = /dev/null
+  // When set, called with each piece of output as it is read (is_stderr: which stream), on the
+  // thread that called run(), while the step runs (the agent's live output). Must return
+  // quickly: the step's pipes are not read meanwhile.
+  std::function<void(bool is_stderr, const char* data, std::size_t n)> on_output;
 };
 
 struct ProcessResult {

@@ -41,6 +41,10 @@ std::optional<std::string> flagValue(const std::vector<std::string>& args, const
 
 }  // namespace
 
+double RealSleeper::now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 void RealSleeper::sleepFor(double seconds) {
   if (seconds <= 0) return;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -68,6 +72,7 @@ bool installShims(const std::filesystem::path& dir, const std::filesystem::path&
 
 int runCli(const std::vector<std::string>& args, const CliEnv& env, std::ostream& out,
            std::ostream& err, Sleeper& sleeper) {
+  const double began = sleeper.now();  // what the tool reports as its run time starts here
   std::string tool =
       args.empty() ? "kiln-hwsim" : std::filesystem::path(args[0]).filename().string();
   std::vector<std::string> rest(args.empty() ? args.begin() : args.begin() + 1, args.end());
@@ -149,7 +154,7 @@ int runCli(const std::vector<std::string>& args, const CliEnv& env, std::ostream
   for (const OutputChunk& chunk : run.chunks) {
     sleeper.sleepFor(chunk.scaled ? chunk.delay_s * scale : chunk.delay_s);
     std::ostream& stream = chunk.to_stderr ? err : out;
-    stream << chunk.text;
+    stream << chunkText(chunk, sleeper.now() - began);
     stream.flush();
   }
   if (run.on_complete) {

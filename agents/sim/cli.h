@@ -13,15 +13,19 @@
 
 namespace kiln::sim {
 
+// Time for the player: sleeping between chunks and a monotonic clock (seconds from any
+// origin) that measures how long the tool has run.
 class Sleeper {
  public:
   virtual ~Sleeper() = default;
   virtual void sleepFor(double seconds) = 0;
+  virtual double now() = 0;
 };
 
 class RealSleeper : public Sleeper {
  public:
   void sleepFor(double seconds) override;
+  double now() override;
 };
 
 struct CliEnv {

@@ -8,13 +8,6 @@
 namespace kiln::sim {
 namespace {
 
-std::string elapsed(double seconds) {
-  int s = static_cast<int>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
-  return buf;
-}
-
 // AP names nvfwupd shows for a component (approximate GB200 compute-tray names).
 std::string apName(const std::string& component) {
   if (component == "gpu_vbios") return "HGX_FW_GPU_SXM_1";
@@ -40,21 +33,34 @@ double ToolRun::nominalSeconds() const {
   return total;
 }
 
-std::string ToolRun::stdoutText() const {
+std::string elapsedText(double seconds) {
+  const int s = static_cast<int>(std::max(0.0, seconds) + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+  return buf;
+}
+
+std::string chunkText(const OutputChunk& c, double elapsed_s) {
+  return c.stamp_elapsed ? c.text + elapsedText(elapsed_s) + "\n" : c.text;
+}
+
+namespace {
+
+std::string streamText(const std::vector<OutputChunk>& chunks, bool to_stderr, double time_scale) {
   std::string s;
+  double t = 0;
   for (const auto& c : chunks) {
-    if (!c.to_stderr) s += c.text;
+    t += c.scaled ? c.delay_s * time_scale : c.delay_s;
+    if (c.to_stderr == to_stderr) s += chunkText(c, t);
   }
   return s;
 }
 
-std::string ToolRun::stderrText() const {
-  std::string s;
-  for (const auto& c : chunks) {
-    if (c.to_stderr) s += c.text;
-  }
-  return s;
-}
+}  // namespace
+
+std::string ToolRun::stdoutText(double time_scale) const { return streamText(chunks, false, time_scale); }
+
+std::string ToolRun::stderrText(double time_scale) const { return streamText(chunks, true, time_scale); }
 
 HostSim::HostSim(HostState& state) : state_(state) {}
 
@@ -357,7 +363,7 @@ ToolRun HostSim::nvfwupdUpdate(const std::string& package,
       run.out("TaskState: Exception\nTaskStatus: Critical\n", step);
       run.out("Error: Firmware update failed. Messages: ['Transfer of image to " + target +
               " failed. Task aborted.']\n");
-      run.out("Overall Time Taken: " + elapsed(5 + step * (i + 1)) + "\n");
+      run.outElapsed("Overall Time Taken: ");
       run.exit_code = 1;
       return run;
     }
@@ -365,7 +371,7 @@ ToolRun HostSim::nvfwupdUpdate(const std::string& package,
   }
   run.out("TaskState: Completed\nTaskStatus: OK\n");
   run.out("Firmware update successful!\n");
-  run.out("Overall Time Taken: " + elapsed(total) + "\n");
+  run.outElapsed("Overall Time Taken: ");
   run.out("Refer to 'NVIDIA Firmware Update Document' on activation steps for new firmware to "
           "take effect.\n");
   run.on_complete = [components](HostState& s) {

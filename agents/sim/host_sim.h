@@ -44,7 +44,16 @@ struct OutputChunk {
   std::string text;
   bool to_stderr = false;
   bool scaled = true;  // false: the delay ignores the time scale (hangs)
+  // The tool reports how long it has run: `text`, then the time since the tool started as the
+  // player MEASURED it (H:MM:SS), then a newline. A time-scaled run says how long it really
+  // took, not the nominal duration it simulates.
+  bool stamp_elapsed = false;
 };
+
+// A chunk's text as printed `elapsed_s` seconds after the tool started.
+std::string chunkText(const OutputChunk& c, double elapsed_s);
+// H:MM:SS, rounded to the nearest second.
+std::string elapsedText(double seconds);
 
 // What running a tool does, as data.
 struct ToolRun {
@@ -56,9 +65,12 @@ struct ToolRun {
 
   void out(std::string text, double delay_s = 0) { chunks.push_back({delay_s, std::move(text)}); }
   void err(std::string text) { chunks.push_back({0, std::move(text), true}); }
+  // "<label>H:MM:SS\n" with the time the tool has run when it prints it (OutputChunk).
+  void outElapsed(std::string label) { chunks.push_back({0, std::move(label), false, true, true}); }
   double nominalSeconds() const;  // sum of scaled delays
-  std::string stdoutText() const;
-  std::string stderrText() const;
+  // The output as a run at `time_scale` prints it (elapsed stamps from the scaled delays).
+  std::string stdoutText(double time_scale = 1.0) const;
+  std::string stderrText(double time_scale = 1.0) const;
 };
 
 class HostSim {

@@ -97,6 +97,7 @@ Router buildRouter(Services& services) {
   addRolloutRoutes(router, services);
   addReliabilityRoutes(router, services);
   addSchedulerRoutes(router, services);
+  addAuditRoutes(router, services);
   addConsoleRoutes(router, services);
   return router;
 }

@@ -25,6 +25,7 @@ namespace kiln::runs {
 class RunService;
 class RunStore;
 class AgentGateway;
+class LiveOutputStore;
 }  // namespace kiln::runs
 
 namespace kiln::rollouts {
@@ -49,6 +50,13 @@ struct ApiOptions {
   std::string web_root;                       // the console's files; empty = not served
 };
 
+// The targets kilnd is configured with (reliability_target, pod_p90_target), as GET /targets
+// answers them for the console.
+struct Targets {
+  double per_8k_gpus_per_day = 2.0;  // interruptions per 8,000 GPUs per day
+  int pod_p90_s = 7200;              // a rollout's P90 pod upgrade time
+};
+
 // What route handlers use. Pointers so the route table can be built without them (tests of
 // the OpenAPI document); handlers dereference them only when serving.
 struct Services {
@@ -59,10 +67,12 @@ struct Services {
   runs::RunService* runs = nullptr;
   runs::RunStore* run_store = nullptr;
   runs::AgentGateway* agents = nullptr;
+  runs::LiveOutputStore* live_output = nullptr;  // null: the live output routes answer 503
   rollouts::RolloutService* rollouts = nullptr;
   reliability::ReliabilityService* reliability = nullptr;
   std::string scheduler_kind = "none";        // none | hook | slurm (GET /scheduler)
   scheduler::SlurmDriver* slurm = nullptr;    // null unless --scheduler slurm
+  Targets targets;
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;
 };
@@ -76,6 +86,7 @@ void addRunRoutes(Router& router, Services& services);
 void addRolloutRoutes(Router& router, Services& services);
 void addReliabilityRoutes(Router& router, Services& services);
 void addSchedulerRoutes(Router& router, Services& services);
+void addAuditRoutes(Router& router, Services& services);
 
 // A create under the request's Idempotency-Key (POST /rollouts, POST /workflow-runs): without
 // the header, create(nullopt). With it, a key seen before answers the object it created

@@ -92,6 +92,29 @@ Status decodeChoice(std::string_view value, const std::string& name, const std::
   return fieldErrors("invalid query", {{name, "expected one of " + list}}, /*one_field_detail=*/true);
 }
 
+Result<core::HostSort> decodeHostSort(std::string_view text) {
+  static const std::vector<std::pair<std::string, core::HostSortKey>> kKeys = {
+      {"id", core::HostSortKey::kId},       {"pod", core::HostSortKey::kPod},
+      {"state", core::HostSortKey::kState}, {"state_since", core::HostSortKey::kStateSince},
+      {"reason", core::HostSortKey::kReason}};
+  core::HostSort sort;
+  if (text.empty()) return sort;
+  std::string_view key = text;
+  if (key.front() == '-') {
+    sort.descending = true;
+    key.remove_prefix(1);
+  }
+  for (const auto& [name, k] : kKeys)
+    if (name == key) {
+      sort.key = k;
+      return sort;
+    }
+  std::vector<std::string> choices;
+  for (const auto& [name, _] : kKeys) choices.push_back(name);
+  for (const auto& [name, _] : kKeys) choices.push_back("-" + name);
+  return decodeChoice(text, "sort", choices).error();
+}
+
 Result<runs::StartRequest> decodeStartRun(const json& body) {
   if (!body.is_object())
     return fieldErrors("invalid workflow run", {{"", "expected a JSON object {workflow, hosts | pods, params}"}},

@@ -36,6 +36,10 @@ Result<int> decodeSeconds(std::string_view text, int min, int max, int fallback,
 // with details.fields [{path: name, message: "expected one of ..."}].
 Status decodeChoice(std::string_view value, const std::string& name, const std::vector<std::string>& choices);
 
+// GET /api/v1/hosts `sort`: "" (id order) or id | pod | state | state_since | reason, with a
+// leading '-' for descending order. Error: kInvalidContent (422), as decodeChoice.
+Result<core::HostSort> decodeHostSort(std::string_view text);
+
 // POST /api/v1/workflow-runs: {workflow, hosts?, pods?, params?, purpose?}.
 Result<runs::StartRequest> decodeStartRun(const nlohmann::json& body);
 

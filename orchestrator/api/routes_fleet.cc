@@ -74,9 +74,11 @@ void addFleetRoutes(Router& router, Services& s) {
                 json rows = json::array();
                 for (const auto& p : *pods)
                   rows.push_back({p.id, p.site, p.building, p.platform, p.state, p.healthy_gpus,
-                                  p.labels.empty() ? json() : json(p.labels)});
+                                  p.labels.empty() ? json() : json(p.labels), p.hosts_out});
+                // hosts_out last: clients that read rows by position before it came see the same.
                 return jsonResponse(200, {{"count", pods->size()},
-                                          {"columns", {"id", "site", "building", "platform", "state", "healthy_gpus", "labels"}},
+                                          {"columns", {"id", "site", "building", "platform", "state", "healthy_gpus", "labels",
+                                                       "hosts_out"}},
                                           {"rows", std::move(rows)}});
               }});
 
@@ -104,13 +106,44 @@ void addFleetRoutes(Router& router, Services& s) {
 
   router.add({.method = "GET", .pattern = "/api/v1/hosts", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                if (auto q = ctx.onlyQuery({"pod", "building", "site", "state", "limit", "cursor"}); !q.ok())
+                if (auto q = ctx.onlyQuery({"pod", "building", "site", "state", "label", "reason", "id_prefix", "sort",
+                                            "limit", "cursor"});
+                    !q.ok())
                   return q.error();
                 if (auto c = decodeChoice(ctx.query("state"), "state", hostStateNames()); !c.ok()) return c.error();
+                auto sort = decodeHostSort(ctx.query("sort"));
+                if (!sort.ok()) return sort.error();
+                const std::string label = ctx.query("label");
+                if (!label.empty() && label.find('=') == std::string::npos)
+                  return invalidArgument("label filter must be key=value");
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
-                return okPage(s.store->listHosts(
-                    {ctx.query("pod"), ctx.query("building"), ctx.query("site"), ctx.query("state")}, *page));
+                core::HostFilter f{ctx.query("pod"), ctx.query("building"), ctx.query("site"), ctx.query("state")};
+                f.label = label;
+                f.reason = ctx.query("reason");
+                f.id_prefix = ctx.query("id_prefix");
+                f.sort = *sort;
+                return okPage(s.store->listHosts(f, *page));
+              }});
+
+  // The console's header: how many hosts are in each state (every state, zeros included), from
+  // one GROUP BY. Registered before /hosts/{id}, which would otherwise take "counts" for an id.
+  router.add({.method = "GET", .pattern = "/api/v1/hosts/counts", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                auto counts = s.store->hostsByState();
+                if (!counts.ok()) return counts.error();
+                json by_state = json::object();
+                std::int64_t total = 0, out = 0;
+                for (auto st : core::allHostStates()) {
+                  const std::string name(core::hostStateName(st));
+                  auto it = counts->find(name);
+                  const std::int64_t n = it == counts->end() ? 0 : it->second;
+                  by_state[name] = n;
+                  total += n;
+                  if (core::outOfService(st)) out += n;
+                }
+                return jsonResponse(200, {{"by_state", by_state}, {"total", total}, {"out_of_service", out}});
               }});
 
   router.add({.method = "GET", .pattern = "/api/v1/hosts/{id}", .role = core::Role::kViewer,

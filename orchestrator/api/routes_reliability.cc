@@ -29,6 +29,15 @@ void addReliabilityRoutes(Router& router, Services& s) {
                 if (!r.ok()) return r.error();
                 return jsonResponse(200, *r);
               }});
+  // The targets kilnd is configured with, for the console (and scripts) to compare against.
+  router.add({.method = "GET", .pattern = "/api/v1/targets", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                const reliability::ReliabilityTargets r{s.targets.per_8k_gpus_per_day};
+                return jsonResponse(200, {{"reliability", {{"per_8k_gpus_per_day", r.per_8k_gpus_per_day},
+                                                            {"mtbi_gpu_hours", r.mtbiGpuHours()}}},
+                                          {"rollouts", {{"pod_p90_s", s.targets.pod_p90_s}}}});
+              }});
   router.add({.method = "GET", .pattern = "/api/v1/reliability", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"from", "to", "site", "building", "platform", "lemon_threshold"}); !q.ok())

@@ -3,11 +3,50 @@
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
+#include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/agent_gateway.h"
+#include "orchestrator/runs/live_output.h"
 #include "orchestrator/runs/run_service.h"
 
 namespace kiln::api {
 using nlohmann::json;
+
+namespace {
+
+// One stream of POST /assignments/{id}/output: {"offset": N, "data": "..."}, or absent.
+Result<std::optional<runs::LiveChunk>> decodeLiveChunk(const json& body, const char* name) {
+  if (!body.contains(name) || body[name].is_null()) return std::optional<runs::LiveChunk>();
+  const json& j = body[name];
+  const std::string field = name;
+  if (!j.is_object()) return invalidContent(field + " must be an object {offset, data}").with("field", field);
+  if (!j.contains("offset") || !j["offset"].is_number_integer() || j["offset"].get<std::int64_t>() < 0)
+    return invalidContent(field + ".offset must be a byte offset (an integer >= 0)").with("field", field + ".offset");
+  if (!j.contains("data") || !j["data"].is_string())
+    return invalidContent(field + ".data must be a string").with("field", field + ".data");
+  runs::LiveChunk c{j["offset"].get<std::int64_t>(), j["data"].get<std::string>()};
+  // PostgreSQL text holds no NUL; the agent sends U+FFFD for it (its offsets count that).
+  if (c.data.find('\0') != std::string::npos)
+    return invalidContent(field + ".data must not contain NUL characters").with("field", field + ".data");
+  return std::optional<runs::LiveChunk>(std::move(c));
+}
+
+Result<std::int64_t> decodeOffset(const std::string& text, const char* name) {
+  if (text.empty()) return std::int64_t{0};
+  std::int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9' || v > (std::int64_t{1} << 50))
+      return invalidArgument(std::string(name) + " must be a byte offset (an integer >= 0)").with("field", name);
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+json sliceJson(const runs::LiveStream& s, std::int64_t since) {
+  runs::LiveSlice slice = runs::sliceLive(s, since);
+  return {{"offset", slice.offset}, {"end", slice.end}, {"data", std::move(slice.data)}};
+}
+
+}  // namespace
 
 void addRunRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/workflows", .role = core::Role::kViewer,
@@ -120,6 +159,45 @@ void addRunRoutes(Router& router, Services& s) {
                                  }
                                  done(jsonResponse(200, **r));
                                });
+              }});
+
+  // Live output of a running step (issue 18; live_output.h says why polling, not SSE). Not
+  // audited, like the reports: a high-volume agent channel that changes no decision.
+  router.add({.method = "POST", .pattern = "/api/v1/assignments/{id}/output", .role = core::Role::kAgent,
+              .body_limit = 512 << 10, .quiet = true,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (!s.live_output) return unavailable("live output is not configured on this kilnd");
+                auto body = ctx.jsonBody();
+                if (!body.ok()) return body.error();
+                if (!body->is_object()) return invalidContent("the body must be an object {lease, stdout, stderr}");
+                if (body->contains("host") && (*body)["host"] != ctx.agent_host)
+                  return Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host);
+                if (!body->contains("lease") || !(*body)["lease"].is_number_integer())
+                  return invalidContent("lease must be the assignment's lease (an integer)").with("field", "lease");
+                auto out = decodeLiveChunk(*body, "stdout");
+                if (!out.ok()) return out.error();
+                auto err = decodeLiveChunk(*body, "stderr");
+                if (!err.ok()) return err.error();
+                auto ends = s.live_output->append(ctx.param("id"), ctx.agent_host, (*body)["lease"].get<int>(), *out, *err);
+                if (!ends.ok()) return ends.error();
+                return jsonResponse(200, {{"stdout_end", ends->out}, {"stderr_end", ends->err}});
+              }});
+  router.add({.method = "GET", .pattern = "/api/v1/assignments/{id}/output", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (!s.live_output) return unavailable("live output is not configured on this kilnd");
+                if (auto q = ctx.onlyQuery({"stdout_since", "stderr_since"}); !q.ok()) return q.error();
+                auto out_since = decodeOffset(ctx.query("stdout_since"), "stdout_since");
+                if (!out_since.ok()) return out_since.error();
+                auto err_since = decodeOffset(ctx.query("stderr_since"), "stderr_since");
+                if (!err_since.ok()) return err_since.error();
+                auto live = s.live_output->read(ctx.param("id"));
+                if (!live.ok()) return live.error();
+                json j = {{"assignment", live->assignment_id}, {"run", live->run_id},   {"host", live->host},
+                          {"step", live->step_id},             {"attempt", live->attempt}, {"state", live->state},
+                          {"stdout", sliceJson(live->out, *out_since)},
+                          {"stderr", sliceJson(live->err, *err_since)}};
+                core::putTime(j, "updated_at", live->updated_at);
+                return jsonResponse(200, j);
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/assignments/{id}/result", .role = core::Role::kAgent,

@@ -123,6 +123,16 @@ bool inService(HostState s) {
 
 bool servesJobs(HostState s) { return s == S::kAvailable || s == S::kAllocated; }
 
+bool outOfService(HostState s) {
+  switch (s) {
+    case S::kDraining: case S::kMaintenance: case S::kValidating:
+    case S::kFailed: case S::kRepair: case S::kQuarantine:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Result<HostState> nextState(HostState from, HostAction action,
                             std::optional<HostState> override_to) {
   const Rule& rule = ruleFor(action);

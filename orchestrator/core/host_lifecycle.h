@@ -68,6 +68,11 @@ ActionKind actionKind(HostAction a);
 bool inService(HostState s);
 // True for states in which the host's GPUs can serve jobs (available or allocated).
 bool servesJobs(HostState s);
+// True for states in which a host has left the job pool and not yet come back: on its way
+// through maintenance (draining, maintenance, validating) or out for a fault (failed, repair,
+// quarantine). New hardware (incoming, burn_in) and retired hosts are not counted: they are not
+// missing from the pool, they were never in it or are gone for good.
+bool outOfService(HostState s);
 
 // The state an action leads to from `from`, or kConflict naming the current state and the
 // actions allowed from it. `override_to` is required for kOverride and ignored otherwise.

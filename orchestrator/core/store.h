@@ -54,6 +54,7 @@ struct PodSummary {
   std::map<std::string, std::int64_t> hosts_by_state;
   std::int64_t healthy_gpus = 0;  // GPUs on hosts that can serve jobs
   std::int64_t racks = 0;
+  std::int64_t hosts_out = 0;  // hosts out of service (core::outOfService); filled by heatmapPods
 };
 
 struct HostSummary {
@@ -97,8 +98,20 @@ struct HostDetail {
   std::vector<std::string> allowed_actions;
 };
 
+// The orders a host list can be read in: by one column, then by id (so that keyset pages
+// never split or repeat a host), ascending or descending.
+enum class HostSortKey { kId, kPod, kState, kStateSince, kReason };
+struct HostSort {
+  HostSortKey key = HostSortKey::kId;
+  bool descending = false;
+};
+
 struct HostFilter {
   std::string pod, building, site, state;
+  std::string label;      // a label of the host's pod, "key=value"
+  std::string reason;     // text contained in the state reason, any case
+  std::string id_prefix;  // the start of the host id, any case
+  HostSort sort;          // the order of the answer (not a filter, but read with one)
 };
 
 struct HostEvent {
@@ -152,6 +165,36 @@ struct FleetCounts {
   std::map<std::string, Agents> agents_by_building;
 };
 
+// GET /api/v1/audit: which audit records (every field optional; all given must match).
+struct AuditFilter {
+  std::string actor;   // exactly as stored: a token id, or a system actor ("system", "kilnd", "agent:<host>")
+  std::string action;  // exact ("rollout.create"), or a prefix when it ends in '.' ("rollout.")
+  std::string target;  // exact
+  std::optional<TimePoint> since;  // at >= since
+  std::optional<TimePoint> until;  // at < until
+  std::optional<std::int64_t> before_id;  // keyset: records older than this id (the previous page's last)
+  int limit = 100;                        // 1..1000
+};
+
+struct AuditRecord {
+  std::int64_t id = 0;
+  TimePoint at;
+  std::string actor;       // as stored
+  std::string actor_name;  // the token's name; a system actor's own text when no token has that id
+  std::string action, target;
+  std::string details_json;  // a JSON object
+};
+
+struct AuditPage {
+  std::vector<AuditRecord> items;  // newest first (by id)
+  bool more = false;               // older records match too
+};
+
+// A token's id and name, for showing who acted by name (no role, no secret).
+struct ActorName {
+  std::string id, name;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -168,12 +211,15 @@ class Store {
   virtual Result<std::vector<SiteSummary>> listSites() = 0;
   virtual Result<Page<PodSummary>> listPods(const PodFilter& filter, const PageRequest& page) = 0;
   // Every pod in id order, in one query, for the console's heatmap: id, site, building,
-  // platform, state, labels and healthy_gpus (hosts_by_state and racks are left empty).
+  // platform, state, labels, healthy_gpus and hosts_out (hosts_by_state and racks are left empty).
   virtual Result<std::vector<PodSummary>> heatmapPods() = 0;
   virtual Result<PodDetail> getPod(const std::string& id) = 0;
   // The hosts of many pods in tray order, in one query: pod id -> hosts, for every pod of `ids`
   // that exists (an unknown id is simply absent).
   virtual Result<std::map<std::string, std::vector<HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) = 0;
+  // Hosts matching every filter, in the filter's sort order. With the default sort (id
+  // ascending) the cursor is the last host id, as it always was; with another sort it is
+  // opaque. kInvalidArgument for a label that is not key=value, or a cursor the sort did not make.
   virtual Result<Page<HostSummary>> listHosts(const HostFilter& filter,
                                               const PageRequest& page) = 0;
   virtual Result<HostDetail> getHost(const std::string& id) = 0;
@@ -196,6 +242,13 @@ class Store {
   // Pods of a platform that can run a full 64-GPU slice now.
   virtual Result<std::int64_t> countHealthyPods(const std::string& platform) = 0;
   virtual Result<FleetCounts> fleetCounts() = 0;
+  // Hosts by state (only the states some host is in). The default reads fleetCounts; a store
+  // with a cheaper query (one GROUP BY over the hosts) overrides it.
+  virtual Result<std::map<std::string, std::int64_t>> hostsByState() {
+    auto c = fleetCounts();
+    if (!c.ok()) return c.error();
+    return c->hosts_by_state;
+  }
 
   virtual Result<NewToken> createToken(Role role, const std::string& name,
                                        const std::string& host, const Actor& actor) = 0;
@@ -214,6 +267,16 @@ class Store {
 
   virtual Status audit(const Actor& actor, const std::string& action, const std::string& target,
                        const std::string& details_json) = 0;
+
+  // Audit records matching `filter`, newest first, at most filter.limit of them. Not pure so
+  // stores without an audit log (test fakes) need not implement it: they answer kUnavailable.
+  virtual Result<AuditPage> listAudit(const AuditFilter& /*filter*/) {
+    return unavailable("this store keeps no audit log");
+  }
+  // Every token's id and name but agent tokens' (agents act as "agent:<host>", and a large
+  // fleet has one per host), revoked ones included (their actions stay in the records).
+  // Not pure, as listAudit.
+  virtual Result<std::vector<ActorName>> actorNames() { return unavailable("this store keeps no tokens"); }
 };
 
 // Bearer tokens look like "kiln_<id>_<secret>"; this splits one. Pure.

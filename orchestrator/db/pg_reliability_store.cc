@@ -26,6 +26,18 @@ using reliability::LedgerData;
   " ((" column " >= to_timestamp($4) AND " column " < to_timestamp($5))"            \
   " OR (" column " >= to_timestamp($6) AND " column " < to_timestamp($7)))"
 
+// Where the scope's history starts: the first hour with a host entering (or passing through)
+// service, then the first such event in that hour (the rollup's hours keep the search off the
+// whole event table).
+constexpr const char* kFirstServiceHour =
+    "SELECT extract(epoch FROM min(s.hour))::float8" KILN_ROLLUP_IN_SCOPE("service_hours")
+    " AND (s.net_hosts <> 0 OR s.tail_host_us <> 0)";
+constexpr const char* kFirstServiceEvent =
+    "SELECT extract(epoch FROM min(e.at))::float8"
+    " FROM host_events e JOIN hosts h ON h.id = e.host_id JOIN pods p ON p.id = h.pod_id"
+    " WHERE e.at >= to_timestamp($4) AND e.at < to_timestamp($4) + interval '1 hour'"
+    " AND kiln_service_delta(e.from_state, e.to_state) > 0 AND " KILN_SCOPE;
+
 // Hosts in service at the start of the day $4 (epoch seconds at midnight UTC).
 constexpr const char* kServiceLevel =
     "SELECT coalesce(sum(s.net_hosts), 0)::bigint" KILN_ROLLUP_IN_SCOPE("service_days") " AND s.day <" KILN_UTC_DAY("$4");
@@ -224,6 +236,10 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
                                                    threshold))
         d.lemons.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<int>(),
                             r[4].as<int>()});
+      if (auto hour = txn.exec_params1(kFirstServiceHour, s.site, s.building, s.platform)[0]; !hour.is_null()) {
+        auto first = txn.exec_params1(kFirstServiceEvent, s.site, s.building, s.platform, hour.as<double>())[0];
+        d.history_start = fromEpoch(first.is_null() ? hour.as<double>() : first.as<double>());
+      }
       return d;
     });
   }

@@ -24,11 +24,11 @@ using runs::RunRow;
 std::string runColumns(const std::string& a) {
   return a + "id, " + a + "workflow, " + a + "workflow_hash, " + a + "scope, " + a + "purpose, " + a + "state, " + a +
          "created_by, " + a + "params::text, extract(epoch from " + a + "created_at)::float8, extract(epoch from " + a +
-         "finished_at)::float8, " + a + "summary::text";
+         "finished_at)::float8, " + a + "summary::text, coalesce(" + a + "owner, '')";
 }
 const std::string kRunColumns = runColumns("");
 
-constexpr int kRunColumnCount = 11;
+constexpr int kRunColumnCount = 12;
 
 RunRow runFromRow(const pqxx::row& r, int o = 0) {
   RunRow run;
@@ -43,6 +43,7 @@ RunRow runFromRow(const pqxx::row& r, int o = 0) {
   run.created_at = fromEpoch(r[o + 8].as<double>());
   run.finished_at = optEpoch(r[o + 9]);
   run.summary = json::parse(r[o + 10].c_str());
+  run.owner = r[o + 11].as<std::string>();
   return run;
 }
 
@@ -380,7 +381,11 @@ class PgRunStore final : public runs::RunStore {
     const std::int64_t before = *cursor;
     return pool_.transact<core::Page<RunRow>>([&](pqxx::work& txn) -> Result<core::Page<RunRow>> {
       auto rows = txn.exec_params(
-          std::string("SELECT ") + kRunColumns + ", substr(id, 3)::bigint AS n FROM workflow_runs r"
+          std::string("SELECT ") + kRunColumns + ", substr(id, 3)::bigint AS n,"
+          // The pods of the run's hosts for the runs list: a few, not all of a big run's.
+          " (SELECT coalesce(json_agg(p.pod_id), '[]') FROM (SELECT DISTINCT h.pod_id FROM run_hosts rh"
+          "   JOIN hosts h ON h.id = rh.host_id WHERE rh.run_id = r.id ORDER BY h.pod_id LIMIT 4) p)::text"
+          " FROM workflow_runs r"
           " WHERE substr(id, 3)::bigint < $1 AND ($2 = '' OR workflow = $2) AND ($3 = '' OR state = $3)"
           " AND ($4 = '' OR purpose = $4)"
           " AND ($5 = '' OR EXISTS (SELECT 1 FROM run_hosts h WHERE h.run_id = r.id AND h.host_id = $5))"
@@ -389,10 +394,12 @@ class PgRunStore final : public runs::RunStore {
       core::Page<RunRow> out;
       for (const auto& r : rows) {
         if (static_cast<int>(out.items.size()) == limit) {
-          out.next_cursor = std::to_string(rows[limit - 1][11].as<std::int64_t>());
+          out.next_cursor = std::to_string(rows[limit - 1][kRunColumnCount].as<std::int64_t>());
           break;
         }
-        out.items.push_back(runFromRow(r));
+        RunRow run = runFromRow(r);
+        for (const auto& pod : json::parse(r[kRunColumnCount + 1].c_str())) run.pods.push_back(pod.get<std::string>());
+        out.items.push_back(std::move(run));
       }
       return out;
     });

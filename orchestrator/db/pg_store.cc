@@ -8,6 +8,7 @@
 
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_model.h"
+#include "orchestrator/db/pg_audit.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
 
@@ -29,6 +30,19 @@ class Where {
   void addIf(const std::string& fragment, const std::string& value) {
     if (!value.empty()) add(fragment, value);
   }
+  // A fragment with one '?' per value, in order.
+  void addAll(const std::string& fragment_with_placeholders, const std::vector<std::string>& values) {
+    std::string f = fragment_with_placeholders;
+    std::size_t at = 0;
+    for (const auto& v : values) {
+      params_.push_back(v);
+      at = f.find('?', at);
+      const std::string ph = "$" + std::to_string(params_.size());
+      f.replace(at, 1, ph);
+      at += ph.size();
+    }
+    sql_ += (sql_.empty() ? " WHERE " : " AND ") + f;
+  }
   std::string limit(int n) {
     params_.push_back(std::to_string(n));
     return " LIMIT $" + std::to_string(params_.size());
@@ -42,6 +56,14 @@ class Where {
 };
 
 int clampLimit(int limit) { return std::clamp(limit, 1, 1000); }
+
+// "'draining', 'maintenance', ..." : the host states core::outOfService counts, for SQL.
+std::string outOfServiceList() {
+  std::string out;
+  for (auto st : core::allHostStates())
+    if (core::outOfService(st)) out += (out.empty() ? "'" : ", '") + std::string(core::hostStateName(st)) + "'";
+  return out;
+}
 
 constexpr const char* kPodColumns =
     "p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
@@ -179,8 +201,10 @@ class PgStore final : public core::Store {
     return pool_.transact<std::vector<core::PodSummary>>([&](pqxx::work& txn) -> Result<std::vector<core::PodSummary>> {
       // One aggregate over the hosts instead of a subquery per pod (14 pages of 1,000 did that).
       auto rows = txn.exec(
-          "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text, coalesce(h.serving, 0)"
-          " FROM pods p LEFT JOIN (SELECT pod_id, count(*) FILTER (WHERE state IN ('available', 'allocated')) serving"
+          "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text, coalesce(h.serving, 0),"
+          " coalesce(h.out_of_service, 0)"
+          " FROM pods p LEFT JOIN (SELECT pod_id, count(*) FILTER (WHERE state IN ('available', 'allocated')) serving,"
+          " count(*) FILTER (WHERE state IN (" + outOfServiceList() + ")) out_of_service"
           " FROM hosts GROUP BY pod_id) h ON h.pod_id = p.id ORDER BY p.id");
       std::vector<core::PodSummary> out;
       out.reserve(rows.size());
@@ -194,6 +218,7 @@ class PgStore final : public core::Store {
         const json labels = json::parse(r[5].c_str());
         for (const auto& [k, v] : labels.items()) p.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
         p.healthy_gpus = r[6].as<std::int64_t>() * core::geometry(*core::parsePlatform(p.platform)).gpus_per_tray;
+        p.hosts_out = r[7].as<std::int64_t>();
         out.push_back(std::move(p));
       }
       return out;
@@ -251,16 +276,69 @@ class PgStore final : public core::Store {
     w.addIf("h.building_id = ?", f.building);
     w.addIf("h.site_id = ?", f.site);
     w.addIf("h.state = ?", f.state);
-    w.addIf("h.id > ?", page.cursor);
+    if (!f.label.empty()) {
+      auto eq = f.label.find('=');
+      if (eq == std::string::npos) return invalidArgument("label filter must be key=value");
+      w.add("p.labels @> ?::jsonb", json{{f.label.substr(0, eq), f.label.substr(eq + 1)}}.dump());
+    }
+    // strpos, not LIKE: '%' and '_' in the text are plain characters.
+    w.addIf("strpos(lower(h.state_reason), lower(?)) > 0", f.reason);
+    // The prefix's LIKE wildcards escaped; hosts_lower_id (0015) serves it as a range scan.
+    if (!f.id_prefix.empty()) {
+      std::string escaped;
+      for (char c : f.id_prefix) {
+        if (c == '%' || c == '_' || c == '\\') escaped += '\\';
+        escaped += c;
+      }
+      w.add("lower(h.id) LIKE lower(?) || '%'", escaped);
+    }
+    // Sorted by a column, then by id: the cursor is [the column's value as text, id].
+    const char* column = nullptr;
+    const char* cast = "";
+    switch (f.sort.key) {
+      case core::HostSortKey::kId: break;
+      case core::HostSortKey::kPod: column = "h.pod_id"; break;
+      case core::HostSortKey::kState: column = "h.state"; break;
+      case core::HostSortKey::kStateSince: column = "h.state_since"; cast = "::timestamptz"; break;
+      case core::HostSortKey::kReason: column = "h.state_reason"; break;
+    }
+    const std::string cmp = f.sort.descending ? " < " : " > ";
+    const std::string dir = f.sort.descending ? " DESC" : "";
+    if (!page.cursor.empty()) {
+      if (!column) {
+        w.add("h.id" + cmp + "?", page.cursor);
+      } else {
+        json key = json::parse(page.cursor, nullptr, /*allow_exceptions=*/false);
+        if (!key.is_array() || key.size() != 2 || !key[0].is_string() || !key[1].is_string())
+          return invalidArgument("cursor is not valid");
+        w.addAll(std::string("(") + column + ", h.id)" + cmp + "(?" + cast + ", ?)",
+                 {key[0].get<std::string>(), key[1].get<std::string>()});
+      }
+    }
     const int limit = clampLimit(page.limit);
-    const std::string sql = std::string("SELECT ") + kHostColumns +
-                            " FROM hosts h JOIN pods p ON p.id = h.pod_id" + w.sql() +
-                            " ORDER BY h.id" + w.limit(limit + 1);
+    const std::string sql = std::string("SELECT ") + kHostColumns + (column ? std::string(", ") + column + "::text" : "") +
+                            " FROM hosts h JOIN pods p ON p.id = h.pod_id" + w.sql() + " ORDER BY " +
+                            (column ? std::string(column) + dir + ", " : "") + "h.id" + dir + w.limit(limit + 1);
     return pool_.transact<core::Page<core::HostSummary>>(
         [&](pqxx::work& txn) -> Result<core::Page<core::HostSummary>> {
           auto rows = txn.exec_params(sql, pqxx::prepare::make_dynamic_params(w.params()));
-          return pageFrom<core::HostSummary>(rows, limit, hostFromRow);
+          auto out = pageFrom<core::HostSummary>(rows, limit, hostFromRow);
+          if (out.next_cursor && column) {
+            const auto& last = rows[limit - 1];
+            out.next_cursor = json::array({last[12].as<std::string>(), last[0].as<std::string>()}).dump();
+          }
+          return out;
         });
+  }
+
+  Result<std::map<std::string, std::int64_t>> hostsByState() override {
+    using Counts = std::map<std::string, std::int64_t>;
+    return pool_.transact<Counts>([&](pqxx::work& txn) -> Result<Counts> {
+      Counts out;
+      for (const auto& r : txn.exec("SELECT state, count(*) FROM hosts GROUP BY state"))
+        out[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+      return out;
+    });
   }
 
   Result<core::HostDetail> getHost(const std::string& id) override {
@@ -470,6 +548,16 @@ class PgStore final : public core::Store {
       writeAudit(txn, actor, action, target, details_json);
       return Ok{};
     });
+  }
+
+  Result<core::AuditPage> listAudit(const core::AuditFilter& filter) override {
+    return pool_.read<core::AuditPage>(
+        [&](pqxx::nontransaction& txn) -> Result<core::AuditPage> { return listAuditIn(txn, filter); });
+  }
+
+  Result<std::vector<core::ActorName>> actorNames() override {
+    return pool_.read<std::vector<core::ActorName>>(
+        [&](pqxx::nontransaction& txn) -> Result<std::vector<core::ActorName>> { return actorNamesIn(txn); });
   }
 
  private:

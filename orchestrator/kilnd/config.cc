@@ -31,6 +31,19 @@ Status setInt(int& field, const std::string& v, const char* name, int lo, int hi
   }
 }
 
+Status setPositive(double& field, const std::string& v, const char* name, double hi) {
+  try {
+    std::size_t used = 0;
+    double d = std::stod(v, &used);
+    if (used != v.size() || !(d > 0) || d > hi) throw std::out_of_range(v);
+    field = d;
+    return Ok{};
+  } catch (...) {
+    return invalidArgument(std::string(name) + " must be a number above 0 and at most " + std::to_string(static_cast<int>(hi)) +
+                           ", got '" + v + "'");
+  }
+}
+
 std::vector<Setting> settings() {
   auto str = [](std::string Config::*field) {
     return [field](Config& c, const std::string& v) -> Status {
@@ -90,6 +103,10 @@ std::vector<Setting> settings() {
       {"--slurm-bin-dir", "KILN_SLURM_BIN_DIR", "slurm_bin_dir", false, str(&Config::slurm_bin_dir)},
       {"--slurm-timeout", "KILN_SLURM_TIMEOUT", "slurm_timeout", false,
        [](Config& c, const std::string& v) { return setInt(c.slurm_timeout_s, v, "--slurm-timeout", 1, 600); }},
+      {"--reliability-target", "KILN_RELIABILITY_TARGET", "reliability_target", false,
+       [](Config& c, const std::string& v) { return setPositive(c.reliability_target, v, "--reliability-target", 10000); }},
+      {"--pod-p90-target", "KILN_POD_P90_TARGET", "pod_p90_target", false,
+       [](Config& c, const std::string& v) { return setInt(c.pod_p90_target_s, v, "--pod-p90-target", 60, 7 * 86400); }},
       {"--threads", "KILN_THREADS", "threads", false,
        [](Config& c, const std::string& v) { return setInt(c.threads, v, "--threads", 1, 256); }},
       {"--db-pool", "KILN_DB_POOL", "db_pool", false,
@@ -142,7 +159,8 @@ std::string usage() {
          "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
          "             [--scheduler-hook URL|PATH] [--scheduler none|hook|slurm] [--slurm-node-name RULE]\n"
          "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"
-         "             [--slurm-timeout SECONDS]\n"
+         "             [--slurm-timeout SECONDS] [--reliability-target PER_8K_GPUS_PER_DAY]\n"
+         "             [--pod-p90-target SECONDS]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

@@ -26,6 +26,7 @@
 #include "agents/exec/process_runner.h"
 #include "orchestrator/db/pg_drain_ledger.h"
 #include "orchestrator/db/pg_leader.h"
+#include "orchestrator/db/pg_live_output.h"
 #include "orchestrator/db/pg_notify.h"
 #include "orchestrator/db/pg_reliability_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
@@ -158,6 +159,8 @@ int main(int argc, char** argv) {
   Executor executor(config->threads);
   core::SystemClock clock;
   auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
+  // Running steps' live output (issue 18): small, one primary-key read or write per call.
+  auto live_output = db::makePgLiveOutputStore({config->database_url, 2});
   runs::AgentGateway* gateway_ptr = nullptr;
   runs::RunServiceOptions run_options;
   run_options.on_run_complete = wakeController;
@@ -253,7 +256,8 @@ int main(int argc, char** argv) {
         hook_executor,
         kilnd::releaseCall(config->scheduler_hook, [log](const std::string& line) { log->warn("{}", line); }));
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
-  reliability::ReliabilityService reliability_service(*reliability_store, clock);
+  reliability::ReliabilityService reliability_service(*reliability_store, clock,
+                                                      reliability::ReliabilityTargets{config->reliability_target});
 
   // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
   // and run verdicts.
@@ -300,10 +304,12 @@ int main(int argc, char** argv) {
   services.runs = &run_service;
   services.run_store = run_store.get();
   services.agents = &gateway;
+  services.live_output = live_output.get();
   services.rollouts = &rollout_service;
   services.reliability = &reliability_service;
   services.scheduler_kind = config->scheduler;
   services.slurm = slurm.get();
+  services.targets = {config->reliability_target, config->pod_p90_target_s};
   services.controller = &controller_metrics;
   services.options.web_root = config->web_root;
   api::Api api(services, executor, log);

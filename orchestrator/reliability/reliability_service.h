@@ -55,6 +55,9 @@ struct LedgerData {
     int interruptions = 0, repairs = 0;
   };
   std::vector<Lemon> lemons;
+  // When the first host in scope entered service (the fleet's history starts there); none when
+  // no host in scope ever has. Independent of the window.
+  std::optional<TimePoint> history_start;
 };
 
 class ReliabilityStore {
@@ -71,9 +74,17 @@ class ReliabilityStore {
   virtual Result<std::map<std::string, std::int64_t>> countsByCause() = 0;
 };
 
+// The targets the report and the metrics compare against (kilnd's reliability_target setting).
+struct ReliabilityTargets {
+  double per_8k_gpus_per_day = kNorthStarPer8kPerDay;  // interruptions per 8,000 GPUs per day
+  // The same target as a mean time between interruptions: 8,000 x 24 / rate GPU-hours.
+  double mtbiGpuHours() const { return kGpusPerRateUnit * 24 / per_8k_gpus_per_day; }
+};
+
 class ReliabilityService {
  public:
-  explicit ReliabilityService(ReliabilityStore& store, core::Clock& clock) : store_(store), clock_(clock) {}
+  ReliabilityService(ReliabilityStore& store, core::Clock& clock, ReliabilityTargets targets = {})
+      : store_(store), clock_(clock), targets_(targets) {}
   // Validates a POST /interruptions body. Result: {interruption, created}.
   Result<std::pair<nlohmann::json, bool>> record(const nlohmann::json& body, const core::Actor& actor);
   Result<nlohmann::json> report(const std::string& from, const std::string& to, const Scope& scope, int lemon_threshold);
@@ -85,6 +96,7 @@ class ReliabilityService {
   Result<std::pair<TimePoint, TimePoint>> window(const std::string& from, const std::string& to);
   ReliabilityStore& store_;
   core::Clock& clock_;
+  ReliabilityTargets targets_;
 };
 
 // ISO 8601 UTC ("2026-12-02T10:00:00Z", "2026-12-02") to a time point.

@@ -311,6 +311,35 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   return runView(created->id);
 }
 
+namespace {
+
+// The rollout that started a run, from the owner key its controller gives the run
+// ("<rollout>/<pod>/<upgrade|validate>/<attempt>", orchestrator/rollouts/rollout_service.cc):
+// {id, pod, phase, attempt}, or null for a run no rollout started.
+json rolloutOf(const RunRow& run) {
+  if (run.purpose != "rollout" || run.owner.empty()) return json();
+  std::vector<std::string> parts;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t slash = run.owner.find('/', from);
+    parts.push_back(run.owner.substr(from, slash == std::string::npos ? std::string::npos : slash - from));
+    if (slash == std::string::npos) break;
+    from = slash + 1;
+  }
+  if (parts.size() != 4 || parts[0].empty()) return json();
+  int attempt = 0;
+  for (char c : parts[3]) {
+    if (c < '0' || c > '9' || attempt > 100000) {
+      attempt = 0;
+      break;
+    }
+    attempt = attempt * 10 + (c - '0');
+  }
+  return {{"id", parts[0]}, {"pod", parts[1]}, {"phase", parts[2]}, {"attempt", attempt > 0 ? json(attempt) : json()}};
+}
+
+}  // namespace
+
 Result<json> RunService::runView(const std::string& id) {
   auto run = store_.getRun(id);
   if (!run.ok()) return run.error();
@@ -355,6 +384,8 @@ Result<json> RunService::runView(const std::string& id) {
                  {"failures", h.failures},   {"warnings", h.warnings}, {"steps", steps},
                  {"parsed", std::move(parsed)}};
       hj["healthy"] = isTerminal(h.status) ? json(h.status == HostStatus::kPassed) : json();
+      // The step handed to the host's agent now: its live output is GET /assignments/{id}/output.
+      hj["assignment"] = h.assignment_id.empty() ? json() : json(h.assignment_id);
       core::putTime(hj, "waiting_until", h.not_before);
       if (h.retest) hj["retest"] = {{"round", h.retest->round}, {"elements", h.retest->elements}};
       hosts.push_back(std::move(hj));
@@ -371,7 +402,8 @@ Result<json> RunService::runView(const std::string& id) {
             {"summary", run->summary},
             {"progress", {{"hosts", passed + failed + running + cancelled}, {"passed", passed}, {"failed", failed},
                           {"running", running}, {"cancelled", cancelled}}},
-            {"hosts", hosts}};
+            {"hosts", hosts},
+            {"rollout", rolloutOf(*run)}};
   core::putTime(j, "created_at", run->created_at);
   core::putTime(j, "finished_at", run->finished_at);
   if (s.ok()) {
@@ -389,7 +421,7 @@ Result<json> RunService::listRuns(const RunFilter& filter, const core::PageReque
   for (const auto& r : rows->items) {
     json j = {{"id", r.id},           {"workflow", r.workflow},  {"purpose", r.purpose},
               {"scope", r.scope},     {"state", r.state},        {"created_by", r.created_by},
-              {"summary", r.summary}};
+              {"summary", r.summary}, {"pods", r.pods},          {"rollout", rolloutOf(r)}};
     core::putTime(j, "created_at", r.created_at);
     core::putTime(j, "finished_at", r.finished_at);
     items.push_back(std::move(j));

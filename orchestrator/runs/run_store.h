@@ -35,6 +35,7 @@ struct RunRow {
   std::optional<TimePoint> finished_at;
   nlohmann::json summary = nlohmann::json::object();
   std::vector<std::string> hosts;  // filled by getRun
+  std::vector<std::string> pods;   // filled by listRuns: the first 4 pods of its hosts, sorted
 };
 
 // What the run service decided for one group: persisted atomically.

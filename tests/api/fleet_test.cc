@@ -182,8 +182,19 @@ TEST_F(FleetApiTest, HeatmapServesEveryPodInOneAnswerAsThePagesDo) {
     EXPECT_EQ(row[col.at("id")], pod["id"]);
     for (const char* k : {"site", "building", "platform", "state", "healthy_gpus"}) EXPECT_EQ(row[col.at(k)], pod[k]) << k;
     EXPECT_EQ(row[col.at("labels")], pod["labels"].empty() ? json() : pod["labels"]);
+    // hosts_out: the pod's hosts out of service, as /pods counts them by state.
+    int out = 0;
+    for (const char* st : {"draining", "maintenance", "validating", "failed", "repair", "quarantine"})
+      out += pod["hosts_by_state"].value(st, 0);
+    EXPECT_EQ(row[col.at("hosts_out")], out) << pod["id"];
   }
   EXPECT_EQ(doc["rows"][2][col.at("healthy_gpus")], 64 + 4) << "17 of 18 hosts serve";
+  // The spares cover the failed host: the pod stays in service, and hosts_out shows the host.
+  EXPECT_EQ(doc["rows"][2][col.at("state")], "in_service");
+  EXPECT_EQ(doc["rows"][2][col.at("hosts_out")], 1);
+  EXPECT_EQ(doc["rows"][1][col.at("hosts_out")], 0);
+  // The columns before hosts_out keep their places (clients that read rows by position).
+  EXPECT_EQ(doc["columns"], json({"id", "site", "building", "platform", "state", "healthy_gpus", "labels", "hosts_out"}));
   EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/fleet/heatmap?limit=5"), 400, "invalid_argument"));
 }
 

@@ -149,6 +149,73 @@ TEST_F(ReliabilityApiTest, TheReportAndTheListFollowTheirFilters) {
   EXPECT_TRUE(isError(call(*viewer_, "GET", "/api/v1/reliability?sight=r01"), 400, "invalid_argument"));
 }
 
+// "2026-12-05T21:00:00Z" as seconds since the epoch; -1 when it is not one.
+std::time_t parseIso(const json& v) {
+  if (!v.is_string()) return -1;
+  std::tm tm{};
+  if (!strptime(v.get<std::string>().c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return -1;
+  return timegm(&tm);
+}
+
+TEST_F(ReliabilityApiTest, AWindowLongerThanTheHistorySaysWhereTheHistoryStartsAndHowMuchItCovers) {
+  // The fleet was imported just before now_: its hosts entered service then.
+  json week = report("");
+  const std::time_t start = parseIso(week["history_start"]);
+  EXPECT_GE(start, now_ - 120) << week["history_start"];
+  EXPECT_LE(start, now_) << week["history_start"];
+  // 7 days and an hour asked, about an hour covered.
+  EXPECT_NEAR(week["days"].get<double>(), 7 + 1.0 / 24, 1e-6);
+  const double expected = static_cast<double>(now_ + 3600 - start) / 86400;
+  EXPECT_NEAR(week["covered_days"].get<double>(), expected, 1.0 / 86400) << week.dump();
+  EXPECT_LT(week["covered_days"].get<double>(), 0.05);
+
+  auto window = [&](std::time_t from, std::time_t to, const std::string& more = "") {
+    Reply r = call(*viewer_, "GET", "/api/v1/reliability?from=" + isoUtc(from) + "&to=" + isoUtc(to) + more);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.doc();
+  };
+  // A window wholly before the history covers nothing; one wholly after it, all of itself.
+  json before = window(now_ - 14 * 86400, now_ - 7 * 86400);
+  EXPECT_EQ(parseIso(before["history_start"]), start);
+  EXPECT_EQ(before["covered_days"].get<double>(), 0.0);
+  json after = window(now_ + 60, now_ + 7200);
+  EXPECT_DOUBLE_EQ(after["covered_days"].get<double>(), after["days"].get<double>());
+  // A scope with no host in it has no history.
+  json none = window(now_ - 86400, now_ + 60, "&platform=san_miguel");
+  EXPECT_TRUE(none["history_start"].is_null()) << none.dump();
+  EXPECT_EQ(none["covered_days"].get<double>(), 0.0);
+  // The default target, in the report and GET /targets.
+  EXPECT_EQ(week["north_star"]["per_8k_gpus_per_day"].get<double>(), 2.0);
+  Reply t = call(*viewer_, "GET", "/api/v1/targets");
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(t.doc()["reliability"]["per_8k_gpus_per_day"].get<double>(), 2.0);
+  EXPECT_EQ(t.doc()["reliability"]["mtbi_gpu_hours"].get<double>(), 96000.0);
+  EXPECT_EQ(t.doc()["rollouts"]["pod_p90_s"].get<int>(), 7200);
+  EXPECT_TRUE(isError(call(*viewer_, "GET", "/api/v1/targets?colour=red"), 400, "invalid_argument"));
+}
+
+class ConfiguredTargetsApiTest : public ReliabilityApiTest {
+ protected:
+  std::vector<std::string> extraKilndArgs() const override {
+    return {"--reliability-target", "0.5", "--pod-p90-target", "10800"};
+  }
+};
+
+TEST_F(ConfiguredTargetsApiTest, TheReportTheTargetsAndTheMetricsCarryKilndsConfiguredTargets) {
+  Reply t = call(*viewer_, "GET", "/api/v1/targets");
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(t.doc()["reliability"]["per_8k_gpus_per_day"].get<double>(), 0.5);
+  EXPECT_EQ(t.doc()["reliability"]["mtbi_gpu_hours"].get<double>(), 384000.0);  // 8,000 x 24 / 0.5
+  EXPECT_EQ(t.doc()["rollouts"]["pod_p90_s"].get<int>(), 10800);
+  json r = report("");
+  EXPECT_EQ(r["north_star"]["per_8k_gpus_per_day"].get<double>(), 0.5);
+  EXPECT_EQ(r["north_star"]["mtbi_gpu_hours"].get<double>(), 384000.0);
+  Reply m = call(*admin_, "GET", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_NE(m.body.find("\nkiln_reliability_north_star_per_8k_gpus_per_day 0.5\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("\nkiln_reliability_north_star_mtbi_gpu_seconds 1382400000\n"), std::string::npos);
+}
+
 TEST_F(ReliabilityApiTest, AHostThatFailsWhileAllocatedRecordsACandidateNotACountedInterruption) {
   const std::string host = hostOf("r01-b01-p0001", 0);
   auto act = [&](const std::string& action) {

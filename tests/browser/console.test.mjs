@@ -21,7 +21,11 @@ import {
   startKilnd,
   testPg,
 } from './lib/harness.mjs';
+import { adminViewTests } from './admin-views.mjs';
+import { hostsViewTests } from './hosts-view.mjs';
+import { liveWorkTests } from './live-work.mjs';
 import { rolloutAndReliabilityTests } from './rollouts-reliability.mjs';
+import { shiftTests } from './shift.mjs';
 
 const WAIT = 15000;
 const results = [];
@@ -34,7 +38,12 @@ function assertEq(actual, expected, what) {
   if (actual !== expected) throw new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
 }
 
+// KILN_BROWSER_ONLY=REGEX runs only the tests whose names match (for work on one view; the
+// tests that a matching one relies on for its state must match too).
+const ONLY = process.env.KILN_BROWSER_ONLY ? new RegExp(process.env.KILN_BROWSER_ONLY) : null;
+
 async function test(name, fn) {
+  if (ONLY && !ONLY.test(name)) return;
   const t0 = Date.now();
   try {
     await fn();
@@ -597,8 +606,9 @@ async function main() {
     await page.locator(`[data-testid=runs] tbody tr[data-run="${newest}"]`).waitFor({ timeout: WAIT });
   });
 
-  // Rollouts, the fleet's colour-by switch and reliability (rollouts-reliability.mjs).
-  await rolloutAndReliabilityTests({
+  // Rollouts, the fleet's colour-by switch and reliability (rollouts-reliability.mjs), then the
+  // views of issue 18, each module with its own tests (they share this context).
+  const ctx = {
     test,
     assert,
     assertEq,
@@ -611,7 +621,12 @@ async function main() {
     operatorToken,
     viewerToken,
     page,
-  });
+  };
+  await rolloutAndReliabilityTests(ctx);
+  await hostsViewTests(ctx);
+  await adminViewTests(ctx);
+  await liveWorkTests(ctx);
+  await shiftTests(ctx);
 }
 
 let fatal = null;

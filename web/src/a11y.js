@@ -19,3 +19,19 @@ export function isSearchShortcut(e) {
   const tag = (t.tagName || '').toUpperCase();
   return !(tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || t.isContentEditable);
 }
+
+// The elements to make inert while a modal dialog is open: every sibling of the dialog and of
+// each of its ancestors up to (not including) `root`, so that the rest of the app takes no
+// focus, clicks or screen-reader reading, wherever the dialog sits in the page. Nodes:
+// {parentElement, children} (DOM elements, or plain objects in tests). Already inert ones are
+// left out, so that closing the dialog gives back only what opening it took.
+export function inertOutside(el, root) {
+  const out = [];
+  for (let node = el; node && node !== root && node.parentElement; node = node.parentElement) {
+    for (const sib of Array.from(node.parentElement.children)) {
+      if (sib === node || sib.inert || (sib.hasAttribute && sib.hasAttribute('inert'))) continue;
+      out.push(sib);
+    }
+  }
+  return out;
+}

@@ -5,10 +5,15 @@ import { useLiveStatus, useTicker } from './live.js';
 import { useRoute } from './route.js';
 import { FleetView } from './fleet.jsx';
 import { HostView } from './host.jsx';
+import { HostShortcuts, HostsView } from './hosts.jsx';
+import { HeaderSearch } from './search.jsx';
 import { QuarantineView } from './quarantine.jsx';
 import { ReliabilityView } from './reliability.jsx';
 import { NewRolloutView, RolloutsView, RolloutView } from './rollouts.jsx';
 import { RunsView, RunView, StartRunView } from './runs.jsx';
+import { AuditView, CapacityView, TokensView } from './admin.jsx';
+import { BundleDiffView, BundlesView, BundleView } from './bundles.jsx';
+import { roleAtLeast } from './model.js';
 
 // The views in the navigation ({id, label, href, match, render}).
 const VIEWS = [
@@ -16,9 +21,15 @@ const VIEWS = [
     id: 'fleet',
     label: 'Fleet',
     href: '#/fleet',
-    match: (r) => r.segments[0] === 'fleet' || r.segments[0] === 'hosts',
-    render: (r, role) =>
-      r.segments[0] === 'hosts' && r.segments[1] ? <HostView hostId={r.segments[1]} role={role} /> : <FleetView route={r} role={role} />,
+    match: (r) => r.segments[0] === 'fleet',
+    render: (r, role) => <FleetView route={r} role={role} />,
+  },
+  {
+    id: 'hosts',
+    label: 'Hosts',
+    href: '#/hosts',
+    match: (r) => r.segments[0] === 'hosts',
+    render: (r, role) => (r.segments[1] ? <HostView hostId={r.segments[1]} role={role} /> : <HostsView route={r} role={role} />),
   },
   {
     id: 'rollouts',
@@ -57,6 +68,42 @@ const VIEWS = [
     href: '#/reliability',
     match: (r) => r.segments[0] === 'reliability',
     render: (r, role) => <ReliabilityView route={r} role={role} />,
+  },
+  {
+    id: 'bundles',
+    label: 'Bundles',
+    href: '#/bundles',
+    match: (r) => r.segments[0] === 'bundles',
+    render: (r, role) => {
+      const id = r.segments[1];
+      if (id === 'diff') return <BundleDiffView route={r} />;
+      if (id) return <BundleView bundleId={id} route={r} role={role} />;
+      return <BundlesView route={r} role={role} />;
+    },
+  },
+  {
+    id: 'capacity',
+    label: 'Capacity',
+    href: '#/capacity',
+    match: (r) => r.segments[0] === 'capacity',
+    render: (r) => <CapacityView route={r} />,
+  },
+  // minRole: the link shows only for that role and above; the page itself refuses politely.
+  {
+    id: 'audit',
+    label: 'Audit',
+    href: '#/audit',
+    minRole: 'operator',
+    match: (r) => r.segments[0] === 'audit',
+    render: (r, role) => <AuditView route={r} role={role} />,
+  },
+  {
+    id: 'tokens',
+    label: 'Tokens',
+    href: '#/tokens',
+    minRole: 'admin',
+    match: (r) => r.segments[0] === 'tokens',
+    render: (r, role) => <TokensView role={role} />,
   },
 ];
 
@@ -159,13 +206,15 @@ function Shell({ me, onSignOut }) {
           <span class="logo" aria-hidden="true" /> Kiln
         </a>
         <nav aria-label="Views">
-          {VIEWS.map((v) => (
+          {VIEWS.filter((v) => !v.minRole || roleAtLeast(role, v.minRole)).map((v) => (
             <a href={v.href} class={v === view ? 'active' : ''} aria-current={v === view ? 'page' : undefined}>
               {v.label}
             </a>
           ))}
         </nav>
         <div class="spacer" />
+        <HostShortcuts />
+        <HeaderSearch route={route} />
         <LiveIndicator />
         {me.name && (
           <span class="muted small" data-testid="token-name" title={`token ${me.token_id}`}>

@@ -34,6 +34,27 @@ export const HEALTH_CLASSES = [
 ];
 const BY_ID = new Map([...COMPLIANCE_CLASSES, ...HEALTH_CLASSES].map((c) => [c.id, c]));
 
+// State mode: a pod whose spares cover its missing hosts stays "in service", yet an SRE wants
+// to see the failed host in it (issue 18). Such a pod (hosts_out > 0: hosts draining, in
+// maintenance, validating, failed, in repair or quarantine; GET /fleet/heatmap) gets its own
+// class: orange with a white corner notch, next to "In service" in the legend.
+export const HOSTS_OUT_CLASS = {
+  id: 'in_service_hosts_out',
+  label: 'In service, hosts out',
+  noun: 'in service with hosts out',
+  short: 'HO',
+  color: '#d9480f',
+  ink: '#ffffff',
+  pattern: 'notch',
+};
+export const STATE_CLASSES = [POD_STATES[0], HOSTS_OUT_CLASS, ...POD_STATES.slice(1)];
+
+// A pod's class in state mode: its state, or HOSTS_OUT_CLASS for an in-service pod with hosts out.
+export function stateClass(p) {
+  if (p.state === 'in_service' && Number(p.hosts_out || 0) > 0) return HOSTS_OUT_CLASS;
+  return podState(p.state);
+}
+
 export function healthClass(healthyGpus) {
   const n = Number(healthyGpus || 0);
   if (n >= POD_GPUS) return BY_ID.get('h:full');
@@ -50,7 +71,7 @@ export function complianceClass(entry) {
 export function classesOf(mode) {
   if (mode === 'compliance') return COMPLIANCE_CLASSES;
   if (mode === 'health') return HEALTH_CLASSES;
-  return POD_STATES;
+  return STATE_CLASSES;
 }
 
 // (pod) -> cell style {id, label, short, color, ink, pattern} for the mode. compliance: Map
@@ -58,7 +79,7 @@ export function classesOf(mode) {
 export function styleFor(mode, compliance) {
   if (mode === 'compliance') return (p) => complianceClass(compliance ? compliance.get(p.id) : null);
   if (mode === 'health') return (p) => healthClass(p.healthy_gpus);
-  return (p) => podState(p.state);
+  return stateClass;
 }
 
 // {class id -> count} of pods under a style function.

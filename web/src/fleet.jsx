@@ -3,7 +3,6 @@
 // the pod panel.
 import { memo } from 'preact/compat';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { isSearchShortcut } from './a11y.js';
 import { api } from './api.js';
 import { cellAt, cellMetrics, LARGE_FLEET, columnsFor, drawBuilding, drawCell } from './heatmap.js';
 import { usePoll } from './live.js';
@@ -12,9 +11,8 @@ import {
   heatmapPods,
   filterChoices,
   filterPods,
-  findIds,
-  pickFound,
   fmtInt,
+  platformOptions,
   groupPods,
   podState,
   POD_STATES,
@@ -22,6 +20,7 @@ import {
 } from './model.js';
 import { navigate } from './route.js';
 import { RunShortcuts } from './runs.jsx';
+import { setSearchPods } from './search.jsx';
 import { ErrorBox, EventTable, HostStateChip, KeyValues, PodStateChip } from './ui.jsx';
 import {
   classesOf,
@@ -34,13 +33,15 @@ import {
   downgradedComponents,
   hasReasons,
   healthClass,
+  HOSTS_OUT_CLASS,
+  STATE_CLASSES,
   styleFor,
 } from './colour-model.js';
 import { bundleLabel } from './rollouts-model.js';
 
-const FILTER_KEYS = ['site', 'building', 'platform', 'state', 'label'];
+// out=1: only pods with hosts out of service (the legend's "In service, hosts out" toggles it).
+const FILTER_KEYS = ['site', 'building', 'platform', 'state', 'label', 'out'];
 const COMPLIANCE_INTERVAL_MS = 10000;
-const PLATFORMS = ['catalina', 'clemente', 'san_miguel'];
 
 // Timings for tests and bench-fleet-render.mjs (ms since navigation start).
 const perf = (window.__kilnPerf = window.__kilnPerf || {});
@@ -57,7 +58,7 @@ export function FleetView({ route, role }) {
     const f = {};
     for (const k of FILTER_KEYS) f[k] = params[k] || '';
     return f;
-  }, [params.site, params.building, params.platform, params.state, params.label]);
+  }, [params.site, params.building, params.platform, params.state, params.label, params.out]);
   const podId = params.pod || '';
   const mode = COLOUR_MODES.some((c) => c.id === params.colour) ? params.colour : 'state';
   const bundleId = mode === 'compliance' ? params.bundle || '' : '';
@@ -89,6 +90,7 @@ export function FleetView({ route, role }) {
         if (first) perf.fetchEnd = performance.now();
         countRef.current = items.length || -1;
         perf.setAt = performance.now();
+        setSearchPods(items);
         setPods(items);
         setError(null);
       } catch (e) {
@@ -137,8 +139,7 @@ export function FleetView({ route, role }) {
   const filtered = useMemo(() => filterPods(all, filters), [pods, filters]);
   const groups = useMemo(() => groupPods(filtered), [filtered]);
   const m = useMemo(() => cellMetrics(all.length), [all.length > LARGE_FLEET]);
-  const counts = useMemo(() => countStates(filtered), [filtered]);
-  const classCounts = useMemo(() => (mode === 'state' ? counts : countClasses(filtered, styleOf)), [filtered, styleOf, mode]);
+  const classCounts = useMemo(() => countClasses(filtered, styleOf), [filtered, styleOf]);
   const choices = useMemo(() => filterChoices(all, filters.site), [pods, filters.site]);
   // An NVL72 pod is 72 GPUs; healthy_gpus counts those on hosts that can serve jobs.
   const healthy = useMemo(() => filtered.reduce((n, p) => n + (p.healthy_gpus || 0), 0), [filtered]);
@@ -191,7 +192,6 @@ export function FleetView({ route, role }) {
                   groups.length ? ` · ${groups.length} site${groups.length > 1 ? 's' : ''}` : ''
                 }`}
           </p>
-          <FindBox pods={all} onPod={openPod} />
         </div>
         <Filters filters={filters} choices={choices} onChange={setFilter} onClear={clearFilters} />
         <ColourBy
@@ -201,7 +201,13 @@ export function FleetView({ route, role }) {
           onChange={(next) => navigate('/fleet', { ...params, colour: next.colour === 'state' ? '' : next.colour, bundle: next.bundle ?? params.bundle }, true)}
         />
         {mode === 'state' ? (
-          <Legend counts={counts} active={filters.state} onToggle={(s) => setFilter('state', filters.state === s ? '' : s)} />
+          <Legend
+            counts={classCounts}
+            active={filters.state}
+            outActive={!!filters.out}
+            onToggle={(s) => setFilter('state', filters.state === s ? '' : s)}
+            onToggleOut={() => setFilter('out', filters.out ? '' : '1')}
+          />
         ) : (
           <ClassLegend mode={mode} counts={classCounts} />
         )}
@@ -325,83 +331,6 @@ function ClassLegend({ mode, counts }) {
   );
 }
 
-function FindBox({ pods, onPod }) {
-  const [text, setText] = useState('');
-  const [msg, setMsg] = useState('');
-  const [matches, setMatches] = useState([]);
-  const input = useRef(null);
-  // "/" focuses the search box, unless the user is typing in a field.
-  useEffect(() => {
-    const fn = (e) => {
-      if (!isSearchShortcut(e) || !input.current) return;
-      e.preventDefault();
-      input.current.focus();
-      input.current.select();
-    };
-    document.addEventListener('keydown', fn);
-    return () => document.removeEventListener('keydown', fn);
-  }, []);
-  const open = (id) => {
-    setMsg('');
-    setMatches([]);
-    onPod(id);
-  };
-  const submit = (ev) => {
-    ev.preventDefault();
-    const id = text.trim();
-    if (!id) return;
-    const found = findIds(pods, id);
-    const pick = pickFound(found);
-    if (pick) {
-      open(pick);
-      return;
-    }
-    if (found.length > 1) {
-      setMsg('');
-      setMatches(found.map((f) => f.id));
-      return;
-    }
-    setMatches([]);
-    const hostLookup = (h) => api(`/hosts/${encodeURIComponent(h)}`).then(() => navigate(`/hosts/${encodeURIComponent(h)}`, {}));
-    hostLookup(id)
-      .catch((e) => (e.status === 404 && id.toLowerCase() !== id ? hostLookup(id.toLowerCase()) : Promise.reject(e)))
-      .catch((e) => setMsg(e.status === 404 ? `No pod or host named ${id}` : e.message));
-  };
-  return (
-    <form class="find" onSubmit={submit} role="search">
-      <label class="sr-only" for="find">
-        Find a pod or host by id
-      </label>
-      <input
-        id="find"
-        ref={input}
-        type="search"
-        placeholder="Find pod or host id ( / )"
-        aria-keyshortcuts="/"
-        value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
-      />
-      <button type="submit">Go</button>
-      {msg && (
-        <span class="error small" role="alert">
-          {msg}
-        </span>
-      )}
-      {matches.length > 0 && (
-        <ul class="find-matches" aria-label="Matching pods" data-testid="find-matches">
-          {matches.map((id) => (
-            <li key={id}>
-              <button type="button" class="link" onClick={() => open(id)}>
-                {id}
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-    </form>
-  );
-}
-
 function Select({ id, label, value, options, onChange, format }) {
   return (
     <label class="filter" for={id}>
@@ -428,7 +357,7 @@ function Filters({ filters, choices, onChange, onClear }) {
         id="f-platform"
         label="Platform"
         value={filters.platform}
-        options={PLATFORMS.filter((p) => choices.platforms.includes(p) || p === filters.platform)}
+        options={platformOptions(choices.platforms, filters.platform)}
         onChange={(v) => onChange('platform', v)}
       />
       <Select
@@ -480,19 +409,32 @@ function Swatch({ state, style, size = 18 }) {
   return <canvas ref={ref} class="swatch" style={{ width: `${size}px`, height: `${size}px` }} aria-hidden="true" />;
 }
 
-function Legend({ counts, active, onToggle }) {
+// State mode: the pod states, and pods in service with hosts out (their own class and filter).
+// counts: {class id -> pods} (colour-model.js stateClass).
+function Legend({ counts, active, outActive, onToggle, onToggleOut }) {
   return (
     <ul class="legend" aria-label="Pod states (click to filter)">
-      {POD_STATES.map((s) => (
-        <li>
-          <button type="button" class={active === s.id ? 'on' : ''} aria-pressed={active === s.id} onClick={() => onToggle(s.id)} data-state={s.id}>
-            <Swatch state={s.id} />
-            <span class="legend-code">{s.short}</span>
-            <span>{s.label}</span>
-            <span class="count">{fmtInt(counts[s.id] || 0)}</span>
-          </button>
-        </li>
-      ))}
+      {STATE_CLASSES.map((s) => {
+        const out = s === HOSTS_OUT_CLASS;
+        const on = out ? outActive : active === s.id;
+        return (
+          <li>
+            <button
+              type="button"
+              class={on ? 'on' : ''}
+              aria-pressed={on}
+              onClick={() => (out ? onToggleOut() : onToggle(s.id))}
+              data-state={s.id}
+              title={out ? 'In-service pods whose spares cover hosts out of service (failed, repair, quarantine, draining, maintenance, validating)' : undefined}
+            >
+              <Swatch style={s} />
+              <span class="legend-code">{s.short}</span>
+              <span>{s.label}</span>
+              <span class="count">{fmtInt(counts[s.id] || 0)}</span>
+            </button>
+          </li>
+        );
+      })}
     </ul>
   );
 }

@@ -67,7 +67,7 @@ function drawPattern(ctx, x, y, s, st, corner) {
   ctx.strokeStyle = st.pattern === 'stripes' ? 'rgba(0,0,0,0.55)' : 'rgba(255,255,255,0.9)';
   ctx.lineWidth = Math.max(1, s / 10);
   ctx.beginPath();
-  if (!corner) patternPath(ctx, x, y, s, st.pattern);
+  if (!corner || st.pattern === 'notch') patternPath(ctx, x, y, s, st.pattern);
   else if (st.pattern === 'stripes') {
     ctx.moveTo(x, y + s * 0.3);
     ctx.lineTo(x + s * 0.3, y);
@@ -83,8 +83,14 @@ function drawPattern(ctx, x, y, s, st, corner) {
   if (st.pattern === 'dots') {
     ctx.fillStyle = 'rgba(0,0,0,0.6)';
     ctx.fill();
+  } else if (st.pattern === 'notch') {
+    ctx.fillStyle = NOTCH_FILL;
+    ctx.fill();
   } else ctx.stroke();
 }
+
+// The notch (a pod in service with hosts out, colour-model.js): a filled white corner.
+const NOTCH_FILL = 'rgba(255,255,255,0.95)';
 
 // Draws every pod of a building; highlights `selected` (index) and `focused` (index).
 // styleOf(pod) gives a cell's style (colour-model.js; by default the pod's state).
@@ -157,6 +163,11 @@ function drawBatch(ctx, list, cols, m, st) {
     const { x, y } = cellOrigin(i, cols, m);
     patternPath(ctx, x, y, s, st.pattern);
   }
+  if (st.pattern === 'notch') {
+    ctx.fillStyle = NOTCH_FILL;
+    ctx.fill();
+    return;
+  }
   ctx.strokeStyle = st.pattern === 'stripes' ? 'rgba(0,0,0,0.55)' : 'rgba(255,255,255,0.9)';
   ctx.lineWidth = Math.max(1, s / 10);
   ctx.stroke();
@@ -190,6 +201,12 @@ function patternPath(ctx, x, y, s, pattern) {
       break;
     case 'dots':
       ctx.rect(x + s / 2 - 1, y + s / 2 - 1, 2, 2);
+      break;
+    case 'notch':
+      ctx.moveTo(x + s * 0.55, y);
+      ctx.lineTo(x + s, y);
+      ctx.lineTo(x + s, y + s * 0.45);
+      ctx.closePath();
       break;
     default: // solid: the fill is the pattern
       break;

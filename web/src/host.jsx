@@ -4,10 +4,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, qs } from './api.js';
 import { usePoll } from './live.js';
+import { QUARANTINE_WORKFLOW, runningValidation, startsValidation } from './hosts-model.js';
 import { ago, fmtTime, hostState, offeredActions, OVERRIDE_TARGETS, roleAtLeast } from './model.js';
-import { href } from './route.js';
+import { href, navigate } from './route.js';
 import { RunShortcuts, RunTable } from './runs.jsx';
-import { ErrorBox, EventTable, HostStateChip, KeyValues, useDialog } from './ui.jsx';
+import { ConfirmDialog, ErrorBox, EventTable, HostStateChip, KeyValues, useDialog } from './ui.jsx';
 
 export function HostView({ hostId, role }) {
   const [host, setHost] = useState(null);
@@ -17,6 +18,20 @@ export function HostView({ hostId, role }) {
   const [notice, setNotice] = useState('');
   // A 403 on a mutation means the token lost rights since sign-in: stop offering actions.
   const [denied, setDenied] = useState(false);
+  // The quarantine validation running on this host now, if any ({host, run}): a second one
+  // beside it is almost always a mistake, so starting one warns first.
+  const [validation, setValidation] = useState(null);
+  const [confirmValidation, setConfirmValidation] = useState(false);
+  usePoll(
+    async (isCurrent) => {
+      const r = await api(`/workflow-runs${qs({ host: hostId, workflow: QUARANTINE_WORKFLOW, state: 'running', limit: 5 })}`);
+      if (isCurrent()) setValidation({ host: hostId, run: runningValidation(r.items) });
+    },
+    5000,
+    [hostId],
+  );
+  const runningRun = validation && validation.host === hostId ? validation.run : null;
+  const newValidationHref = href('/runs/new', { workflow: QUARANTINE_WORKFLOW, hosts: hostId });
 
   const refresh = usePoll(
     async (isCurrent) => {
@@ -99,11 +114,26 @@ export function HostView({ hostId, role }) {
                   <div class="buttons">
                     <RunShortcuts role={role} hosts={[shown.id]} burnInPods={[shown.pod]} />
                     {shown.state === 'quarantine' && (
-                      <a class="button" data-start-run="quarantine" href={href('/runs/new', { workflow: 'quarantine-validation', hosts: shown.id })}>
+                      <a
+                        class="button"
+                        data-start-run="quarantine"
+                        href={newValidationHref}
+                        onClick={(e) => {
+                          if (!runningRun) return;
+                          e.preventDefault();
+                          setConfirmValidation(true);
+                        }}
+                      >
                         Run quarantine validation
                       </a>
                     )}
                   </div>
+                  {runningRun && (
+                    <p class="validation-running small" data-testid="validation-running" role="status">
+                      A quarantine validation is running on this host: <a href={`#/runs/${encodeURIComponent(runningRun.id)}`}>{runningRun.id}</a> (started{' '}
+                      {ago(runningRun.created_at)}).
+                    </p>
+                  )}
                 </>
               )}
             </section>
@@ -166,7 +196,29 @@ export function HostView({ hostId, role }) {
           </section>
         </>
       )}
-      {dialog && shown && <ActionDialog host={shown} spec={dialog} onCancel={() => setDialog(null)} onDone={onDone} />}
+      {dialog && shown && <ActionDialog host={shown} spec={dialog} running={runningRun} onCancel={() => setDialog(null)} onDone={onDone} />}
+      {confirmValidation && runningRun && (
+        <ConfirmDialog
+          title={`A quarantine validation is already running on ${hostId}`}
+          confirmLabel="Start another anyway"
+          danger
+          onCancel={() => setConfirmValidation(false)}
+          onConfirm={() => {
+            setConfirmValidation(false);
+            location.hash = newValidationHref;
+          }}
+        >
+          <p data-testid="validation-warning">
+            <a href={`#/runs/${encodeURIComponent(runningRun.id)}`}>{runningRun.id}</a> ({runningRun.workflow}) started {ago(runningRun.created_at)} and has not
+            finished. A second run beside it repeats the soak, and either verdict moves the host: open the running one instead, or cancel it first.
+          </p>
+          <p>
+            <button type="button" class="link" onClick={() => navigate(`/runs/${encodeURIComponent(runningRun.id)}`, {})}>
+              Open {runningRun.id}
+            </button>
+          </p>
+        </ConfirmDialog>
+      )}
     </div>
   );
 }
@@ -208,7 +260,7 @@ function HostRuns({ hostId }) {
   );
 }
 
-function ActionDialog({ host, spec, onCancel, onDone }) {
+function ActionDialog({ host, spec, running, onCancel, onDone }) {
   const override = !!spec.override;
   const a = spec.action;
   const [reason, setReason] = useState('');
@@ -252,6 +304,11 @@ function ActionDialog({ host, spec, onCancel, onDone }) {
         <p class="muted">
           Now <HostStateChip state={host.state} />. {override ? 'Admin override: forces the state, audited.' : a.help}
         </p>
+        {!override && running && startsValidation(a.id) && (
+          <p class="validation-running small" data-testid="validation-warning" role="alert">
+            This starts a quarantine validation, and one is already running on {host.id}: {running.id} (started {ago(running.created_at)}).
+          </p>
+        )}
         {override && (
           <label>
             Target state

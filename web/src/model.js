@@ -35,15 +35,24 @@ export function hostState(id) {
   return HOST_STATES[id] || { label: id || 'unknown', tone: 'off' };
 }
 
-// Host actions a person may take from the console (the scheduler's `allocate` is not one).
+// Host lifecycle actions (host_lifecycle.cc, in its table order): the console offers every one
+// that GET /hosts/{id} allows now (allocate too: an operator can stand in for the scheduler).
 // `confirm` is the button text in the confirmation dialog; `danger` styles it.
 export const HOST_ACTIONS = [
+  { id: 'allocate', label: 'Allocate', confirm: 'Allocate host', help: 'Mark the host as taken by a job (as the scheduler does).' },
   { id: 'drain', label: 'Drain', confirm: 'Drain host', help: 'Stop new jobs; the host goes to maintenance when empty.' },
   { id: 'undrain', label: 'Undrain', confirm: 'Undrain host', help: 'Cancel the drain; the host returns to available.' },
   { id: 'release', label: 'Release', confirm: 'Release host', help: 'Release the allocation; the host returns to available.' },
   { id: 'fail', label: 'Fail', confirm: 'Mark failed', danger: true, help: 'Take the host out of service as failed.' },
   { id: 'repair', label: 'Send to repair', confirm: 'Send to repair', help: 'Hand the failed host to repair.' },
   { id: 'repair_complete', label: 'Repair complete', confirm: 'Repair complete', help: 'Repair is done; the host goes to quarantine for validation.' },
+  {
+    id: 'quarantine',
+    label: 'Quarantine',
+    confirm: 'Quarantine host',
+    danger: true,
+    help: 'Pull the host (a lemon) into quarantine; a quarantine validation starts, and only a pass returns it to the pool.',
+  },
   { id: 'retire', label: 'Retire', confirm: 'Retire host', danger: true, help: 'Retire the host for good (terminal).' },
 ];
 export const OVERRIDE_TARGETS = Object.keys(HOST_STATES);
@@ -53,11 +62,22 @@ export function roleAtLeast(role, needed) {
   return (ROLE_RANK[role] || 0) >= ROLE_RANK[needed];
 }
 
-// The actions to offer for a host: those its state allows now, and only to operators and up.
+// The actions to offer for a host: every one its state allows now (GET /hosts/{id}
+// allowed_actions, in that order), only to operators and up. The admin override has its own
+// control. An action this console does not know yet is offered under its own name.
 export function offeredActions(role, allowed) {
   if (!roleAtLeast(role, 'operator')) return [];
-  const set = new Set(allowed || []);
-  return HOST_ACTIONS.filter((a) => set.has(a.id));
+  const out = [];
+  for (const id of allowed || []) {
+    if (id === 'override' || out.some((a) => a.id === id)) continue;
+    const known = HOST_ACTIONS.find((a) => a.id === id);
+    if (known) out.push(known);
+    else {
+      const label = id.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
+      out.push({ id, label, confirm: label, help: `The "${id}" lifecycle action.` });
+    }
+  }
+  return out;
 }
 
 // GET /fleet/heatmap ({count, columns, rows}) -> pod objects {id, site, building, platform,
@@ -76,7 +96,25 @@ export function heatmapPods(doc) {
   return out;
 }
 
-// filters: {site, building, platform, state, label ("key=value" or "key")}; empty = any.
+// The platforms of the fleet from GET /fleet/heatmap's platform column, sorted; [] without one.
+export function heatmapPlatforms(doc) {
+  const i = Array.isArray(doc && doc.columns) ? doc.columns.indexOf('platform') : -1;
+  if (i < 0 || !Array.isArray(doc.rows)) return [];
+  const set = new Set();
+  for (const row of doc.rows) if (row[i]) set.add(row[i]);
+  return [...set].sort(byText);
+}
+
+// A platform menu's choices: the fleet's platforms, and the chosen one even when the fleet has
+// none of it (a link from elsewhere), so the menu shows what the view is filtered by.
+export function platformOptions(platforms, current) {
+  const out = [...(platforms || [])];
+  for (const c of [].concat(current || [])) if (c && !out.includes(c)) out.push(c);
+  return out;
+}
+
+// filters: {site, building, platform, state, label ("key=value" or "key"), out (any value:
+// only pods with hosts out of service, hosts_out > 0)}; empty = any.
 export function filterPods(pods, f) {
   let labelKey = '';
   let labelValue = null;
@@ -85,12 +123,13 @@ export function filterPods(pods, f) {
     labelKey = (eq < 0 ? f.label : f.label.slice(0, eq)).trim();
     labelValue = eq < 0 ? null : f.label.slice(eq + 1).trim();
   }
-  if (!f.site && !f.building && !f.platform && !f.state && !labelKey) return pods;
+  if (!f.site && !f.building && !f.platform && !f.state && !labelKey && !f.out) return pods;
   return pods.filter((p) => {
     if (f.site && p.site !== f.site) return false;
     if (f.building && p.building !== f.building) return false;
     if (f.platform && p.platform !== f.platform) return false;
     if (f.state && p.state !== f.state) return false;
+    if (f.out && !(Number(p.hosts_out || 0) > 0)) return false;
     if (labelKey) {
       const v = p.labels ? p.labels[labelKey] : undefined;
       if (v === undefined || (labelValue !== null && v !== labelValue)) return false;

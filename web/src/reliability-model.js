@@ -23,9 +23,60 @@ export function causeLabel(c) {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
-// North star (FACTS.md): 2 interruptions per 8K GPUs per day = 8,000 x 24 / 2 = 96,000
-// GPU-hours MTBI. kilnd sends it in the report too; these are the fallbacks.
-export const NORTH_STAR = { per_8k_gpus_per_day: 2, mtbi_gpu_hours: 96000 };
+// The north star is kilnd's (its reliability_target setting): the report carries it as
+// north_star {per_8k_gpus_per_day, mtbi_gpu_hours}; the console has no number of its own.
+
+// A span of days as words: "2 h 57 min", "3.5 days", "40 s".
+export function fmtSpan(days) {
+  const s = Math.max(0, Math.round(days * 86400));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) {
+    const h = Math.floor(s / 3600);
+    const m = Math.floor((s % 3600) / 60);
+    return m ? `${h} h ${m} min` : `${h} h`;
+  }
+  return `${fmtNumber(s / 86400)} days`;
+}
+
+// How much of the report's window the fleet's history covers (history_start, covered_days of
+// GET /reliability): {partial, none, covered_days, days, short, text}. partial: the window
+// starts before the history, so its rates are over covered_days, not days; short: under a
+// day of history, too little to judge against a target.
+export function coverage(r, fmtTime = (t) => t) {
+  const days = Number(r.days) || 0;
+  const covered = r.covered_days === undefined || r.covered_days === null ? days : Number(r.covered_days);
+  const none = !r.history_start || covered <= 0;
+  // Within a second of the whole window: covered (kilnd computes both from the same times).
+  const partial = none || covered < days - 1 / 86400;
+  const short = none || covered < 1;
+  let text = '';
+  if (none && !r.history_start) text = 'No host in this scope has been in service yet: there is no history to measure.';
+  else if (none) text = `The fleet's history starts ${fmtTime(r.history_start)}, after this window: nothing in it to measure.`;
+  else if (partial)
+    text = `The fleet's history starts ${fmtTime(r.history_start)}: this ${fmtNumber(days)}-day window holds only ${fmtSpan(covered)} of it. The rates below are over those ${fmtSpan(covered)}, not ${fmtNumber(days)} days${short ? ', too short to judge against the north star' : ''}.`;
+  return { partial, none, short, covered_days: none ? 0 : covered, days, text };
+}
+
+// Against the north star: lower is better for the rate, higher for MTBI. Returns {ok, text}
+// (text says how far, so it does not depend on a colour). `cov` (coverage()): with under a
+// day of history the figure is not judged; with a partial window the text says over what span.
+export function rateVerdict(rate, target, cov) {
+  if (rate === null || rate === undefined) return { ok: null, text: 'no GPU-hours in the window' };
+  if (cov && cov.partial && cov.short) return { ok: null, text: `over ${fmtSpan(cov.covered_days)} of history only: not judged against the north star of ${target}` };
+  const over = cov && cov.partial ? ` (over ${fmtSpan(cov.covered_days)} of history, not ${fmtNumber(cov.days)} days)` : '';
+  if (rate <= target) return { ok: true, text: `at or below the north star of ${target}${over}` };
+  return { ok: false, text: `${fmtNumber(rate / target)}× the north star of ${target}${over}` };
+}
+export function mtbiVerdict(mtbi, interruptions, target, cov) {
+  if (mtbi === null || mtbi === undefined)
+    return interruptions ? { ok: null, text: 'no GPU-hours in the window' } : { ok: true, text: `no interruption: above the north star of ${fmtNumber(target)}` };
+  if (cov && cov.partial && cov.short)
+    return { ok: null, text: `over ${fmtSpan(cov.covered_days)} of history only: not judged against the north star of ${fmtNumber(target)}` };
+  const over = cov && cov.partial ? ` (over ${fmtSpan(cov.covered_days)} of history)` : '';
+  if (mtbi >= target) return { ok: true, text: `at or above the north star of ${fmtNumber(target)}${over}` };
+  return { ok: false, text: `${fmtNumber((100 * mtbi) / target)}% of the north star of ${fmtNumber(target)}${over}` };
+}
 
 export const WINDOWS = [
   { id: '7', label: 'Last 7 days', days: 7 },
@@ -67,24 +118,10 @@ export function fmtNumber(v) {
   return Number(n.toPrecision(3)).toLocaleString('en-US', { maximumFractionDigits: 6 });
 }
 
-// Against the north star: lower is better for the rate, higher for MTBI. Returns {ok, text}
-// (text says how far, so it does not depend on a colour).
-export function rateVerdict(rate, target = NORTH_STAR.per_8k_gpus_per_day) {
-  if (rate === null || rate === undefined) return { ok: null, text: 'no GPU-hours in the window' };
-  if (rate <= target) return { ok: true, text: `at or below the north star of ${target}` };
-  return { ok: false, text: `${fmtNumber(rate / target)}× the north star of ${target}` };
-}
-export function mtbiVerdict(mtbi, interruptions, target = NORTH_STAR.mtbi_gpu_hours) {
-  if (mtbi === null || mtbi === undefined)
-    return interruptions ? { ok: null, text: 'no GPU-hours in the window' } : { ok: true, text: `no interruption: above the north star of ${fmtNumber(target)}` };
-  if (mtbi >= target) return { ok: true, text: `at or above the north star of ${fmtNumber(target)}` };
-  return { ok: false, text: `${fmtNumber((100 * mtbi) / target)}% of the north star of ${fmtNumber(target)}` };
-}
-
 // Chart geometry for the weekly rate against the north-star line: points [{x, y, week,
 // value}] in a w x h box with padding, a y scale (linear, or log10 when the values span more
 // than two decades, as a rate cut by 99% does) and its ticks.
-export function weeklyChart(weekly, { w = 640, h = 220, pad = { l: 56, r: 16, t: 12, b: 36 }, target = 2 } = {}) {
+export function weeklyChart(weekly, { w = 640, h = 220, pad = { l: 56, r: 16, t: 12, b: 36 }, target } = {}) {
   const vals = weekly.map((x) => x.per_8k_gpus_per_day).filter((v) => v !== null && v !== undefined);
   const positive = vals.filter((v) => v > 0);
   const max = Math.max(target, ...vals, 0);

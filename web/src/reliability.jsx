@@ -1,29 +1,30 @@
-// Reliability: interruptions per 8K GPUs per day against the north star of 2, MTBI in
-// GPU-hours against 96,000, GPU-hours in service; the weekly rate against the north-star
+// Reliability: interruptions per 8K GPUs per day and MTBI in GPU-hours against kilnd's north
+// star (its reliability_target), GPU-hours in service, and how much of the window the fleet's
+// history covers; the weekly rate against the north-star
 // line; causes with their shares; lemon hosts (send one to quarantine validation); and a form
 // to record an interruption. Window and scope in the URL; live by polling.
 import { useEffect, useState } from 'preact/hooks';
 import { api, qs } from './api.js';
 import { usePoll } from './live.js';
-import { fmtInt, fmtTime, roleAtLeast } from './model.js';
+import { fmtInt, fmtTime, platformOptions, roleAtLeast } from './model.js';
 import { href, navigate } from './route.js';
 import {
   CAUSES,
   causeLabel,
   fmtNumber,
+  fmtSpan,
   interruptionBody,
   mtbiVerdict,
   newInterruptionId,
-  NORTH_STAR,
+  coverage,
   rateVerdict,
   reportQuery,
   weeklyChart,
   WINDOWS,
 } from './reliability-model.js';
 import { fieldErrors } from './runs-model.js';
-import { ConfirmDialog, ErrorBox, HostStateChip } from './ui.jsx';
+import { ConfirmDialog, ErrorBox, HostStateChip, useFleetPlatforms } from './ui.jsx';
 
-const PLATFORMS = ['catalina', 'clemente', 'san_miguel'];
 // Host states the `quarantine` action accepts (core/host_lifecycle.cc).
 const QUARANTINABLE = ['available', 'allocated', 'draining', 'maintenance', 'validating', 'failed'];
 
@@ -34,6 +35,7 @@ export function ReliabilityView({ route, role }) {
   const [sites, setSites] = useState([]);
   const [lemon, setLemon] = useState(null); // the lemon to quarantine
   const [notice, setNotice] = useState('');
+  const platforms = useFleetPlatforms();
   const key = JSON.stringify(params);
 
   useEffect(() => {
@@ -109,7 +111,7 @@ export function ReliabilityView({ route, role }) {
           <span>Platform</span>
           <select id="rel-platform" value={params.platform || ''} onChange={(e) => set('platform', e.currentTarget.value)}>
             <option value="">All</option>
-            {PLATFORMS.map((p) => (
+            {platformOptions(platforms, params.platform).map((p) => (
               <option value={p}>{p}</option>
             ))}
           </select>
@@ -198,22 +200,28 @@ function BigNumber({ label, value, unit, verdict, testid }) {
 }
 
 function Report({ r, canAct, onQuarantine }) {
-  const ns = r.north_star || NORTH_STAR;
+  const ns = r.north_star;
+  const cov = coverage(r, fmtTime);
   return (
     <>
+      {cov.partial && (
+        <p class="notice caveat" role="note" data-testid="coverage-caveat" data-covered-days={String(cov.covered_days)}>
+          <strong>Short history:</strong> {cov.text}
+        </p>
+      )}
       <section class="big-numbers" aria-label="Headline figures">
         <BigNumber
           testid="rate"
-          label="Interruptions per 8K GPUs per day"
+          label={cov.partial && !cov.none ? `Interruptions per 8K GPUs per day (over ${fmtSpan(cov.covered_days)})` : 'Interruptions per 8K GPUs per day'}
           value={fmtNumber(r.per_8k_gpus_per_day)}
-          verdict={rateVerdict(r.per_8k_gpus_per_day, ns.per_8k_gpus_per_day)}
+          verdict={rateVerdict(r.per_8k_gpus_per_day, ns.per_8k_gpus_per_day, cov)}
         />
         <BigNumber
           testid="mtbi"
           label="MTBI"
           value={r.mtbi_gpu_hours === null ? '∞' : fmtNumber(r.mtbi_gpu_hours)}
           unit="GPU-hours"
-          verdict={mtbiVerdict(r.mtbi_gpu_hours, r.interruptions, ns.mtbi_gpu_hours)}
+          verdict={mtbiVerdict(r.mtbi_gpu_hours, r.interruptions, ns.mtbi_gpu_hours, cov)}
         />
         <BigNumber testid="gpu-hours" label="GPU-hours in service" value={fmtNumber(r.gpu_hours)} verdict={{ ok: null, text: 'hosts available or allocated' }} />
         <BigNumber

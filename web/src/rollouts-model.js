@@ -429,3 +429,110 @@ export function refusedFields(details) {
   if (details && details.field && !out.some((f) => f.path === details.field)) out.push({ path: details.field, message: '' });
   return out;
 }
+
+// ---------------------------------------------------------------- a rollout's targets and marks
+
+// A P90 pod time against kilnd's target (GET /targets rollouts.pod_p90_s): {ok, text}, or null
+// without a finished pod or a target.
+export function p90Verdict(p90s, count, targetS) {
+  if (!count || targetS === null || targetS === undefined) return null;
+  if (p90s <= targetS) return { ok: true, text: `within the target of ${fmtEta(targetS)}` };
+  return { ok: false, text: `${fmtEta(p90s - targetS)} over the target of ${fmtEta(targetS)}` };
+}
+
+// Whether a rollout moves pods to older versions: its stored plan's downgrades, and the reason
+// its created event carries (", a downgrade allowed because: ..."), or that it is a rollback.
+// -> null, or {pods, reason, rollback_of}
+export function downgradeMark(view, events) {
+  const pods = ((view && view.plan && view.plan.downgrades) || []).length;
+  const rollbackOf = (view && view.rollback_of) || null;
+  if (!pods && !rollbackOf) return null;
+  const created = (events || []).find((e) => e.kind === 'created' && !e.pod);
+  const m = created && /, a downgrade allowed because: ([\s\S]*)$/.exec(created.message || '');
+  return { pods, reason: m ? m[1] : '', rollback_of: rollbackOf };
+}
+
+// ---------------------------------------------------------------- rollback preview
+
+// The pods a rollback of this rollout would put back, by kilnd's rule (RolloutService::rollback):
+// the succeeded ones, and the failed or aborted ones whose upgrade run started.
+export function rollbackPods(pods) {
+  const changed = [];
+  const touched = [];
+  for (const p of pods || []) {
+    if (p.phase === 'succeeded') changed.push(p.pod);
+    else if ((p.phase === 'failed' || p.phase === 'aborted') && p.run_id) touched.push(p.pod);
+  }
+  return { changed, touched };
+}
+
+// What a rollback would do, from what the console can read: `view` and `pods` of the rollout,
+// `others` [{id, bundle, created_at_ms, pods: [pod rows]}] the other rollouts. Mirrors kilnd:
+// each pod's previous bundle is the bundle of its newest succeeded pod row elsewhere that
+// finished before this rollout's first pod started; a later rollout (created after this one)
+// that changed a pod (succeeded there, or its run started) makes kilnd refuse.
+// -> {asked, pods, bundle, bundles, unknown, left, later: {pod, rollout} | null, refusal}
+// (asked: how many pods it changed; unknown: changed pods with no earlier bundle, which make
+// kilnd refuse; left: part-upgraded ones with none, which it leaves out; refusal: why kilnd
+// will answer 409, or '' when it should not.)
+export function rollbackPreview(view, pods, others) {
+  const { changed, touched } = rollbackPods(pods);
+  const asked = [...changed, ...touched];
+  const out = { asked: asked.length, pods: [], bundle: null, bundles: [], unknown: [], left: [], later: null, refusal: '' };
+  if (asked.length === 0) {
+    out.refusal = `rollout ${view.id} changed no pod: nothing to roll back`;
+    return out;
+  }
+  const starts = (pods || []).map((p) => p.started_at_ms).filter((t) => t !== null && t !== undefined);
+  const startedAt = starts.length ? Math.min(...starts) : Infinity;
+  const want = new Set(asked);
+  const prev = {}; // pod -> {bundle, at}
+  let later = null;
+  for (const o of others || []) {
+    if (o.id === view.id) continue;
+    for (const p of o.pods || []) {
+      if (!want.has(p.pod)) continue;
+      if (p.phase === 'succeeded' && p.finished_at_ms !== null && p.finished_at_ms !== undefined && p.finished_at_ms < startedAt) {
+        if (!prev[p.pod] || p.finished_at_ms > prev[p.pod].at) prev[p.pod] = { bundle: o.bundle, at: p.finished_at_ms };
+      }
+      if (o.created_at_ms > view.created_at_ms && (p.phase === 'succeeded' || p.run_id)) {
+        if (!later || o.created_at_ms > later.created_at_ms || (o.created_at_ms === later.created_at_ms && p.pod < later.pod))
+          later = { pod: p.pod, rollout: o.id, created_at_ms: o.created_at_ms };
+      }
+    }
+  }
+  if (later) {
+    out.later = { pod: later.pod, rollout: later.rollout };
+    out.refusal = `pod ${later.pod} was changed again by rollout ${later.rollout} after ${view.id}: roll back ${later.rollout} first`;
+  }
+  const bundles = new Set();
+  for (const pod of changed) {
+    if (prev[pod]) {
+      bundles.add(prev[pod].bundle);
+      out.pods.push(pod);
+    } else out.unknown.push(pod);
+  }
+  if (out.unknown.length && !out.refusal)
+    out.refusal = `no earlier bundle is known for pod ${out.unknown[0]} (it was never upgraded by a Kiln rollout before ${view.id})`;
+  for (const pod of touched) {
+    if (prev[pod]) {
+      bundles.add(prev[pod].bundle);
+      out.pods.push(pod);
+    } else out.left.push(pod);
+  }
+  if (!out.pods.length && !out.refusal) out.refusal = `no earlier bundle is known for pod ${out.left[0]}`;
+  out.bundles = [...bundles].sort();
+  if (out.bundles.length === 1) out.bundle = out.bundles[0];
+  else if (out.bundles.length > 1 && !out.refusal)
+    out.refusal = `the changed pods came from ${out.bundles.length} different bundles: roll them back one rollout per bundle`;
+  return out;
+}
+
+// Component versions before and after: `from` and `to` bundles ({components: [{kind,
+// version}]}) -> [{kind, from, to}] by kind, in `from`'s order then `to`'s new kinds.
+export function versionChanges(from, to) {
+  const a = new Map(((from && from.components) || []).map((c) => [c.kind, c.version]));
+  const b = new Map(((to && to.components) || []).map((c) => [c.kind, c.version]));
+  const kinds = [...a.keys(), ...[...b.keys()].filter((k) => !a.has(k))];
+  return kinds.map((kind) => ({ kind, from: a.has(kind) ? a.get(kind) : null, to: b.has(kind) ? b.get(kind) : null }));
+}

@@ -4,18 +4,21 @@
 // reason, waves, per-pod timeline, why pods wait, P50/P90 and ETA, events, verbs with a
 // confirmation naming the consequence, retry/skip per pod). Live by polling.
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api, qs } from './api.js';
+import { api, fetchAll, qs } from './api.js';
+import { Actor, ActorText } from './actors.jsx';
 import { usePoll, useTicker } from './live.js';
-import { ago, fmtInt, fmtTime, roleAtLeast } from './model.js';
+import { ago, fmtInt, fmtTime, platformOptions, roleAtLeast } from './model.js';
 import { href, navigate } from './route.js';
 import {
   bundleLabel,
   createBody,
   createGate,
+  downgradeMark,
   exclusionCounts,
   FINISHED_ROLLOUT_STATES,
   fmtEta,
   offeredVerbs,
+  p90Verdict,
   PHASE_ORDER,
   planDowngrades,
   planSummary,
@@ -30,18 +33,19 @@ import {
   rolloutFieldErrors,
   rolloutProgress,
   rolloutState,
+  rollbackPreview,
   selectorBody,
   timelineRange,
+  versionChanges,
   waitClass,
   waitingByClass,
   WAIT_CLASSES,
 } from './rollouts-model.js';
-import { ConfirmDialog, ErrorBox, ErrorStatus, KeyValues, ToneChip } from './ui.jsx';
+import { ConfirmDialog, ErrorBox, ErrorStatus, KeyValues, ToneChip, useFleetPlatforms, useTargets } from './ui.jsx';
 
 const PAGE = 50;
 const POD_ROWS = 200;
 const LIVE_MS = 3000;
-const PLATFORMS = ['catalina', 'clemente', 'san_miguel'];
 
 export function RolloutStateChip({ state }) {
   return <ToneChip info={rolloutState(state)} state={state} testid="rollout-state" />;
@@ -166,7 +170,9 @@ export function RolloutsView({ route, role }) {
                       )}
                     </td>
                     <td title={fmtTime(r.created_at_ms)}>{ago(r.created_at_ms)}</td>
-                    <td>{r.created_by}</td>
+                    <td>
+                      <Actor id={r.created_by} />
+                    </td>
                   </tr>
                 );
               })}
@@ -220,6 +226,7 @@ export function NewRolloutView({ route, role }) {
     labels: pre.labels || '',
   });
   const [policy, setPolicy] = useState(policyDefaults);
+  const platforms = useFleetPlatforms();
   const [preview, setPreview] = useState(null); // {key, answer}
   const [busy, setBusy] = useState('');
   const [error, setError] = useState(null);
@@ -334,7 +341,8 @@ export function NewRolloutView({ route, role }) {
             <div class="param" role="group" aria-labelledby="ro-platforms-label">
               <span id="ro-platforms-label">Platforms</span>
               <span class="checks-row">
-                {PLATFORMS.map((p) => (
+                {platforms.length === 0 && sel.platforms.length === 0 && <span class="muted small">no pod in the fleet yet</span>}
+                {platformOptions(platforms, sel.platforms).map((p) => (
                   <label class="inline">
                     <input
                       type="checkbox"
@@ -689,6 +697,7 @@ export function RolloutView({ rolloutId, role }) {
   const [notice, setNotice] = useState('');
   const [denied, setDenied] = useState(false);
   const now = useTicker(1000);
+  const targets = useTargets();
 
   const shown = data && data.id === rolloutId ? data : null;
   const refresh = usePoll(
@@ -783,10 +792,12 @@ export function RolloutView({ rolloutId, role }) {
           <strong>Halted:</strong> {view.halt_reason || 'no reason recorded'}. Resume retries the failed pods; skip the ones that cannot be fixed.
         </p>
       )}
+      {shown && <DowngradeMark mark={downgradeMark(shown.view, shown.events)} />}
       {shown && (
         <RolloutDetail
           data={shown}
           now={now}
+          targets={targets}
           canAct={canAct}
           onPodVerb={(pod, verb) => {
             setReason('');
@@ -794,7 +805,18 @@ export function RolloutView({ rolloutId, role }) {
           }}
         />
       )}
-      {dialog && view && (
+      {dialog && view && !dialog.pod && dialog.verb.id === 'rollback' && (
+        <RollbackDialog
+          view={view}
+          pods={shown.pods}
+          onDone={(id) => {
+            setDialog(null);
+            navigate(`/rollouts/${encodeURIComponent(id)}`, {});
+          }}
+          onCancel={() => setDialog(null)}
+        />
+      )}
+      {dialog && view && (dialog.pod || dialog.verb.id !== 'rollback') && (
         <ConfirmDialog
           title={dialog.pod ? `${dialog.verb === 'retry' ? 'Retry' : 'Skip'} ${dialog.pod}?` : `${dialog.verb.label} ${rolloutId}?`}
           confirmLabel={dialog.pod ? (dialog.verb === 'retry' ? 'Retry pod' : 'Skip pod') : dialog.verb.confirm}
@@ -835,10 +857,216 @@ export function RolloutView({ rolloutId, role }) {
   );
 }
 
-function RolloutDetail({ data, now, canAct, onPodVerb }) {
+// A rollout that moves pods to older versions says so at the top of its page: a rollback, or
+// a downgrade created with allow_downgrade and the reason given then.
+function DowngradeMark({ mark }) {
+  if (!mark) return null;
+  return (
+    <p class="notice downgrade-mark" data-testid="downgrade-mark" data-pods={String(mark.pods)}>
+      <strong>Downgrade:</strong>{' '}
+      {mark.rollback_of ? (
+        <>
+          this rollout rolls back <a href={rolloutLink(mark.rollback_of)}>{mark.rollback_of}</a>
+          {mark.pods ? `, moving ${mark.pods} pod${mark.pods === 1 ? '' : 's'} to older versions` : ''}.
+        </>
+      ) : (
+        <>
+          this rollout moves {mark.pods} pod{mark.pods === 1 ? '' : 's'} to older versions, allowed on purpose
+          {mark.reason ? (
+            <>
+              {' '}
+              because: <q data-testid="downgrade-mark-reason">{mark.reason}</q>
+            </>
+          ) : (
+            ''
+          )}
+          .
+        </>
+      )}
+    </p>
+  );
+}
+
+// Roll back…: what it would do before it is done. The bundle the pods return to and each
+// component's version now and after, the dry run of the new rollout (POST /rollouts with
+// dry_run over the pods kilnd would take, with this rollout's policy), what kilnd is expected
+// to refuse; then kilnd's own answer (a 409 names the later rollout to roll back first).
+function RollbackDialog({ view, pods, onDone, onCancel }) {
+  const [preview, setPreview] = useState(null); // {pre, current, dry} | {error}
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [refused, setRefused] = useState(null);
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      try {
+        // The other rollouts and their pods: where each pod's previous bundle came from, and
+        // whether a later rollout changed them since.
+        const list = await fetchAll('/rollouts', {}, { limit: 200 });
+        const others = await Promise.all(
+          list
+            .filter((r) => r.id !== view.id)
+            .slice(0, 100)
+            .map(async (r) => ({ id: r.id, bundle: r.bundle, created_at_ms: r.created_at_ms, pods: (await api(`/rollouts/${encodeURIComponent(r.id)}/pods`)).items })),
+        );
+        const pre = rollbackPreview(view, pods, others);
+        const current = await api(`/bundles/${encodeURIComponent(view.bundle.id)}`);
+        let dry = null;
+        let dryError = null;
+        if (pre.bundle && pre.pods.length) {
+          try {
+            dry = await api('/rollouts', { method: 'POST', body: { bundle: pre.bundle, selector: { pods: pre.pods }, policy: view.policy, dry_run: true } });
+          } catch (e) {
+            dryError = e;
+          }
+        }
+        if (live) setPreview({ pre, current, dry, dryError });
+      } catch (e) {
+        if (live) setPreview({ error: e });
+      }
+    })();
+    return () => {
+      live = false;
+    };
+  }, [view.id]);
+
+  const confirm = async () => {
+    setBusy(true);
+    setRefused(null);
+    try {
+      const r = await api(`/rollouts/${encodeURIComponent(view.id)}/rollback`, { method: 'POST', body: reason.trim() ? { reason: reason.trim() } : undefined });
+      onDone(r.id);
+      return;
+    } catch (e) {
+      setRefused(e);
+    }
+    setBusy(false);
+  };
+  const pre = preview && preview.pre;
+  const dry = preview && preview.dry;
+  const back = dry ? dry.bundle : null;
+  const changes = preview && preview.current && back ? versionChanges(preview.current, back).filter((c) => c.from !== c.to) : [];
+  return (
+    <ConfirmDialog
+      title={`Roll back ${view.id}?`}
+      confirmLabel="Start the rollback"
+      danger
+      busy={busy || !preview}
+      onConfirm={confirm}
+      onCancel={onCancel}
+    >
+      <div data-testid="rollback-dialog">
+        {!preview && <p class="muted">Working out what the rollback would do…</p>}
+        {preview && preview.error && <ErrorBox error={preview.error} what="Could not work out the rollback" />}
+        {pre && (
+          <p data-testid="rollback-what">
+            {pre.pods.length ? 'Rolls back' : 'Would roll back'} <strong>{bundleLabel(view.bundle)}</strong> ({view.bundle.id}) on{' '}
+            {pre.pods.length || pre.asked} pod{(pre.pods.length || pre.asked) === 1 ? '' : 's'}
+            {back ? (
+              <>
+                : they return to{' '}
+                <strong data-testid="rollback-bundle">
+                  {bundleLabel(back)}
+                </strong>{' '}
+                ({back.id}).
+              </>
+            ) : pre.bundle ? (
+              <>
+                : they return to <strong data-testid="rollback-bundle">{pre.bundle}</strong>.
+              </>
+            ) : (
+              '.'
+            )}{' '}
+            A new rollout starts at once with this rollout's policy (drain, install, validate).
+          </p>
+        )}
+        {changes.length > 0 && (
+          <table class="table small" data-testid="rollback-versions">
+            <thead>
+              <tr>
+                <th scope="col">Component</th>
+                <th scope="col">Now ({bundleLabel(view.bundle)})</th>
+                <th scope="col">After the rollback</th>
+              </tr>
+            </thead>
+            <tbody>
+              {changes.map((c) => (
+                <tr data-kind={c.kind}>
+                  <td>{c.kind}</td>
+                  <td class="mono">{c.from || '—'}</td>
+                  <td class="mono">{c.to || 'not in the bundle: left as it is'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {dry && (
+          <div data-testid="rollback-dry-run">
+            <p>
+              <strong>Dry run:</strong> {planSummary(dry.plan)}
+              {dry.plan.excluded.length > 0 ? `; ${dry.plan.excluded.length} left out (${Object.entries(exclusionCounts(dry.plan.excluded)).map(([k, n]) => `${n} ${k}`).join(', ')})` : ''}.
+            </p>
+            <ol class="waves-plan small">
+              {dry.plan.waves.map((w) => (
+                <li data-wave={w.index}>
+                  {w.name}: <span class="mono">{w.pods.join(', ')}</span>
+                </li>
+              ))}
+            </ol>
+          </div>
+        )}
+        {preview && preview.dryError && <ErrorBox error={preview.dryError} what="The dry run of the rollback failed" />}
+        {pre && pre.left.length > 0 && (
+          <p class="muted small">
+            No earlier bundle is known for {pre.left.join(', ')} (upgrade started, not finished): {pre.left.length === 1 ? 'it is' : 'they are'} left as{' '}
+            {pre.left.length === 1 ? 'it is' : 'they are'}.
+          </p>
+        )}
+        {pre && pre.refusal && (
+          <p class="error-box" data-testid="rollback-expected-refusal">
+            kilnd is expected to refuse: {pre.refusal}.
+            {pre.later && (
+              <>
+                {' '}
+                <a href={rolloutLink(pre.later.rollout)}>Open {pre.later.rollout}</a>
+              </>
+            )}
+          </p>
+        )}
+        <label for="rollback-reason">Reason (optional; recorded in the rollout's events and the audit log)</label>
+        <input
+          id="rollback-reason"
+          type="text"
+          name="reason"
+          maxLength={1000}
+          value={reason}
+          placeholder="e.g. CX7 28.44 drops links, INC-4411"
+          onInput={(e) => setReason(e.currentTarget.value)}
+        />
+        {refused && (
+          <div class="error-box" role="alert" data-testid="rollback-refused">
+            {refused.status === 409 ? 'kilnd refused the rollback' : 'Could not roll back'}: {refused.message}
+            <ErrorStatus error={refused} />
+            {refused.details && refused.details.rollout && (
+              <>
+                {' '}
+                <a href={rolloutLink(refused.details.rollout)} data-testid="rollback-refused-link">
+                  Open {refused.details.rollout}
+                </a>
+              </>
+            )}
+          </div>
+        )}
+      </div>
+    </ConfirmDialog>
+  );
+}
+
+function RolloutDetail({ data, now, canAct, onPodVerb, targets }) {
   const { view, pods, events } = data;
   const p = rolloutProgress(view);
   const d = view.pod_durations || {};
+  const p90 = targets ? p90Verdict(d.p90_s, d.count, targets.rollouts.pod_p90_s) : null;
   const waiting = waitingByClass(view.waiting);
   const sel = view.selector || {};
   const selText = ['sites', 'buildings', 'platforms', 'pods']
@@ -875,7 +1103,21 @@ function RolloutDetail({ data, now, canAct, onPodVerb }) {
             </dd>
           </dl>
           <p class="muted small">
-            {d.count ? `From ${d.count} finished pod${d.count === 1 ? '' : 's'}.` : 'No pod has finished yet.'} The seed's operators watch the P90: 7 h → 2 h.
+            {d.count ? `From ${d.count} finished pod${d.count === 1 ? '' : 's'}.` : 'No pod has finished yet.'}
+            {targets && (
+              <span data-testid="p90-target">
+                {' '}
+                Target P90: {fmtEta(targets.rollouts.pod_p90_s)}
+                {p90 ? (
+                  <span class={`verdict ${p90.ok ? 'good' : 'error'}`}>
+                    {' '}
+                    <span aria-hidden="true">{p90.ok ? '✓ ' : '✗ '}</span>
+                    {p90.text}
+                  </span>
+                ) : null}
+                .
+              </span>
+            )}
           </p>
         </section>
         <section class="card" aria-labelledby="ro-about">
@@ -884,7 +1126,12 @@ function RolloutDetail({ data, now, canAct, onPodVerb }) {
             rows={[
               ['Bundle', `${bundleLabel(view.bundle)} (${view.bundle.id})`],
               ['Pods', selText || 'every pod'],
-              ['Created', `${fmtTime(view.created_at_ms)} (${ago(view.created_at_ms)}) by ${view.created_by}`],
+              [
+                'Created',
+                <>
+                  {fmtTime(view.created_at_ms)} ({ago(view.created_at_ms)}) by <Actor id={view.created_by} />
+                </>,
+              ],
               ['Started', view.started_at_ms ? `${fmtTime(view.started_at_ms)} (${ago(view.started_at_ms)})` : 'not yet'],
               ['Finished', view.finished_at_ms ? fmtTime(view.finished_at_ms) : ''],
               ['Rollback of', view.rollback_of ? <a href={rolloutLink(view.rollback_of)}>{view.rollback_of}</a> : ''],
@@ -966,7 +1213,9 @@ function RolloutDetail({ data, now, canAct, onPodVerb }) {
                   <td title={fmtTime(e.at_ms)}>{ago(e.at_ms)}</td>
                   <td>{e.pod || <span class="muted">rollout</span>}</td>
                   <td>{e.kind}</td>
-                  <td>{e.message}</td>
+                  <td>
+                    <ActorText text={e.message} />
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -177,3 +177,102 @@ export function fillTemplate(text, fields, values) {
     return f && f.default !== '' ? f.default : name;
   });
 }
+
+// ---- Step-level progress (issue 18) -------------------------------------------------------
+// Where each host stands on each step of its current pass, from GET /workflow-runs/{id}: a step
+// is done (recorded as passed, warned, skipped or the leader's), failed, running (the host's
+// current step), pending (not reached yet) or not run (the host ended before it: failed or
+// cancelled). A host that passed did every step (a step its `when` skipped leaves no record).
+export const STEP_STATES = {
+  done: { label: 'Done', tone: 'good', seg: 'seg-good' },
+  failed: { label: 'Failed', tone: 'bad', seg: 'seg-bad' },
+  notrun: { label: 'Not run', tone: 'off', seg: 'seg-off' },
+  running: { label: 'Running', tone: 'work', seg: 'seg-work' },
+  pending: { label: 'Pending', tone: 'new', seg: 'seg-pending' },
+};
+const DONE_OUTCOMES = new Set(['passed', 'warned', 'skipped', 'shared']);
+
+export function hostStepStates(h, steps) {
+  const last = {};
+  for (const r of h.steps || []) if (r.pass === h.pass) last[r.step] = r;
+  const current = h.current_step ? steps.indexOf(h.current_step) : -1;
+  return steps.map((step, i) => {
+    const r = last[step];
+    if (h.status === 'passed') return 'done';
+    if ((h.status === 'running' || h.status === 'pending') && i === current) return h.status === 'running' ? 'running' : 'pending';
+    if (r && DONE_OUTCOMES.has(r.outcome)) return 'done';
+    if (r && r.outcome === 'failed') return h.status === 'failed' ? 'failed' : 'done';
+    if (h.status === 'failed' || h.status === 'cancelled') return 'notrun';
+    if (current >= 0 && i < current) return 'done';
+    return 'pending';
+  });
+}
+
+// Per step {step, done, failed, notrun, running, pending} over every host, and the totals over
+// all host-steps ({hosts, steps, units, done, ...}): what the run's bar shows.
+export function stepProgress(run) {
+  const steps = run.steps && run.steps.length ? run.steps : [];
+  const zero = () => ({ done: 0, failed: 0, notrun: 0, running: 0, pending: 0 });
+  const per = steps.map((step) => ({ step, ...zero() }));
+  const total = zero();
+  for (const h of run.hosts || []) {
+    hostStepStates(h, steps).forEach((s, i) => {
+      per[i][s] += 1;
+      total[s] += 1;
+    });
+  }
+  return { steps: per, total: { hosts: (run.hosts || []).length, steps: steps.length, units: steps.length * (run.hosts || []).length, ...total } };
+}
+
+// "step 2 of 5: 12 done, 6 running" for the step most hosts are on; the one line the bar's
+// label and the progress card read.
+export function stepProgressText(sp) {
+  const t = sp.total;
+  if (!t.units) return '';
+  const parts = [`${t.done} of ${t.units} host-steps done`];
+  if (t.running) parts.push(`${t.running} running`);
+  if (t.failed) parts.push(`${t.failed} failed`);
+  if (t.notrun) parts.push(`${t.notrun} not run`);
+  if (t.pending) parts.push(`${t.pending} pending`);
+  return `${parts.join(' · ')} (${t.hosts} host${t.hosts === 1 ? '' : 's'} × ${t.steps} step${t.steps === 1 ? '' : 's'})`;
+}
+
+// ---- Live output (issue 18) ------------------------------------------------------------------
+// A stream as the console has it: text and the stream offset it ends at. `slice` is one stream of
+// GET /assignments/{id}/output ({offset, end, data}) asked for with since = buf.end. Keeps the last
+// `cap` characters. A slice that starts past buf.end (kilnd kept only the tail) says how much is
+// missing; one that ends before buf.end (kilnd lost the live output, e.g. a database restart)
+// starts over.
+export const LIVE_CAP = 256 * 1024;
+export function appendLiveOutput(buf, slice, cap = LIVE_CAP) {
+  const b = buf || { text: '', end: 0 };
+  if (!slice) return b;
+  let text = b.text;
+  if (slice.end < b.end) text = '';
+  else if (slice.offset > b.end && (b.end > 0 || b.text)) text += `\n[… ${slice.offset - b.end} bytes not kept …]\n`;
+  else if (slice.offset > 0 && !b.text && b.end === 0) text = `[… the first ${slice.offset} bytes are not kept …]\n`;
+  text += slice.data || '';
+  if (text.length > cap) text = text.slice(text.length - cap);
+  return { text, end: slice.end };
+}
+
+// The query of the next read: what follows what the console has.
+export function liveOutputQuery(out, err) {
+  return `?stdout_since=${(out && out.end) || 0}&stderr_since=${(err && err.end) || 0}`;
+}
+
+// ---- Rollout link (issue 18) -------------------------------------------------------------------
+// "r-7 upgrade of pod prn-b01-p02 (attempt 1)" for a run a rollout started (run.rollout), '' else.
+export function rolloutText(ro) {
+  if (!ro || !ro.id) return '';
+  const phase = ro.phase === 'validate' ? 'validation' : ro.phase || 'run';
+  return `${ro.id}: ${phase} of pod ${ro.pod}${ro.attempt > 1 ? ` (attempt ${ro.attempt})` : ''}`;
+}
+
+// The runs list's pod cell: the rollout's pod, else the first pods of the run's hosts.
+export function podsText(r) {
+  if (r.rollout && r.rollout.pod) return r.rollout.pod;
+  const pods = r.pods || [];
+  if (pods.length > 3) return `${pods.slice(0, 3).join(', ')} +more`;
+  return pods.join(', ');
+}

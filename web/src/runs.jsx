@@ -3,23 +3,31 @@
 // Cancel) and the Start-run form. Everything live by polling; mutations for operators only.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, qs } from './api.js';
+import { Actor } from './actors.jsx';
 import { usePoll } from './live.js';
 import { ago, fmtTime, roleAtLeast } from './model.js';
 import { href, navigate } from './route.js';
 import {
+  appendLiveOutput,
   BURN_IN_WORKFLOW,
   fieldErrors,
   fillTemplate,
   fmtDuration,
   hostRunStatus,
+  liveOutputQuery,
   paramFields,
+  podsText,
   PRE_JOB_WORKFLOW,
   progressText,
+  rolloutText,
   RUN_STATES,
   runState,
   sparesText,
   startBody,
+  STEP_STATES,
   stepOutcome,
+  stepProgress,
+  stepProgressText,
 } from './runs-model.js';
 import { ConfirmDialog, ErrorBox, KeyValues, ToneChip } from './ui.jsx';
 
@@ -58,6 +66,10 @@ function runLink(id) {
   return `#/runs/${encodeURIComponent(id)}`;
 }
 
+function rolloutHref(id) {
+  return `#/rollouts/${encodeURIComponent(id)}`;
+}
+
 function summaryCell(r) {
   const s = r.summary || {};
   if (r.state === 'cancelled' && s.hosts === undefined) return 'cancelled before its verdict';
@@ -74,6 +86,8 @@ export function RunTable({ runs, testid = 'runs' }) {
           <th scope="col">Run</th>
           <th scope="col">Workflow</th>
           <th scope="col">Purpose</th>
+          <th scope="col">Pod</th>
+          <th scope="col">Rollout</th>
           <th scope="col">State</th>
           <th scope="col">Result</th>
           <th scope="col">Started</th>
@@ -89,13 +103,25 @@ export function RunTable({ runs, testid = 'runs' }) {
             </td>
             <td>{r.workflow}</td>
             <td>{r.purpose}</td>
+            <td data-testid="run-pods">{podsText(r)}</td>
+            <td data-testid="run-rollout">
+              {r.rollout ? (
+                <a href={rolloutHref(r.rollout.id)} title={rolloutText(r.rollout)}>
+                  {r.rollout.id}
+                </a>
+              ) : (
+                ''
+              )}
+            </td>
             <td>
               <RunStateChip state={r.state} />
             </td>
             <td>{summaryCell(r)}</td>
             <td title={fmtTime(r.created_at_ms)}>{ago(r.created_at_ms)}</td>
             <td>{r.finished_at_ms ? fmtDuration(r.finished_at_ms - r.created_at_ms) : <span class="muted">running</span>}</td>
-            <td>{r.created_by}</td>
+            <td>
+              <Actor id={r.created_by} />
+            </td>
           </tr>
         ))}
       </tbody>
@@ -316,16 +342,59 @@ export function RunView({ runId, role }) {
   );
 }
 
-function ProgressBar({ p }) {
-  const total = Math.max(1, p.hosts);
-  const seg = (n, cls, label) =>
-    n > 0 && <span class={`seg ${cls}`} style={{ width: `${(100 * n) / total}%` }} title={`${n} ${label}`} />;
+// The run's bar: every host-step (hosts × steps of the current pass) done, failed, not run,
+// running or pending, so a run whose 18 hosts all run their first step shows that step's share
+// running, not a bar full of "running" at "0 of 18 hosts done".
+function StepBar({ counts, units, label, testid }) {
+  const total = Math.max(1, units);
   return (
-    <div class="progress" role="img" aria-label={progressText(p)}>
-      {seg(p.passed, 'seg-good', 'passed')}
-      {seg(p.failed, 'seg-bad', 'failed')}
-      {seg(p.cancelled, 'seg-off', 'cancelled')}
-      {seg(p.running, 'seg-work', 'running')}
+    <div class="progress" role="img" aria-label={label} data-testid={testid}>
+      {['done', 'failed', 'notrun', 'running', 'pending'].map(
+        (k) =>
+          counts[k] > 0 && (
+            <span class={`seg ${STEP_STATES[k].seg}`} data-seg={k} style={{ width: `${(100 * counts[k]) / total}%` }} title={`${counts[k]} ${STEP_STATES[k].label.toLowerCase()}`} />
+          ),
+      )}
+    </div>
+  );
+}
+
+function StepProgress({ run }) {
+  const sp = useMemo(() => stepProgress(run), [run]);
+  if (!sp.steps.length) return null;
+  const hosts = sp.total.hosts;
+  return (
+    <div data-testid="step-progress">
+      <StepBar counts={sp.total} units={sp.total.units} label={stepProgressText(sp)} testid="step-bar" />
+      <p class="small" data-testid="step-progress-text">
+        {stepProgressText(sp)}
+      </p>
+      <table class="table step-table" data-testid="step-table">
+        <thead>
+          <tr>
+            <th scope="col">Step</th>
+            <th scope="col">Hosts on it</th>
+            <th scope="col">Done</th>
+            <th scope="col">Running</th>
+            <th scope="col">Pending</th>
+            <th scope="col">Failed</th>
+          </tr>
+        </thead>
+        <tbody>
+          {sp.steps.map((st) => (
+            <tr data-step={st.step} data-done={st.done} data-running={st.running} data-pending={st.pending} data-failed={st.failed}>
+              <td class="mono">{st.step}</td>
+              <td class="bar-cell">
+                <StepBar counts={st} units={hosts} label={`${st.step}: ${st.done} of ${hosts} done, ${st.running} running`} />
+              </td>
+              <td>{st.done}</td>
+              <td>{st.running}</td>
+              <td>{st.pending}</td>
+              <td>{st.failed ? st.failed : ''}{st.notrun ? <span class="muted small">{st.failed ? ', ' : ''}{st.notrun} not run</span> : ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </div>
   );
 }
@@ -346,8 +415,23 @@ function RunDetail({ run }) {
               ['Workflow', <a href={href('/runs', { workflow: run.workflow })}>{run.workflow}</a>],
               ['Version', <span class="mono">{run.workflow_hash}</span>],
               ['Purpose', run.purpose],
+              ...(run.rollout
+                ? [
+                    [
+                      'Rollout',
+                      <a href={rolloutHref(run.rollout.id)} data-testid="run-rollout-link">
+                        {rolloutText(run.rollout)}
+                      </a>,
+                    ],
+                  ]
+                : []),
               ['Scope', run.scope === 'pod' ? 'pod (whole pods)' : 'host'],
-              ['Started', `${fmtTime(run.created_at_ms)} (${ago(run.created_at_ms)}) by ${run.created_by}`],
+              [
+                'Started',
+                <>
+                  {fmtTime(run.created_at_ms)} ({ago(run.created_at_ms)}) by <Actor id={run.created_by} />
+                </>,
+              ],
               ['Finished', run.finished_at_ms ? `${fmtTime(run.finished_at_ms)} (took ${took})` : ''],
               ['Params', params || 'defaults'],
               ['Steps', (run.steps || []).join(' → ')],
@@ -356,7 +440,7 @@ function RunDetail({ run }) {
         </section>
         <section class="card" aria-labelledby="run-progress">
           <h2 id="run-progress">Progress</h2>
-          <ProgressBar p={p} />
+          <StepProgress run={run} />
           <p data-testid="run-progress">{progressText(p)}</p>
           <ul class="counts">
             <li>
@@ -580,6 +664,59 @@ function repeatsACheck(s) {
   return (s.checks || []).some((c) => !c.passed && !c.skipped && `${c.name}: ${c.message}` === s.message);
 }
 
+// The output of the step a host runs now, while it runs: GET /assignments/{id}/output about
+// once a second from the offsets already shown (polling, not a stream: see
+// orchestrator/runs/live_output.h). Once the step is over, the step's history shows its tails.
+function LiveOutput({ assignment, step }) {
+  const [live, setLive] = useState({ id: assignment, out: null, err: null, state: '', updated: null, error: null });
+  const shown = live.id === assignment ? live : { id: assignment, out: null, err: null, state: '', updated: null, error: null };
+  usePoll(
+    async (isCurrent) => {
+      const cur = shown;
+      try {
+        const r = await api(`/assignments/${encodeURIComponent(assignment)}/output${liveOutputQuery(cur.out, cur.err)}`);
+        if (!isCurrent()) return;
+        setLive({
+          id: assignment,
+          out: appendLiveOutput(cur.out, r.stdout),
+          err: appendLiveOutput(cur.err, r.stderr),
+          state: r.state,
+          updated: r.updated_at_ms,
+          error: null,
+        });
+      } catch (e) {
+        if (isCurrent()) setLive({ ...cur, error: e });
+        throw e;
+      }
+    },
+    () => (shown.state && shown.state !== 'dispatched' && shown.state !== 'pending' ? 30000 : 1000),
+    // fn is the latest render's (usePoll keeps it current): it asks from the offsets shown now.
+    [assignment],
+  );
+  const out = shown.out ? shown.out.text : '';
+  const err = shown.err ? shown.err.text : '';
+  return (
+    <div class="live-output" data-testid="live-output" data-assignment={assignment} data-state={shown.state}>
+      <p class="muted small">
+        Live output of <span class="mono">{step}</span>
+        {shown.state === 'pending' ? ': waiting for the host\'s agent to take the step' : ''}
+        {shown.updated ? ` · last sent ${ago(shown.updated)}` : shown.state === 'dispatched' ? ' · nothing printed yet' : ''}
+      </p>
+      {shown.error && <ErrorBox error={shown.error} what="Could not read the live output" />}
+      {out && (
+        <pre class="live-out" data-testid="live-stdout" aria-live="polite">
+          {out}
+        </pre>
+      )}
+      {err && (
+        <pre class="live-out live-err" data-testid="live-stderr">
+          {err}
+        </pre>
+      )}
+    </div>
+  );
+}
+
 // One host's step history (attempts, retests and passes in order) and its parsed values.
 function HostSteps({ h }) {
   const parsed = Object.entries(h.parsed || {});
@@ -615,6 +752,7 @@ function HostSteps({ h }) {
           Now: <span class="mono">{h.current_step}</span> (pass {h.pass}, attempt {h.attempt})
         </p>
       )}
+      {h.assignment && h.status === 'running' && <LiveOutput assignment={h.assignment} step={h.current_step} />}
       {parsed.length > 0 && (
         <details class="parsed">
           <summary>Parsed values ({parsed.map(([k]) => k).join(', ')})</summary>

@@ -1,13 +1,16 @@
 // Small shared pieces: state chips, error boxes, tables of key/values, modal dialogs.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { trapTab } from './a11y.js';
-import { ago, fmtTime, hostState, podState } from './model.js';
+import { inertOutside, trapTab } from './a11y.js';
+import { api } from './api.js';
+import { Actor } from './actors.jsx';
+import { ago, fmtTime, heatmapPlatforms, hostState, podState } from './model.js';
 
 const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
 // A modal dialog's focus handling: focuses into the dialog when it opens (an [autofocus]
 // element, else the first focusable one, unless the caller already did), keeps Tab and
-// Shift+Tab inside it, closes on Escape, and gives focus back to what opened it on close.
+// Shift+Tab inside it, closes on Escape, makes the rest of the app inert while it is open, and
+// gives focus back to what opened it on close.
 // Returns {ref} for the dialog element and onKeyDown for it (or its backdrop).
 export function useDialog(onCancel) {
   const ref = useRef(null);
@@ -17,11 +20,15 @@ export function useDialog(onCancel) {
   cancel.current = onCancel;
   useEffect(() => {
     const el = ref.current;
+    // The page behind the dialog: no focus, no clicks, not read out (the backdrop only dims it).
+    const behind = el ? inertOutside(el, document.body) : [];
+    for (const node of behind) node.setAttribute('inert', '');
     if (el && !el.contains(document.activeElement)) {
       const target = el.querySelector('[autofocus]') || el.querySelector(FOCUSABLE);
       if (target) target.focus();
     }
     return () => {
+      for (const node of behind) node.removeAttribute('inert');
       if (opener && opener !== document.body && opener.isConnected && typeof opener.focus === 'function') opener.focus();
       else {
         const main = document.getElementById('main');
@@ -134,7 +141,9 @@ export function EventTable({ events, showHost }) {
             <td>
               {e.from || '—'} → {e.to}
             </td>
-            <td>{e.actor}</td>
+            <td>
+              <Actor id={e.actor} />
+            </td>
             <td>{e.reason}</td>
           </tr>
         ))}
@@ -187,4 +196,44 @@ export function ConfirmDialog({ title, children, confirmLabel, danger, busy, err
       </form>
     </div>
   );
+}
+
+// The fleet's platforms (GET /fleet/heatmap's platform column), for the platform menus of views
+// that do not load the fleet themselves. One request a minute at most across views; [] until
+// it answers (or when it fails: the menus then offer only "All").
+let platformsCache = { at: 0, promise: null };
+export function useFleetPlatforms() {
+  const [platforms, setPlatforms] = useState([]);
+  useEffect(() => {
+    let live = true;
+    if (!platformsCache.promise || Date.now() - platformsCache.at > 60000) {
+      platformsCache = { at: Date.now(), promise: api('/fleet/heatmap').then(heatmapPlatforms) };
+      platformsCache.promise.catch(() => (platformsCache = { at: 0, promise: null }));
+    }
+    platformsCache.promise.then(
+      (p) => live && setPlatforms(p),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  return platforms;
+}
+
+// kilnd's configured targets (GET /targets): {reliability: {per_8k_gpus_per_day,
+// mtbi_gpu_hours}, rollouts: {pod_p90_s}}, or null until it answers.
+export function useTargets() {
+  const [targets, setTargets] = useState(null);
+  useEffect(() => {
+    let live = true;
+    api('/targets').then(
+      (t) => live && setTargets(t),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  return targets;
 }

@@ -37,7 +37,17 @@ test('every pod state has a label, a short code and a pattern of its own', () =>
 
 test('viewers are offered no action; operators only what the state allows; allocate never', () => {
   assert.deepEqual(offeredActions('viewer', ['drain', 'fail']), []);
-  assert.deepEqual(offeredActions('operator', ['allocate', 'drain', 'fail', 'override']).map((a) => a.id), ['drain', 'fail']);
+  // Every action the state allows, in the API's order; the override has its own control.
+  assert.deepEqual(offeredActions('operator', ['allocate', 'drain', 'fail', 'quarantine', 'retire', 'override']).map((a) => a.id), [
+    'allocate',
+    'drain',
+    'fail',
+    'quarantine',
+    'retire',
+  ]);
+  const unknown = offeredActions('admin', ['reseat_tray']);
+  assert.equal(unknown.length, 1, 'an action the console does not know is still offered');
+  assert.equal(unknown[0].label, 'Reseat tray');
 });
 
 test('cellAt maps points to cells and gaps to nothing', () => {

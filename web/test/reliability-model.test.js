@@ -21,12 +21,12 @@ test('reportQuery counts a named window back from now and passes scope and thres
 });
 
 test('verdicts say how far from the north star, lower rate and higher MTBI being better', () => {
-  assert.deepEqual(rateVerdict(1.5), { ok: true, text: 'at or below the north star of 2' });
-  assert.deepEqual(rateVerdict(50), { ok: false, text: '25× the north star of 2' });
-  assert.equal(rateVerdict(null).ok, null);
-  assert.deepEqual(mtbiVerdict(48000, 3), { ok: false, text: '50% of the north star of 96,000' });
-  assert.equal(mtbiVerdict(100000, 1).ok, true);
-  assert.equal(mtbiVerdict(null, 0).ok, true);
+  assert.deepEqual(rateVerdict(1.5, 2), { ok: true, text: 'at or below the north star of 2' });
+  assert.deepEqual(rateVerdict(50, 2), { ok: false, text: '25× the north star of 2' });
+  assert.equal(rateVerdict(null, 2).ok, null);
+  assert.deepEqual(mtbiVerdict(48000, 3, 96000), { ok: false, text: '50% of the north star of 96,000' });
+  assert.equal(mtbiVerdict(100000, 1, 96000).ok, true);
+  assert.equal(mtbiVerdict(null, 0, 96000).ok, true);
 });
 
 test('fmtNumber keeps three significant digits below 100 and groups thousands', () => {

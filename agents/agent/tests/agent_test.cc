@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <future>
 #include <thread>
 
@@ -608,6 +609,120 @@ TEST_F(AgentTest, StopCancelsAStepStillRunningAfterTheGrace) {
   ASSERT_TRUE(e->finished());
   EXPECT_EQ(e->result["cancelled"], true);
   EXPECT_EQ(e->result["agent_note"], kStopNote);
+}
+
+// ---- live output (issue 18) --------------------------------------------------------------
+
+// A step that prints `first`, waits until `posts` calls reached kilnd, prints `then`, and exits.
+ProcessResult printTwice(const exec::ProcessSpec& spec, FakeTransport& t, const std::string& first,
+                         std::size_t posts, const std::string& then, const std::string& err = "") {
+  spec.on_output(false, first.data(), first.size());
+  EXPECT_TRUE(t.waitForReports(posts));
+  spec.on_output(false, then.data(), then.size());
+  if (!err.empty()) spec.on_output(true, err.data(), err.size());
+  return FakeProcessRunner::exited(0, first + then);
+}
+
+// Waits (bounded) until the result of `id` reached kilnd.
+bool waitForResult(FakeTransport& t, const std::string& id) {
+  for (int i = 0; i < 10000; ++i) {
+    for (const auto& c : t.reports())
+      if (c.path == "/api/v1/assignments/" + id + "/result") return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+// The output calls among `calls`, each stream's chunks put together by offset: what kilnd
+// would have. Fails the test when a chunk leaves a gap.
+std::map<std::string, std::string> sentOutput(const std::vector<HttpCall>& calls) {
+  std::map<std::string, std::string> out;
+  for (const auto& c : calls) {
+    if (c.path.find("/output") == std::string::npos) continue;
+    json b = json::parse(c.body);
+    for (const char* name : {"stdout", "stderr"}) {
+      if (!b.contains(name)) continue;
+      const auto offset = b[name]["offset"].get<std::size_t>();
+      const auto data = b[name]["data"].get<std::string>();
+      std::string& have = out[name];
+      EXPECT_LE(offset, have.size()) << "a gap in " << name;
+      if (offset + data.size() > have.size()) have = have.substr(0, offset) + data;
+    }
+  }
+  return out;
+}
+
+// Waits (bounded) until the output calls put together give `text` for `stream`.
+bool waitForSent(FakeTransport& t, const std::string& stream, const std::string& text) {
+  for (int i = 0; i < 10000; ++i) {
+    if (sentOutput(t.reports())[stream] == text) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+TEST_F(AgentTest, SendsARunningStepsNewOutputWithItsLeaseWhileTheStepRuns) {
+  runner_.scriptHandler("nvfwupd", [&](const exec::ProcessSpec& spec, const exec::CancelToken*) {
+    ProcessResult r = printTwice(spec, transport_, "PercentComplete: 10\n", 1, "PercentComplete: 20\n", "warn\n");
+    // More output went while the step ran.
+    EXPECT_TRUE(waitForSent(transport_, "stdout", "PercentComplete: 10\nPercentComplete: 20\n"));
+    EXPECT_TRUE(waitForSent(transport_, "stderr", "warn\n"));
+    return r;
+  });
+  transport_.pushAssignment(assignment("a-1", {"nvfwupd", "update_fw"}, {{"lease", 7}}));
+  start();
+  ASSERT_TRUE(waitForResult(transport_, "a-1"));
+  stop();
+  auto calls = transport_.reports();
+  ASSERT_GE(calls.size(), 3u);
+  EXPECT_EQ(calls[0].path, "/api/v1/assignments/a-1/output");
+  EXPECT_EQ(calls[0].token, "kiln_1_s");
+  json first = json::parse(calls[0].body);
+  EXPECT_EQ(first["lease"], 7);
+  EXPECT_EQ(first["host"], "h1");
+  EXPECT_EQ(first["stdout"], (json{{"offset", 0}, {"data", "PercentComplete: 10\n"}}));
+  EXPECT_FALSE(first.contains("stderr"));  // nothing there yet
+  // Acknowledged bytes are not sent again: the next stdout chunk starts where the first ended.
+  json second = json::parse(calls[1].body);
+  EXPECT_EQ(second["stdout"], (json{{"offset", 20}, {"data", "PercentComplete: 20\n"}}));
+  auto sent = sentOutput(calls);
+  EXPECT_EQ(sent["stdout"], "PercentComplete: 10\nPercentComplete: 20\n");
+  EXPECT_EQ(sent["stderr"], "warn\n");
+  EXPECT_EQ(calls.back().path, "/api/v1/assignments/a-1/result");
+  EXPECT_EQ(json::parse(calls.back().body)["stdout_tail"], "PercentComplete: 10\nPercentComplete: 20\n");
+}
+
+TEST_F(AgentTest, LiveOutputKilndDidNotAcknowledgeIsSentAgain) {
+  transport_.pushReport(HttpReply{503, R"({"error": {"code": "unavailable", "message": "busy"}})"});
+  runner_.scriptHandler("dcgmi", [&](const exec::ProcessSpec& spec, const exec::CancelToken*) {
+    ProcessResult r = printTwice(spec, transport_, "a\n", 1, "b\n");
+    EXPECT_TRUE(waitForSent(transport_, "stdout", "a\nb\n"));
+    return r;
+  });
+  transport_.pushAssignment(assignment("a-1", {"dcgmi", "diag"}));
+  start();
+  ASSERT_TRUE(waitForResult(transport_, "a-1"));
+  stop();
+  auto calls = transport_.reports();
+  EXPECT_EQ(transport_.reportBody(0)["stdout"], (json{{"offset", 0}, {"data", "a\n"}}));
+  EXPECT_EQ(transport_.reportBody(1)["stdout"]["offset"], 0);  // refused with a 503: sent again
+  EXPECT_EQ(sentOutput(calls)["stdout"], "a\nb\n");
+  EXPECT_EQ(calls.back().path, "/api/v1/assignments/a-1/result");
+}
+
+TEST_F(AgentTest, AStaleLeaseEndsTheLiveOutputButNotTheStepOrItsReport) {
+  transport_.pushReport(HttpReply{409, R"({"error": {"code": "conflict", "message": "stale"}})"});
+  runner_.scriptHandler("dcgmi", [&](const exec::ProcessSpec& spec, const exec::CancelToken*) {
+    return printTwice(spec, transport_, "a\n", 1, "b\n");
+  });
+  transport_.pushAssignment(assignment("a-1", {"dcgmi", "diag"}));
+  start();
+  ASSERT_TRUE(waitForResult(transport_, "a-1"));
+  stop();
+  auto calls = transport_.reports();
+  ASSERT_EQ(calls.size(), 2u);  // no more output after the 409: only the result
+  EXPECT_EQ(calls[1].path, "/api/v1/assignments/a-1/result");
+  EXPECT_EQ(json::parse(calls[1].body)["exit_code"], 0);
 }
 
 }  // namespace

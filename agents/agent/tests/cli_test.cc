@@ -28,7 +28,7 @@ TEST(RunOptionsTest, ReadsEveryFlag) {
                   "--enroll-token-file", "/etc/e", "--ca-file", "/etc/ca", "--inventory-command",
                   "site-inv --json", "--boot-id-file=/tmp/b", "--poll-wait", "10", "--env-allow",
                   "CUDA_*,NCCL_DEBUG", "--env-allow", "FOO", "--path-prepend", "/a:/b",
-                  "--log-level", "debug", "--stop-grace", "5"});
+                  "--log-level", "debug", "--stop-grace", "5", "--live-output-interval", "3"});
   ASSERT_TRUE(o.ok()) << o.error();
   EXPECT_EQ(o->url, "https://kilnd:8443");
   EXPECT_EQ(o->host, "h1");
@@ -42,6 +42,7 @@ TEST(RunOptionsTest, ReadsEveryFlag) {
   EXPECT_EQ(o->path_prepend, (std::vector<std::string>{"/a", "/b"}));
   EXPECT_EQ(o->log_level, "debug");
   EXPECT_EQ(o->stop_grace_s, 5);
+  EXPECT_EQ(o->live_output_interval_s, 3);
 }
 
 TEST(RunOptionsTest, TakesDefaultsFromTheEnvironmentAndFlagsWin) {

@@ -70,6 +70,14 @@ class FakeKilnd final : public http::Handler {
       parked_.push_back({std::chrono::steady_clock::now() + std::chrono::seconds(wait), reply});
       return;
     }
+    if (req.method == "POST" && req.path.rfind("/api/v1/assignments/", 0) == 0 &&
+        req.path.size() > 7 && req.path.compare(req.path.size() - 7, 7, "/output") == 0) {
+      json chunk = json::parse(req.body);
+      chunk["received_before_result"] = !reported_;
+      outputs_.push_back(std::move(chunk));
+      cv_.notify_all();
+      return reply(ok(json{{"stdout_end", 0}, {"stderr_end", 0}}));
+    }
     if (req.method == "POST" && req.path.rfind("/api/v1/assignments/", 0) == 0) {
       reports_.push_back(json::parse(req.body));
       reported_ = true;
@@ -94,6 +102,7 @@ class FakeKilnd final : public http::Handler {
     return cv_.wait_for(l, timeout, done);
   }
   std::vector<json> reports() { std::lock_guard l(mu_); return reports_; }
+  std::vector<json> outputs() { std::lock_guard l(mu_); return outputs_; }  // live output posts
   std::vector<json> registers() { std::lock_guard l(mu_); return registers_; }
   std::size_t reportCount() const { return reports_.size(); }  // under waitUntil only
   int pollCountUnlocked() const { return polls_; }  // under waitUntil only
@@ -136,7 +145,7 @@ class FakeKilnd final : public http::Handler {
   json assignment_;
   bool reported_ = false;
   int polls_ = 0;
-  std::vector<json> reports_, registers_;
+  std::vector<json> reports_, registers_, outputs_;
   std::vector<Parked> parked_;
   std::thread timer_;
 };
@@ -287,6 +296,34 @@ TEST_F(AgentExecTest, EnrolsRunsNvidiaSmiThroughHwsimAndReportsItParsed) {
 #else
   EXPECT_LT(rss, 20 * 1024);
 #endif
+  EXPECT_EQ(stopAgent(agent), 0);
+}
+
+// Issue 18: a step's output reaches kilnd while the step runs: a kiln-hwsim flash (about 150 s
+// nominal, ~4.5 s here) prints its progress over seconds, and chunks arrive before its result,
+// with offsets that put them back together into the stdout the result reports.
+TEST_F(AgentExecTest, AFlashsProgressIsSentWhileItRunsAndAddsUpToItsStdout) {
+  env_[2] = "KILN_HWSIM_TIME_SCALE=0.03";
+  pid_t agent = startAgent();
+  kilnd_.offer({{"id", "a-1"}, {"lease", 3}, {"run_id", "r-1"}, {"step_id", "flash-tray"},
+                {"attempt", 1}, {"type", "run"}, {"argv", {"nvfwupd", "update_fw", "-p", "nvfw_GB200-P4975_0004_250301.1.0_custom_prod-signed.fwpkg", "-y"}},
+                {"timeout_ms", 60000}, {"kill_grace_ms", 2000}, {"output_cap", 65536}});
+  ASSERT_TRUE(kilnd_.waitUntil([&] { return kilnd_.reportCount() >= 1; }, 60s));
+  json r = kilnd_.reports().at(0);
+  ASSERT_EQ(r["exit_code"], 0) << r.dump();
+  const auto outputs = kilnd_.outputs();
+  ASSERT_GE(outputs.size(), 2u) << "output sent in pieces while the flash ran";
+  std::string stdout_text;
+  for (const auto& o : outputs) {
+    EXPECT_TRUE(o["received_before_result"].get<bool>()) << o.dump();
+    EXPECT_EQ(o["lease"], 3);
+    EXPECT_EQ(o["host"], "h1");
+    if (!o.contains("stdout")) continue;
+    EXPECT_EQ(o["stdout"]["offset"].get<std::size_t>(), stdout_text.size()) << "each chunk follows the last";
+    stdout_text += o["stdout"]["data"].get<std::string>();
+  }
+  EXPECT_NE(stdout_text.find("PercentComplete: 10"), std::string::npos) << stdout_text;
+  EXPECT_EQ(r["stdout_tail"].get<std::string>().rfind(stdout_text, 0), 0u) << "the chunks are the start of the stdout";
   EXPECT_EQ(stopAgent(agent), 0);
 }
 

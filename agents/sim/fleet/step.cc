@@ -86,8 +86,8 @@ json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p, En
   std::string out, err;
   if (p.started) {
     if (ending == Ending::kFinished) {
-      out = p.run.stdoutText();
-      err = p.run.stderrText();
+      out = p.run.stdoutText(p.time_scale);
+      err = p.run.stderrText(p.time_scale);
       if (p.run.on_complete) p.run.on_complete(state);
     } else {
       // Output printed before the process was stopped.
@@ -96,7 +96,7 @@ json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p, En
       for (const auto& c : p.run.chunks) {
         t += chunkSeconds(c, p.time_scale);
         if (t > limit) break;
-        (c.to_stderr ? err : out) += c.text;
+        (c.to_stderr ? err : out) += sim::chunkText(c, t);
       }
     }
   }

@@ -1,4 +1,5 @@
 #include "agents/sim/cli.h"
+#include "agents/sim/host_sim.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +16,9 @@ namespace {
 class FakeSleeper : public Sleeper {
  public:
   void sleepFor(double seconds) override { total += seconds; }
+  double now() override { return total * stretch; }
   double total = 0;
+  double stretch = 1;  // > 1: each sleep took longer than asked (a slow machine)
 };
 
 class CliTest : public ::testing::Test {
@@ -67,6 +70,21 @@ TEST_F(CliTest, StateIsCreatedOnFirstUseAndPersists) {
   auto after = nlohmann::json::parse(out_.str());
   EXPECT_EQ(after["nic"], "28.44.1036");
   EXPECT_NE(after["boot_id"], first["boot_id"]);
+}
+
+// Issue 18: a time-scaled flash (~150 s nominal) that took 0.15 s says so, instead of claiming
+// the nominal duration; at scale 1 it says what the clock measured, slow machine included.
+TEST_F(CliTest, AFlashReportsTheTimeItMeasuredNotItsNominalDuration) {
+  ASSERT_EQ(cli({"kiln-hwsim", "flash", "nic", "28.44.1036"}), 0) << err_.str();
+  EXPECT_GT(sleeper_.total, 0.05);
+  EXPECT_NE(out_.str().find("Overall Time Taken: 0:00:00\n"), std::string::npos) << out_.str();
+  env_vars_["KILN_HWSIM_TIME_SCALE"] = "1";
+  const double before = sleeper_.total;
+  sleeper_.stretch = 1.5;  // every sleep took half as long again as asked
+  ASSERT_EQ(cli({"kiln-hwsim", "flash", "gpu_vbios", "97.00.99.00.01"}), 0) << err_.str();
+  const double took = (sleeper_.total - before) * 1.5;
+  EXPECT_GT(took, 100);
+  EXPECT_NE(out_.str().find("Overall Time Taken: " + elapsedText(took) + "\n"), std::string::npos) << out_.str();
 }
 
 TEST_F(CliTest, DurationsAreScaledByTimeScale) {

@@ -144,5 +144,27 @@ TEST(CodecsTest, ChoiceIsAnEnumValueOrAbsent) {
   EXPECT_EQ(bad.error().fields[0], (FieldError{"state", "expected one of running, passed"}));
 }
 
+TEST(CodecsTest, HostSortIsAColumnWithAnOptionalMinusForDescending) {
+  auto def = decodeHostSort("");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->key, core::HostSortKey::kId);
+  EXPECT_FALSE(def->descending);
+  auto since = decodeHostSort("-state_since");
+  ASSERT_TRUE(since.ok());
+  EXPECT_EQ(since->key, core::HostSortKey::kStateSince);
+  EXPECT_TRUE(since->descending);
+  auto reason = decodeHostSort("reason");
+  ASSERT_TRUE(reason.ok());
+  EXPECT_EQ(reason->key, core::HostSortKey::kReason);
+  EXPECT_FALSE(reason->descending);
+  for (const char* bad : {"-", "--id", "name", "ID", "state,id"}) {
+    auto r = decodeHostSort(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidContent) << bad;
+    ASSERT_EQ(r.error().fields.size(), 1u);
+    EXPECT_EQ(r.error().fields[0].path, "sort");
+  }
+}
+
 }  // namespace
 }  // namespace kiln::api

@@ -81,5 +81,14 @@ TEST(HostLifecycleTest, NamesRoundTrip) {
   EXPECT_FALSE(parseHostAction("explode").has_value());
 }
 
+TEST(HostLifecycleTest, OutOfServiceIsEveryStateBetweenLeavingThePoolAndComingBack) {
+  std::vector<S> out;
+  for (S s : allHostStates())
+    if (outOfService(s)) out.push_back(s);
+  EXPECT_EQ(out, (std::vector<S>{S::kDraining, S::kMaintenance, S::kValidating, S::kFailed, S::kRepair,
+                                 S::kQuarantine}));
+  for (S s : out) EXPECT_FALSE(servesJobs(s)) << hostStateName(s);
+}
+
 }  // namespace
 }  // namespace kiln::core

@@ -82,6 +82,29 @@ TEST(KilndConfigTest, TheSlurmSchedulerFromFlagsOrAMapInTheFile) {
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--slurm-on-jobs", "kill"}, {}, noFile).ok());
 }
 
+TEST(KilndConfigTest, TargetsDefaultToFactsAndComeFromTheFileOrFlags) {
+  auto c = parseConfig({"--database-url", "x"}, {}, noFile);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_DOUBLE_EQ(c->reliability_target, 2.0);
+  EXPECT_EQ(c->pod_p90_target_s, 7200);
+  auto file = [](const std::string&) -> Result<std::string> {
+    return std::string("database_url: x\nreliability_target: 0.5\npod_p90_target: 10800\n");
+  };
+  auto f = parseConfig({"--config", "k.yaml"}, {}, file);
+  ASSERT_TRUE(f.ok()) << f.error();
+  EXPECT_DOUBLE_EQ(f->reliability_target, 0.5);
+  EXPECT_EQ(f->pod_p90_target_s, 10800);
+  auto flag = parseConfig({"--config", "k.yaml", "--reliability-target", "3"}, {}, file);
+  ASSERT_TRUE(flag.ok()) << flag.error();
+  EXPECT_DOUBLE_EQ(flag->reliability_target, 3.0);
+  for (const char* bad : {"0", "-1", "two", "nan", "1e9"}) {
+    auto r = parseConfig({"--database-url", "x", "--reliability-target", bad}, {}, noFile);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("--reliability-target must be a number above 0"), std::string::npos) << r.error().message;
+  }
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--pod-p90-target", "2h"}, {}, noFile).ok());
+}
+
 TEST(KilndConfigTest, RefusesPlainHttpOffLoopback) {
   auto c = parseConfig({"--listen", "0.0.0.0:8080", "--database-url", "x"}, {}, noFile);
   ASSERT_FALSE(c.ok());

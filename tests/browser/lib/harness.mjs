@@ -103,9 +103,9 @@ export function freePort() {
   });
 }
 
-// Starts kilnd on a free loopback port serving web/dist with the repository's workflows;
-// returns {url, adminToken, logFile}.
-export async function startKilnd(kilnd, databaseUrl, name = 'kilnd') {
+// Starts kilnd on a free loopback port serving web/dist with the repository's workflows
+// (and `extraArgs`, e.g. ['--config', FILE]); returns {url, adminToken, logFile}.
+export async function startKilnd(kilnd, databaseUrl, name = 'kilnd', extraArgs = []) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-browser-kilnd.'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -127,6 +127,7 @@ export async function startKilnd(kilnd, databaseUrl, name = 'kilnd') {
       // The repository's workflows (pre-job-health, l11-burn-in, quarantine-validation, ...).
       '--workflows-dir',
       path.join(ROOT, 'workflows'),
+      ...extraArgs,
     ],
     { stdio: ['ignore', out, out] },
   );
