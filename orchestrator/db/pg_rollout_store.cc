@@ -17,6 +17,7 @@ using rollouts::BundleRow;
 using rollouts::PodPhase;
 using rollouts::RolloutPodRow;
 using rollouts::RolloutRow;
+using rollouts::RolloutState;
 
 
 constexpr const char* kBundleColumns =
@@ -44,7 +45,7 @@ RolloutRow rolloutFromRow(const pqxx::row& r) {
   RolloutRow o;
   o.id = r[0].as<std::string>();
   o.bundle_id = r[1].as<std::string>();
-  o.state = r[2].as<std::string>();
+  o.state = rollouts::parseRolloutState(r[2].as<std::string>()).value();  // the table's CHECK
   o.halt_reason = r[3].as<std::string>();
   o.rollback_of = r[4].as<std::string>();
   o.created_by = r[5].as<std::string>();
@@ -88,7 +89,19 @@ void event(pqxx::work& txn, const std::string& rollout, const std::string& pod, 
                   rollout, pod, kind, message);
 }
 
-const char* kActiveStates = "('running', 'paused', 'halted', 'aborting', 'created')";
+// SQL lists of the sets rollouts/policy.h defines.
+const std::string& unfinishedStatesSql() {
+  static const std::string list = rollouts::stateSqlList(rollouts::unfinishedRolloutStates());
+  return list;
+}
+const std::string& unfinishedPhasesSql() {
+  static const std::string list = rollouts::phaseSqlList(rollouts::unfinishedPhases());
+  return list;
+}
+const std::string& inFlightPhasesSql() {
+  static const std::string list = rollouts::phaseSqlList(rollouts::inFlightPhases());
+  return list;
+}
 
 // podSnapshots' version counts. Grouped in the "C" collation: the incremental sort behind the
 // aggregate compares kind and version bytewise instead of through the locale (equality, and
@@ -194,7 +207,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
                "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
                " EXISTS (SELECT 1 FROM hosts h WHERE h.pod_id = p.id AND h.state = 'allocated'),"
                " coalesce((SELECT rp.rollout_id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
-               "   WHERE rp.pod_id = p.id AND ro.state IN " + std::string(kActiveStates) +
+               "   WHERE rp.pod_id = p.id AND ro.state IN " + unfinishedStatesSql() +
                "   AND rp.phase NOT IN ('succeeded', 'failed', 'skipped', 'aborted') LIMIT 1), ''),"
                " (SELECT count(*) FROM hosts h WHERE h.pod_id = p.id),"
                " (SELECT count(*) FROM switch_trays t WHERE t.pod_id = p.id)"
@@ -248,7 +261,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       for (const auto& p : pods) {
         auto taken = txn.exec_params(
             "SELECT rp.rollout_id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id WHERE rp.pod_id = $1"
-            " AND ro.state IN " + std::string(kActiveStates) + " AND rp.phase NOT IN ('succeeded', 'failed', 'skipped', 'aborted')",
+            " AND ro.state IN " + unfinishedStatesSql() + " AND rp.phase IN " + unfinishedPhasesSql(),
             p.pod);
         if (!taken.empty())
           return conflict("pod " + p.pod + " is already in rollout " + taken[0][0].as<std::string>()).with("pod", p.pod);
@@ -295,7 +308,9 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     });
   }
 
-  Result<core::Page<RolloutRow>> listRollouts(const std::string& state, const core::PageRequest& page) override {
+  Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState> state_filter,
+                                              const core::PageRequest& page) override {
+    const std::string state = state_filter ? rollouts::rolloutStateName(*state_filter) : "";
     const int limit = std::clamp(page.limit, 1, 1000);
     auto cursor = numericCursor(page.cursor);
     if (!cursor.ok()) return cursor.error();
@@ -337,33 +352,38 @@ class PgRolloutStore final : public rollouts::RolloutStore {
   Result<std::vector<std::string>> activeRollouts() override {
     return pool_.transact<std::vector<std::string>>([&](pqxx::work& txn) -> Result<std::vector<std::string>> {
       std::vector<std::string> out;
-      for (const auto& r : txn.exec("SELECT id FROM rollouts WHERE state IN ('running', 'paused', 'halted', 'aborting') ORDER BY created_at"))
+      static const std::string query =
+          "SELECT id FROM rollouts WHERE state IN " + rollouts::stateSqlList(rollouts::activeRolloutStates()) + " ORDER BY created_at";
+      for (const auto& r : txn.exec(query))
         out.push_back(r[0].as<std::string>());
       return out;
     });
   }
 
-  Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from, const std::string& to,
+  Result<RolloutRow> transition(const std::string& id, const std::vector<RolloutState>& from, RolloutState to_state,
                                 const std::string& reason, const core::Actor& actor) override {
     return pool_.transact<RolloutRow>([&](pqxx::work& txn) -> Result<RolloutRow> {
       auto rows = txn.exec_params("SELECT state FROM rollouts WHERE id = $1 FOR UPDATE", id);
       if (rows.empty()) return notFound("no rollout '" + id + "'");
       const std::string current = rows[0][0].as<std::string>();
-      if (std::find(from.begin(), from.end(), current) == from.end()) {
-        std::string allowed;
-        for (const auto& f : from) allowed += (allowed.empty() ? "" : ", ") + f;
-        return conflict("rollout " + id + " is " + current + "; this needs it to be " + allowed).with("state", current);
-      }
+      const std::string to = rollouts::rolloutStateName(to_state);
+      const auto current_state = rollouts::parseRolloutState(current);
+      if (!current_state || std::find(from.begin(), from.end(), *current_state) == from.end())
+        return conflict("rollout " + id + " is " + current + "; this needs it to be " + rollouts::stateList(from))
+            .with("state", current);
       // A new statement, so a new snapshot: a pod verb that committed while this waited for the
       // row lock is seen here.
-      if (to == "completed" || to == "aborted") {
-        const char* open = to == "completed" ? "('pending', 'draining', 'upgrading', 'validating')"
-                                             : "('draining', 'upgrading', 'validating')";
-        const auto left = txn.exec_params1(
-            std::string("SELECT count(*) FROM rollout_pods WHERE rollout_id = $1 AND phase IN ") + open, id)[0].as<long>();
+      if (to_state == RolloutState::kCompleted || to_state == RolloutState::kAborted) {
+        static const std::string unfinished = rollouts::phaseSqlList(rollouts::unfinishedPhases());
+        static const std::string in_flight = rollouts::phaseSqlList(rollouts::inFlightPhases());
+        const bool completing = to_state == RolloutState::kCompleted;
+        const auto left = txn.exec_params1("SELECT count(*) FROM rollout_pods WHERE rollout_id = $1 AND phase IN " +
+                                               (completing ? unfinished : in_flight),
+                                           id)[0]
+                              .as<long>();
         if (left > 0)
           return conflict("rollout " + id + " still has " + std::to_string(left) +
-                          (to == "completed" ? " unfinished" : " in-flight") + (left == 1 ? " pod" : " pods"))
+                          (completing ? " unfinished" : " in-flight") + (left == 1 ? " pod" : " pods"))
               .with("state", current);
       }
       txn.exec_params(
@@ -388,7 +408,8 @@ class PgRolloutStore final : public rollouts::RolloutStore {
             if (rows.empty()) return notFound("no rollout '" + id + "'");
             state = rows[0][0].as<std::string>();
           }
-          if (std::find(u.only_while.begin(), u.only_while.end(), *state) == u.only_while.end())
+          const auto parsed = rollouts::parseRolloutState(*state);
+          if (!parsed || std::find(u.only_while.begin(), u.only_while.end(), *parsed) == u.only_while.end())
             return conflict("rollout " + id + " is " + *state + ": pod " + u.pod + " cannot change any more")
                 .with("state", *state);
         }
@@ -444,14 +465,16 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         [&](pqxx::work& txn) -> Result<std::map<std::string, rollouts::BuildingLoad>> {
           std::map<std::string, rollouts::BuildingLoad> out;
           const std::string list = json(std::vector<std::string>(buildings.begin(), buildings.end())).dump();
-          for (const auto& r : txn.exec_params(
-                   "WITH flight AS (SELECT rp.pod_id, rp.phase FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
-                   "   WHERE rp.phase IN ('draining', 'upgrading', 'validating'))"
-                   " SELECT p.building_id, count(*),"
-                   " count(*) FILTER (WHERE p.state NOT IN ('in_service', 'degraded') OR p.id IN (SELECT pod_id FROM flight)),"
-                   " count(*) FILTER (WHERE p.id IN (SELECT pod_id FROM flight WHERE phase IN ('draining', 'upgrading')))"
-                   " FROM pods p WHERE p.building_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY p.building_id",
-                   list))
+          // Rebooting (power): the phases that drain and flash, not validation.
+          static const std::string query =
+              "WITH flight AS (SELECT rp.pod_id, rp.phase FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+              "   WHERE rp.phase IN " + inFlightPhasesSql() + ")"
+              " SELECT p.building_id, count(*),"
+              " count(*) FILTER (WHERE p.state NOT IN ('in_service', 'degraded') OR p.id IN (SELECT pod_id FROM flight)),"
+              " count(*) FILTER (WHERE p.id IN (SELECT pod_id FROM flight WHERE phase IN " +
+              rollouts::phaseSqlList({PodPhase::kDraining, PodPhase::kUpgrading}) + "))"
+              " FROM pods p WHERE p.building_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY p.building_id";
+          for (const auto& r : txn.exec_params(query, list))
             out[r[0].as<std::string>()] = {r[1].as<int>(), r[2].as<int>(), r[3].as<int>()};
           return out;
         });
@@ -476,16 +499,17 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     });
   }
 
-  Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override {
-    using Counts = std::pair<std::map<std::string, int>, std::map<std::string, int>>;
+  Result<std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>> counts() override {
+    using Counts = std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>;
     return pool_.transact<Counts>([&](pqxx::work& txn) -> Result<Counts> {
       Counts c;
       for (const auto& r : txn.exec("SELECT state, count(*) FROM rollouts GROUP BY state"))
-        c.first[r[0].as<std::string>()] = r[1].as<int>();
-      for (const auto& r : txn.exec(
-               "SELECT rp.phase, count(*) FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
-               " WHERE ro.state IN ('created', 'running', 'paused', 'halted', 'aborting') GROUP BY rp.phase"))
-        c.second[r[0].as<std::string>()] = r[1].as<int>();
+        if (auto st = rollouts::parseRolloutState(r[0].as<std::string>())) c.first[*st] = r[1].as<int>();
+      static const std::string pods_query =
+          "SELECT rp.phase, count(*) FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
+          " WHERE ro.state IN " + rollouts::stateSqlList(rollouts::unfinishedRolloutStates()) + " GROUP BY rp.phase";
+      for (const auto& r : txn.exec(pods_query))
+        if (auto ph = rollouts::parsePodPhase(r[0].as<std::string>())) c.second[*ph] = r[1].as<int>();
       return c;
     });
   }
@@ -499,7 +523,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
                "SELECT ro.id, ro.bundle_id, ro.state, ro.policy::text, extract(epoch from ro.started_at)::float8,"
                " rp.phase, p.platform, extract(epoch from rp.started_at)::float8, extract(epoch from rp.finished_at)::float8"
                " FROM rollouts ro JOIN rollout_pods rp ON rp.rollout_id = ro.id JOIN pods p ON p.id = rp.pod_id"
-               " WHERE ro.state NOT IN ('completed', 'aborted') OR ro.finished_at >= to_timestamp($1)"
+               " WHERE ro.state IN " + unfinishedStatesSql() + " OR ro.finished_at >= to_timestamp($1)"
                " ORDER BY ro.created_at, ro.id, rp.position",
                std::chrono::duration<double>(finished_since.time_since_epoch()).count())) {
         const auto id = r[0].as<std::string>();
@@ -508,7 +532,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
           rollouts::MetricRollout m;
           m.id = id;
           m.bundle_id = r[1].as<std::string>();
-          m.state = r[2].as<std::string>();
+          m.state = rollouts::parseRolloutState(r[2].as<std::string>()).value();
           m.policy = json::parse(r[3].c_str());
           m.started_at = optEpoch(r[4]);
           out.push_back(std::move(m));

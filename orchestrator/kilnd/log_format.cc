@@ -42,6 +42,22 @@ class JsonFormatter final : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };
 
+class SpdLogger final : public Logger {
+ public:
+  explicit SpdLogger(std::shared_ptr<spdlog::logger> log) : log_(std::move(log)) {}
+  void log(LogLevel level, std::string_view message) override {
+    switch (level) {
+      case LogLevel::kDebug: log_->debug("{}", message); break;
+      case LogLevel::kInfo: log_->info("{}", message); break;
+      case LogLevel::kWarn: log_->warn("{}", message); break;
+      case LogLevel::kError: log_->error("{}", message); break;
+    }
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> log_;
+};
+
 }  // namespace
 
 std::unique_ptr<spdlog::formatter> makeJsonFormatter() { return std::make_unique<JsonFormatter>(); }
@@ -56,6 +72,10 @@ Status setLogFormat(spdlog::logger& log, const std::string& format) {
     return Ok{};
   }
   return invalidArgument("--log-format must be text or json, got '" + format + "'");
+}
+
+std::unique_ptr<Logger> makeSpdLogger(std::shared_ptr<spdlog::logger> log) {
+  return std::make_unique<SpdLogger>(std::move(log));
 }
 
 }  // namespace kiln::kilnd

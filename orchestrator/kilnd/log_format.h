@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "common/logger.h"
 #include "common/result.h"
 
 namespace spdlog {
@@ -20,5 +21,8 @@ std::unique_ptr<spdlog::formatter> makeJsonFormatter();
 
 // Sets `log`'s format: "text" or "json" (kInvalidArgument otherwise).
 Status setLogFormat(spdlog::logger& log, const std::string& format);
+
+// The core's Logger seam (common/logger.h) writing to `log` at the same levels.
+std::unique_ptr<Logger> makeSpdLogger(std::shared_ptr<spdlog::logger> log);
 
 }  // namespace kiln::kilnd

@@ -26,10 +26,10 @@
 #include "agents/exec/process_runner.h"
 #include "orchestrator/db/pg_drain_ledger.h"
 #include "orchestrator/db/pg_leader.h"
-#include "orchestrator/db/pg_live_output.h"
 #include "orchestrator/db/pg_notify.h"
 #include "orchestrator/db/pg_reliability_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
+#include "orchestrator/db/pg_live_output.h"
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/http/client.h"
 #include "orchestrator/rollouts/rollout_service.h"
@@ -38,6 +38,7 @@
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/http/server.h"
 #include "orchestrator/kilnd/config.h"
+#include "orchestrator/kilnd/controller_loop.h"
 #include "orchestrator/kilnd/log_format.h"
 #include "orchestrator/kilnd/scheduler_hook.h"
 #include "orchestrator/scheduler/slurm_driver.h"
@@ -87,6 +88,16 @@ Status bootstrapAdminToken(core::Store& store, const std::string& path, spdlog::
   log.info("created the first admin token ({}) in {}", token->info.id, path);
   return Ok{};
 }
+
+// The controller loop's lock: PostgreSQL's advisory lock (one replica leads).
+class DbLeadership final : public kilnd::Leadership {
+ public:
+  explicit DbLeadership(std::string url) : lock_(std::move(url)) {}
+  bool tryHold() override { return lock_.tryHold(); }
+
+ private:
+  db::LeaderLock lock_;
+};
 
 // Raises the soft limit on open files to the hard one; returns the limit now in force.
 long raiseDescriptorLimit() {
@@ -142,22 +153,20 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // The controller's pass runs every 200 ms, and at once when agents' reports finish a run (a
-  // rollout's pod then moves on without waiting for the next pass). Declared before the executor
-  // so that it outlives the executor's threads, which call it.
-  std::mutex wake_mu;
-  std::condition_variable wake_cv;
-  bool wake = false;
+  // The controller loop (controller_loop.h) turns every 200 ms, and at once when agents'
+  // reports finish a run (a rollout's pod then moves on without waiting for the next pass).
+  // Declared before the executor so that it outlives the executor's threads, which wake it.
+  core::SystemClock clock;
+  auto core_log = kilnd::makeSpdLogger(log);
+  DbLeadership leadership(config->database_url);
+  std::vector<kilnd::ControllerPass> passes;
+  kilnd::ControllerLoopOptions loop_options;
+  std::unique_ptr<kilnd::ControllerLoop> controller_loop;
   auto wakeController = [&] {
-    {
-      std::lock_guard lock(wake_mu);
-      wake = true;
-    }
-    wake_cv.notify_one();
+    if (controller_loop) controller_loop->wake();
   };
   http::initializeNetworkThreads(config->network_threads);
   Executor executor(config->threads);
-  core::SystemClock clock;
   auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
   // Running steps' live output (issue 18): small, one primary-key read or write per call.
   auto live_output = db::makePgLiveOutputStore({config->database_url, 2});
@@ -200,7 +209,8 @@ int main(int argc, char** argv) {
 
   auto rollout_store = db::makePgRolloutStore({config->database_url, 4});
   auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
-  rollouts::RolloutServiceOptions rollout_options;
+  rollouts::ControllerOptions rollout_options;
+  rollout_options.log = core_log.get();
 
   // --scheduler slurm: the Slurm driver (its own thread, leader only) drains a host's node
   // before a rollout works on it, resumes the nodes it drained, and feeds allocations and
@@ -255,48 +265,26 @@ int main(int argc, char** argv) {
     rollout_options.release_hook = kilnd::asyncReleaseHook(
         hook_executor,
         kilnd::releaseCall(config->scheduler_hook, [log](const std::string& line) { log->warn("{}", line); }));
-  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, rollout_options);
+  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, {core_log.get()});
+  rollouts::RolloutController rollout_controller(*store, *rollout_store, run_service, clock, rollout_options);
   reliability::ReliabilityService reliability_service(*reliability_store, clock,
                                                       reliability::ReliabilityTargets{config->reliability_target});
 
-  // The controller: exactly one replica (the holder of the leader lock) drives timers, leases
-  // and run verdicts.
+  // The controller: exactly one replica (the holder of the leader lock) drives timers, leases,
+  // run verdicts and rollouts.
   std::atomic<bool> stopping{false};
   api::ControllerMetrics controller_metrics;
-  std::thread controller([&] {
-    db::LeaderLock leader(config->database_url);
-    bool was_leader = false;
-    int streak = 0;  // passes in a row that changed something
-    while (!stopping) {
-      const bool is_leader = leader.tryHold();
-      if (is_leader != was_leader) log->info(is_leader ? "this kilnd now runs the controllers" : "lost the controller lock");
-      was_leader = is_leader;
-      controller_metrics.setLeader(is_leader);
-      if (is_leader != leading.exchange(is_leader) && is_leader && slurm) slurm->wake();
-      int changes = 0;
-      if (is_leader) {
-        const auto began = std::chrono::steady_clock::now();
-        bool ok = true;
-        try {
-          changes += run_service.tick();
-          changes += rollout_service.tick();
-        } catch (const std::exception& e) {
-          ok = false;
-          log->error("controller pass failed: {}", e.what());
-        }
-        controller_metrics.passDone(ok, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-                                    std::chrono::duration<double>(clock.now().time_since_epoch()).count());
-      }
-      // A pass that moved something may have made the next step due (a run finished, so its
-      // pod starts validating; a pod admitted, so it drains): run again at once, a few times.
-      streak = changes > 0 ? streak + 1 : 0;
-      if (is_leader && streak > 0 && streak < 8) continue;
-      streak = 0;
-      std::unique_lock lock(wake_mu);
-      wake_cv.wait_for(lock, std::chrono::milliseconds(is_leader ? 200 : 1000), [&] { return wake || stopping.load(); });
-      wake = false;
-    }
-  });
+  passes.push_back({"runs", [&] { return run_service.tick(); }});
+  passes.push_back({"rollouts", [&] { return rollout_controller.tick(); }});
+  loop_options.on_leadership = [&](bool is_leader) {
+    controller_metrics.setLeader(is_leader);
+    leading = is_leader;
+    if (is_leader && slurm) slurm->wake();
+  };
+  loop_options.on_round = [&](bool ok, double seconds, double wall) { controller_metrics.passDone(ok, seconds, wall); };
+  controller_loop = std::make_unique<kilnd::ControllerLoop>(leadership, std::move(passes), clock, *core_log, loop_options);
+  controller_metrics.setLeader(false);
+  std::thread controller([&] { controller_loop->run(); });
 
   api::Services services;
   services.store = store.get();
@@ -341,6 +329,7 @@ int main(int argc, char** argv) {
   if (auto st = server->start(); !st.ok()) {
     log->critical("{}", st.error().message);
     stopping = true;  // a joinable thread must not be destroyed
+    controller_loop->stop();
     if (slurm) {
       slurm->stop();
       slurm_thread.join();
@@ -360,7 +349,7 @@ int main(int argc, char** argv) {
   gateway.stop();
   server->stop(5000);
   stopping = true;
-  wakeController();
+  controller_loop->stop();
   controller.join();
   revocations.join();
   notifier.stop();

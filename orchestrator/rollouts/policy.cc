@@ -446,6 +446,13 @@ json toJson(const Plan& plan) {
   return {{"waves", waves}, {"excluded", excluded}, {"eligible", plan.eligible}, {"downgrades", downgrades}};
 }
 
+const std::vector<PodPhase>& allPodPhases() {
+  static const std::vector<PodPhase> all{PodPhase::kPending,   PodPhase::kDraining,  PodPhase::kUpgrading,
+                                         PodPhase::kValidating, PodPhase::kSucceeded, PodPhase::kFailed,
+                                         PodPhase::kSkipped,   PodPhase::kAborted};
+  return all;
+}
+
 const char* podPhaseName(PodPhase p) {
   switch (p) {
     case PodPhase::kPending: return "pending";
@@ -461,8 +468,7 @@ const char* podPhaseName(PodPhase p) {
 }
 
 std::optional<PodPhase> parsePodPhase(const std::string& s) {
-  for (auto p : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
-                 PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted})
+  for (auto p : allPodPhases())
     if (s == podPhaseName(p)) return p;
   return std::nullopt;
 }
@@ -470,6 +476,98 @@ std::optional<PodPhase> parsePodPhase(const std::string& s) {
 bool inFlight(PodPhase p) { return p == PodPhase::kDraining || p == PodPhase::kUpgrading || p == PodPhase::kValidating; }
 bool finished(PodPhase p) {
   return p == PodPhase::kSucceeded || p == PodPhase::kFailed || p == PodPhase::kSkipped || p == PodPhase::kAborted;
+}
+
+namespace {
+template <typename T, typename Name>
+std::string sqlList(const std::vector<T>& values, Name name) {
+  std::string out = "(";
+  for (const auto& v : values) out += std::string(out.size() > 1 ? ", " : "") + "'" + name(v) + "'";
+  return out + ")";
+}
+}  // namespace
+
+const std::vector<PodPhase>& inFlightPhases() {
+  static const std::vector<PodPhase> phases = [] {
+    std::vector<PodPhase> out;
+    for (auto p : allPodPhases())
+      if (inFlight(p)) out.push_back(p);
+    return out;
+  }();
+  return phases;
+}
+
+const std::vector<PodPhase>& unfinishedPhases() {
+  static const std::vector<PodPhase> phases = [] {
+    std::vector<PodPhase> out;
+    for (auto p : allPodPhases())
+      if (!finished(p)) out.push_back(p);
+    return out;
+  }();
+  return phases;
+}
+
+std::string phaseSqlList(const std::vector<PodPhase>& phases) { return sqlList(phases, podPhaseName); }
+
+const char* rolloutStateName(RolloutState s) {
+  switch (s) {
+    case RolloutState::kCreated: return "created";
+    case RolloutState::kRunning: return "running";
+    case RolloutState::kPaused: return "paused";
+    case RolloutState::kHalted: return "halted";
+    case RolloutState::kAborting: return "aborting";
+    case RolloutState::kCompleted: return "completed";
+    case RolloutState::kAborted: return "aborted";
+  }
+  return "unknown";
+}
+
+const std::vector<RolloutState>& allRolloutStates() {
+  static const std::vector<RolloutState> all{RolloutState::kCreated,  RolloutState::kRunning,   RolloutState::kPaused,
+                                             RolloutState::kHalted,   RolloutState::kAborting,  RolloutState::kCompleted,
+                                             RolloutState::kAborted};
+  return all;
+}
+
+std::optional<RolloutState> parseRolloutState(const std::string& s) {
+  for (auto st : allRolloutStates())
+    if (s == rolloutStateName(st)) return st;
+  return std::nullopt;
+}
+
+bool active(RolloutState s) {
+  return s == RolloutState::kRunning || s == RolloutState::kPaused || s == RolloutState::kHalted ||
+         s == RolloutState::kAborting;
+}
+
+const std::vector<RolloutState>& activeRolloutStates() {
+  static const std::vector<RolloutState> states = [] {
+    std::vector<RolloutState> out;
+    for (auto s : allRolloutStates())
+      if (active(s)) out.push_back(s);
+    return out;
+  }();
+  return states;
+}
+
+bool finished(RolloutState s) { return s == RolloutState::kCompleted || s == RolloutState::kAborted; }
+
+const std::vector<RolloutState>& unfinishedRolloutStates() {
+  static const std::vector<RolloutState> states = [] {
+    std::vector<RolloutState> out;
+    for (auto s : allRolloutStates())
+      if (!finished(s)) out.push_back(s);
+    return out;
+  }();
+  return states;
+}
+
+std::string stateSqlList(const std::vector<RolloutState>& states) { return sqlList(states, rolloutStateName); }
+
+std::string stateList(const std::vector<RolloutState>& states) {
+  std::string out;
+  for (auto s : states) out += (out.empty() ? "" : ", ") + std::string(rolloutStateName(s));
+  return out;
 }
 
 int failureBudget(const Policy& pol, int eligible) {

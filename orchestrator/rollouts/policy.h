@@ -121,10 +121,33 @@ nlohmann::json toJson(const Plan& plan);
 // ---- admission at run time ----
 
 enum class PodPhase { kPending, kDraining, kUpgrading, kValidating, kSucceeded, kFailed, kSkipped, kAborted };
+const std::vector<PodPhase>& allPodPhases();
 const char* podPhaseName(PodPhase p);
 std::optional<PodPhase> parsePodPhase(const std::string& s);
+// The one definition of the sets (the store's SQL is written from them: phaseSqlList).
+// In flight: drained or draining, holding a slot of max_concurrent_pods.
 bool inFlight(PodPhase p);
 bool finished(PodPhase p);
+const std::vector<PodPhase>& inFlightPhases();
+const std::vector<PodPhase>& unfinishedPhases();  // pending and in flight
+// "('draining', 'upgrading', 'validating')": a set as an SQL list of text literals.
+std::string phaseSqlList(const std::vector<PodPhase>& phases);
+
+// A rollout's state (the rollouts table's CHECK; GET /rollouts filters on it):
+//   created -> running <-> paused; running -> halted (failure budget) -> running (resume);
+//   any of those -> aborting -> aborted; running -> completed.
+enum class RolloutState { kCreated, kRunning, kPaused, kHalted, kAborting, kCompleted, kAborted };
+const char* rolloutStateName(RolloutState s);
+std::optional<RolloutState> parseRolloutState(const std::string& s);
+const std::vector<RolloutState>& allRolloutStates();
+// The states the controller works on: running, paused, halted, aborting.
+bool active(RolloutState s);
+const std::vector<RolloutState>& activeRolloutStates();
+bool finished(RolloutState s);  // completed or aborted
+const std::vector<RolloutState>& unfinishedRolloutStates();
+std::string stateSqlList(const std::vector<RolloutState>& states);
+// "paused, halted": for messages.
+std::string stateList(const std::vector<RolloutState>& states);
 
 // What admission knows of a pending pod's hosts. A pod is admitted only when at least `needed`
 // of its `total` hosts can serve after the upgrade, i.e. are not in one of the `out` states

@@ -11,13 +11,12 @@
 #include "common/histogram.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/iso_time.h"
+#include "orchestrator/rollouts/rollout_internal.h"
 
 namespace kiln::rollouts {
 namespace {
 
 using nlohmann::json;
-
-const core::Actor kController{"system", "rollout controller"};
 
 // Compliance from versions aggregated per pod (kind -> version -> count).
 PodCompliance complianceFromCounts(const Bundle& b, const PodSnapshot& s) {
@@ -115,36 +114,6 @@ PodFacts factsOf(const Bundle& b, const PodSnapshot& s) {
   return f;
 }
 
-// The install workflow's parameters from the bundle: firmware-upgrade's names for its
-// components (tray package, NIC image, target versions), plus generic <kind>_version /
-// _artifact / _sha256; only names the workflow declares are passed.
-json installParams(const Bundle& b, const std::vector<std::string>& declared) {
-  std::map<std::string, std::string> p = b.workflowParams();
-  for (const auto& c : b.components) {
-    p["target_" + c.kind] = c.version;
-    if (c.kind == "hmc_bundle" || ((c.kind == "gpu_vbios" || c.kind == "sbios") && !p.count("tray_package")))
-      p["tray_package"] = c.artifact;
-    if (c.kind == "nic") p["nic_image"] = c.artifact;
-  }
-  json out = json::object();
-  for (const auto& name : declared)
-    if (auto it = p.find(name); it != p.end()) out[name] = it->second;
-  return out;
-}
-
-// How long each finished pod took, start to finish (succeeded or failed: skipped and aborted
-// pods say nothing of the pod time): the view's P50/P90 and admission's window check.
-std::vector<double> podSeconds(const std::vector<RolloutPodRow>& rows) {
-  std::vector<double> out;
-  for (const auto& p : rows)
-    if (p.started_at && p.finished_at && (p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed))
-      out.push_back(std::chrono::duration<double>(*p.finished_at - *p.started_at).count());
-  return out;
-}
-
-constexpr std::array<PodPhase, 8> kAllPodPhases = {PodPhase::kPending,   PodPhase::kDraining, PodPhase::kUpgrading,
-                                                   PodPhase::kValidating, PodPhase::kSucceeded, PodPhase::kFailed,
-                                                   PodPhase::kSkipped,   PodPhase::kAborted};
 constexpr auto kFinishedRolloutMetricsFor = std::chrono::hours(1);
 
 double unixSeconds(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
@@ -163,13 +132,13 @@ void renderRolloutMetrics(const std::vector<MetricRollout>& rollouts, std::strin
   out += "# HELP kiln_rollout_info Rollouts not finished, and those finished in the last hour (value 1).\n"
          "# TYPE kiln_rollout_info gauge\n";
   for (const auto& r : rollouts)
-    out += "kiln_rollout_info{" + label(r) + ",bundle=\"" + promLabelValue(r.bundle_id) + "\",state=\"" + promLabelValue(r.state) +
+    out += "kiln_rollout_info{" + label(r) + ",bundle=\"" + promLabelValue(r.bundle_id) + "\",state=\"" + promLabelValue(rolloutStateName(r.state)) +
            "\"} 1\n";
   out += "# HELP kiln_rollout_pod_phase A rollout's pods by phase.\n# TYPE kiln_rollout_pod_phase gauge\n";
   for (const auto& r : rollouts) {
     std::map<PodPhase, int> n;
     for (const auto& p : r.pods) ++n[p.phase];
-    for (auto ph : kAllPodPhases)
+    for (auto ph : allPodPhases())
       out += "kiln_rollout_pod_phase{" + label(r) + ",phase=\"" + podPhaseName(ph) + "\"} " + std::to_string(n[ph]) + "\n";
   }
   out += "# HELP kiln_rollout_failure_budget_pods How many of a rollout's pods may fail before it halts (+Inf: no budget).\n"
@@ -218,18 +187,23 @@ void renderRolloutMetrics(const std::vector<MetricRollout>& rollouts, std::strin
 
 }  // namespace
 
-std::string schedulerReason(const std::string& rollout, const Bundle& bundle) {
-  return "kiln: " + rollout + " " + bundle.workflow + " " + bundle.name + " " + bundle.version;
-}
-
 const std::vector<std::string>& rolloutStates() {
-  static const std::vector<std::string> all = {"created", "running", "paused", "halted", "completed", "aborting", "aborted"};
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> out;
+    for (auto st : allRolloutStates()) out.push_back(rolloutStateName(st));
+    return out;
+  }();
   return all;
 }
 
 RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
                                RolloutServiceOptions options)
-    : fleet_(fleet), store_(store), runs_(runs), clock_(clock), options_(std::move(options)) {}
+    : fleet_(fleet),
+      store_(store),
+      runs_(runs),
+      clock_(clock),
+      options_(std::move(options)),
+      failures_(options_.log ? *options_.log : nullLogger(), clock_) {}
 
 Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor, bool* created,
                                        const std::optional<core::IfMatch>& if_match) {
@@ -431,20 +405,10 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
   auto created = store_.createRollout(row, pods, actor);
   if (!created.ok()) return created.error();
   if (start) {
-    auto started = store_.transition(*id, {"created"}, "running", "started by " + actor.token_id, actor);
+    auto started = store_.transition(*id, {RolloutState::kCreated}, RolloutState::kRunning, "started by " + actor.token_id, actor);
     if (!started.ok()) return started.error();
   }
   return view(*id);
-}
-
-Result<RolloutService::Loaded> RolloutService::load(const std::string& id) {
-  auto row = store_.getRollout(id);
-  if (!row.ok()) return row.error();
-  auto b = bundleFor(row->bundle_id);
-  if (!b.ok()) return b.error();
-  auto p = parsePolicy(row->policy);
-  if (!p.ok()) return p.error();
-  return Loaded{*row, *b, *p};
 }
 
 Result<json> RolloutService::pods(const std::string& id) {
@@ -470,7 +434,7 @@ Result<json> RolloutService::pods(const std::string& id) {
 }
 
 Result<json> RolloutService::view(const std::string& id) {
-  auto ro = load(id);
+  auto ro = loadRollout(store_, id);
   if (!ro.ok()) return ro.error();
   auto rows = store_.rolloutPods(id);
   if (!rows.ok()) return rows.error();
@@ -526,7 +490,7 @@ Result<json> RolloutService::view(const std::string& id) {
   auto events = store_.rolloutEvents(id, 20);
   json j = {{"id", ro->row.id},
             {"bundle", {{"id", ro->bundle.id}, {"name", ro->bundle.name}, {"version", ro->bundle.version}}},
-            {"state", ro->row.state},
+            {"state", rolloutStateName(ro->row.state)},
             {"halt_reason", ro->row.halt_reason},
             {"rollback_of", ro->row.rollback_of.empty() ? json() : json(ro->row.rollback_of)},
             {"selector", ro->row.selector},
@@ -548,11 +512,16 @@ Result<json> RolloutService::view(const std::string& id) {
 }
 
 Result<json> RolloutService::list(const std::string& state, const core::PageRequest& page) {
-  auto rows = store_.listRollouts(state, page);
+  std::optional<RolloutState> filter;
+  if (!state.empty()) {
+    filter = parseRolloutState(state);
+    if (!filter) return invalidArgument("state: no rollout state '" + state + "'").with("field", "state");
+  }
+  auto rows = store_.listRollouts(filter, page);
   if (!rows.ok()) return rows.error();
   json items = json::array();
   for (const auto& r : rows->items) {
-    json j = {{"id", r.id},          {"bundle", r.bundle_id},  {"state", r.state}, {"halt_reason", r.halt_reason},
+    json j = {{"id", r.id},          {"bundle", r.bundle_id},  {"state", rolloutStateName(r.state)}, {"halt_reason", r.halt_reason},
               {"created_by", r.created_by}, {"pods", r.plan.value("eligible", 0)}};
     core::putTime(j, "created_at", r.created_at);
     core::putTime(j, "started_at", r.started_at);
@@ -575,8 +544,8 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
                                   const std::string& reason) {
   const std::string why = reason.empty() ? "" : ": " + reason;
   Result<RolloutRow> r = notFound("");
-  if (verb == "start") r = store_.transition(id, {"created"}, "running", "started by " + actor.token_id + why, actor);
-  else if (verb == "pause") r = store_.transition(id, {"running"}, "paused", "paused by " + actor.token_id + why, actor);
+  if (verb == "start") r = store_.transition(id, {RolloutState::kCreated}, RolloutState::kRunning, "started by " + actor.token_id + why, actor);
+  else if (verb == "pause") r = store_.transition(id, {RolloutState::kRunning}, RolloutState::kPaused, "paused by " + actor.token_id + why, actor);
   else if (verb == "resume") {
     // Resuming a halted rollout retries its failed pods (clear the fault first, or skip them).
     // A retried pod whose hosts are still in repair waits at admission (PodHostFacts) instead
@@ -586,7 +555,7 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
     // every pod finished and complete it before the pods are retried.
     auto before = store_.getRollout(id);
     if (!before.ok()) return before.error();
-    if (before->state == "halted") {
+    if (before->state == RolloutState::kHalted) {
       auto rows = store_.rolloutPods(id);
       if (!rows.ok()) return rows.error();
       std::vector<PodUpdate> updates;
@@ -596,7 +565,7 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
           u.message = "retried on resume";
           u.run_id = "";
           u.validation_run_id = "";
-          u.only_while = {"halted"};
+          u.only_while = {RolloutState::kHalted};
           updates.push_back(u);
         }
       // Halted by hand-skipped failures (or none left): nothing to retry, nothing to say.
@@ -608,9 +577,9 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
             !st.ok())
           return st.error();
     }
-    r = store_.transition(id, {"paused", "halted"}, "running", "resumed by " + actor.token_id + why, actor);
+    r = store_.transition(id, {RolloutState::kPaused, RolloutState::kHalted}, RolloutState::kRunning, "resumed by " + actor.token_id + why, actor);
   } else if (verb == "abort") {
-    r = store_.transition(id, {"created", "running", "paused", "halted"}, "aborting", "aborted by " + actor.token_id + why, actor);
+    r = store_.transition(id, {RolloutState::kCreated, RolloutState::kRunning, RolloutState::kPaused, RolloutState::kHalted}, RolloutState::kAborting, "aborted by " + actor.token_id + why, actor);
   } else {
     return notFound("no verb '" + verb + "'");
   }
@@ -634,10 +603,10 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
     // where a retry racing the controller's completion is refused.
     auto ro = store_.getRollout(id);
     if (!ro.ok()) return ro.error();
-    if (ro->state == "completed" || ro->state == "aborted" || ro->state == "aborting")
-      return conflict("rollout " + id + " is " + ro->state + ": start a new rollout of its bundle to upgrade " + pod)
-          .with("state", ro->state);
-    u.only_while = {"running", "paused", "halted"};
+    if (ro->state == RolloutState::kCompleted || ro->state == RolloutState::kAborted || ro->state == RolloutState::kAborting)
+      return conflict("rollout " + id + " is " + rolloutStateName(ro->state) + ": start a new rollout of its bundle to upgrade " + pod)
+          .with("state", rolloutStateName(ro->state));
+    u.only_while = {RolloutState::kRunning, RolloutState::kPaused, RolloutState::kHalted};
     u.phase = PodPhase::kPending;
     u.run_id = "";
     u.validation_run_id = "";
@@ -645,7 +614,7 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
   } else if (verb == "skip") {
     if (it->phase != PodPhase::kPending && it->phase != PodPhase::kFailed)
       return conflict("only a pending or failed pod can be skipped; " + pod + " is " + podPhaseName(it->phase)).with("phase", podPhaseName(it->phase));
-    u.only_while = {"created", "running", "paused", "halted", "aborting"};
+    u.only_while = {RolloutState::kCreated, RolloutState::kRunning, RolloutState::kPaused, RolloutState::kHalted, RolloutState::kAborting};
     u.phase = PodPhase::kSkipped;
     u.message = "skipped by " + actor.token_id + why;
     u.set_finished = true;
@@ -653,15 +622,16 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
     return notFound("no pod verb '" + verb + "'");
   }
   if (auto st = store_.updatePods(id, {u}, {{pod, verb, verb + " by " + actor.token_id + why}}); !st.ok()) return st.error();
-  (void)fleet_.audit(actor, "rollout.pod." + verb, id + "/" + pod, reason.empty() ? "{}" : json{{"reason", reason}}.dump());
+  noted(fleet_.audit(actor, "rollout.pod." + verb, id + "/" + pod, reason.empty() ? "{}" : json{{"reason", reason}}.dump()),
+        "rollout " + id + ": audit of " + verb + " of " + pod);
   return view(id);
 }
 
 Result<json> RolloutService::rollback(const std::string& id, const core::Actor& actor, const std::string& reason) {
-  auto ro = load(id);
+  auto ro = loadRollout(store_, id);
   if (!ro.ok()) return ro.error();
-  if (ro->row.state == "running" || ro->row.state == "aborting" || ro->row.state == "created")
-    return conflict("pause, abort or finish rollout " + id + " before rolling it back").with("state", ro->row.state);
+  if (ro->row.state == RolloutState::kRunning || ro->row.state == RolloutState::kAborting || ro->row.state == RolloutState::kCreated)
+    return conflict("pause, abort or finish rollout " + id + " before rolling it back").with("state", rolloutStateName(ro->row.state));
   auto rows = store_.rolloutPods(id);
   if (!rows.ok()) return rows.error();
   // Changed: the pods that succeeded, and the failed or aborted ones whose upgrade workflow
@@ -721,420 +691,28 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
   // Record the link both ways: the new rollout's rollback_of, this one's event.
   std::string left;
   for (const auto& pod : unknown) left += (left.empty() ? "" : ", ") + pod;
-  (void)store_.updatePods(id, {},
+  noted(store_.updatePods(id, {},
                           {{"", "rollback",
                             "rolled back by " + (*created)["id"].get<std::string>() + " (" + actor.token_id +
                                 (reason.empty() ? "" : ": " + reason) + ")" +
-                                (left.empty() ? "" : "; not " + left + ": no earlier bundle known")}});
+                                (left.empty() ? "" : "; not " + left + ": no earlier bundle known")}}), "rollout " + id + ": the rollback event");
   json detail = {{"rollback", (*created)["id"]}};
   if (!reason.empty()) detail["reason"] = reason;
-  (void)fleet_.audit(actor, "rollout.rollback", id, detail.dump());
+  noted(fleet_.audit(actor, "rollout.rollback", id, detail.dump()), "rollout " + id + ": audit of the rollback");
   return created;
-}
-
-int RolloutService::reconcile(const Loaded& ro, RolloutPodRow& pod, const std::map<std::string, std::string>& run_states) {
-  const std::string tag = "rollout " + ro.row.id + ": ";
-  const bool aborting = ro.row.state == "aborting";
-  auto finish = [&](PodPhase from, PodPhase to, const std::string& message) {
-    PodUpdate u{pod.pod, from, to};
-    u.message = message;
-    u.set_finished = true;
-    (void)store_.updatePods(ro.row.id, {u}, {{pod.pod, podPhaseName(to), message}});
-    return 1;
-  };
-  // The host moves of a step go to the store as one batch (one transaction). A refused move
-  // (the host is not where the step expects it, e.g. an earlier pass that a crash cut short
-  // moved it already) is skipped and the others apply.
-  std::vector<core::HostTransition> moves;
-  auto move = [&](const std::string& host, core::HostAction a, const std::string& reason) {
-    moves.push_back({host, a, std::nullopt, tag + reason});
-  };
-  // Applies the moves and folds the states they led to into `states` (host -> state);
-  // false when the store could not be reached (nothing applied).
-  auto applyMoves = [&](std::map<std::string, std::string>& states) {
-    if (moves.empty()) return true;
-    auto outcomes = fleet_.transitionHosts(moves, kController);
-    if (!outcomes.ok()) return false;
-    for (std::size_t i = 0; i < moves.size() && i < outcomes->size(); ++i)
-      if ((*outcomes)[i].ok()) states[moves[i].host] = std::string(core::hostStateName(*(*outcomes)[i]));
-    moves.clear();
-    return true;
-  };
-  // The run's state from the pass's one query; runStatus (every group's state) only once it
-  // finished. A run the query did not see is read directly.
-  auto finishedRun = [&](const std::string& run_id) -> std::optional<runs::RunStatus> {
-    auto known = run_states.find(run_id);
-    if (known != run_states.end() && known->second == "running") {
-      if (aborting) (void)runs_.stopRun(run_id, kController);
-      return std::nullopt;
-    }
-    auto status = runs_.runStatus(run_id);
-    if (!status.ok()) return std::nullopt;
-    if (status->state == "running") {
-      if (aborting) (void)runs_.stopRun(run_id, kController);
-      return std::nullopt;
-    }
-    return *status;
-  };
-
-  switch (pod.phase) {
-    case PodPhase::kDraining: {
-      auto detail = fleet_.getPod(pod.pod);
-      if (!detail.ok()) return 0;
-      if (aborting) {
-        // Say what the operator finds: a pod aborted right after admission has nothing drained.
-        const auto out = std::count_if(detail->hosts.begin(), detail->hosts.end(), [](const core::HostSummary& h) {
-          return h.state == "draining" || h.state == "maintenance";
-        });
-        return finish(PodPhase::kDraining, PodPhase::kAborted,
-                      out == 0 ? std::string("aborted while draining, before any host was drained")
-                               : "aborted while draining: " + std::to_string(out) + " of " +
-                                     std::to_string(detail->hosts.size()) + " hosts left draining or in maintenance");
-      }
-      std::map<std::string, std::string> states;
-      std::vector<std::string> allocated;
-      // The job scheduler's gate: a drained host goes to maintenance only once no job can run
-      // on it (Slurm: its node is drained and empty). Held hosts stay draining.
-      const std::string why = schedulerReason(ro.row.id, ro.bundle);
-      std::vector<std::string> held;
-      auto drained = [&](const core::HostSummary& h) {
-        if (options_.drain_gate) {
-          if (auto wait = options_.drain_gate(h, why)) {
-            held.push_back(*wait);
-            return;
-          }
-        }
-        move(h.id, core::HostAction::kDrained, "no job on the host");
-      };
-      for (const auto& h : detail->hosts) {
-        states[h.id] = h.state;
-        if (h.state == "available") {
-          move(h.id, core::HostAction::kDrain, "drain for upgrade");
-          drained(h);
-        } else if (h.state == "draining") {
-          drained(h);
-        } else if (h.state == "allocated") {
-          allocated.push_back(h.id);
-        }
-      }
-      if (!applyMoves(states)) return 0;
-      if (allocated.empty() && !held.empty()) {
-        PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
-        u.waiting_reason = held.front() + (held.size() > 1 ? " (and " + std::to_string(held.size() - 1) + " more hosts)" : "");
-        if (u.waiting_reason != pod.waiting_reason) (void)store_.updatePods(ro.row.id, {u}, {});
-        return 0;
-      }
-      if (!allocated.empty()) {
-        askRelease(ro.row.id, pod.pod, [&] { return allocated; }, why);
-        PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kDraining};
-        u.waiting_reason = "allocated: waiting for the job scheduler to release " + std::to_string(allocated.size()) + " hosts";
-        (void)store_.updatePods(ro.row.id, {u}, {});
-        return 0;
-      }
-      std::vector<std::string> ready;
-      for (const auto& h : detail->hosts)  // tray order
-        if (states[h.id] == "maintenance") ready.push_back(h.id);
-      if (ready.empty()) return finish(PodPhase::kDraining, PodPhase::kFailed, "no host of the pod could be drained");
-      auto declared = runs_.workflowParams(ro.bundle.workflow);
-      if (!declared.ok()) return finish(PodPhase::kDraining, PodPhase::kFailed, declared.error().message);
-      runs::StartRequest req;
-      req.workflow = ro.bundle.workflow;
-      req.hosts = ready;
-      req.params = installParams(ro.bundle, *declared);
-      req.purpose = "rollout";
-      req.owner = ro.row.id + "/" + pod.pod + "/upgrade/" + std::to_string(pod.attempt);
-      auto run = runs_.startRun(req, kController);
-      if (!run.ok()) return finish(PodPhase::kDraining, PodPhase::kFailed, "cannot start " + req.workflow + ": " + run.error().message);
-      PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kUpgrading};
-      u.run_id = (*run)["id"].get<std::string>();
-      u.waiting_reason = "";
-      (void)store_.updatePods(ro.row.id, {u},
-                              {{pod.pod, "upgrading", std::to_string(ready.size()) + " hosts drained; " + req.workflow + " " +
-                                                          *u.run_id + " started"}});
-      return 1;
-    }
-    case PodPhase::kUpgrading: {
-      auto status = finishedRun(pod.run_id);
-      if (!status) return 0;
-      std::vector<std::string> passed, failed;
-      for (const auto& [host, st] : status->hosts) {
-        if (st == runs::HostStatus::kPassed) passed.push_back(host);
-        // Withdrawn by the abort before its agent took the step: nothing failed, the host
-        // stays drained in maintenance with the others.
-        else if (!(aborting && st == runs::HostStatus::kCancelled)) failed.push_back(host);
-      }
-      for (const auto& h : failed) {
-        auto it = status->reasons.find(h);
-        move(h, core::HostAction::kValidationFail, "upgrade failed: " + (it == status->reasons.end() ? std::string("cancelled") : it->second));
-      }
-      if (!aborting)
-        for (const auto& h : passed) move(h, core::HostAction::kMaintenanceDone, "upgrade done");
-      // The pod ends here (aborted, or no host left to validate): its failed hosts go to repair
-      // now, as the validation's end would have sent them.
-      if (aborting || passed.empty())
-        for (const auto& h : failed) move(h, core::HostAction::kRepair, "failed during the upgrade");
-      std::map<std::string, std::string> states;
-      if (!applyMoves(states)) return 0;
-      if (aborting)
-        return finish(PodPhase::kUpgrading, PodPhase::kAborted,
-                      "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
-      if (passed.empty()) {
-        std::string why = status->reasons.empty() ? "" : ": " + status->reasons.begin()->second;
-        return finish(PodPhase::kUpgrading, PodPhase::kFailed, "the upgrade failed on every host" + why);
-      }
-      runs::StartRequest req;
-      req.workflow = options_.validation_workflow;
-      req.hosts = passed;
-      req.purpose = "rollout";
-      req.owner = ro.row.id + "/" + pod.pod + "/validate/" + std::to_string(pod.attempt);
-      auto run = runs_.startRun(req, kController);
-      if (!run.ok()) return finish(PodPhase::kUpgrading, PodPhase::kFailed, "cannot start validation: " + run.error().message);
-      PodUpdate u{pod.pod, PodPhase::kUpgrading, PodPhase::kValidating};
-      u.validation_run_id = (*run)["id"].get<std::string>();
-      (void)store_.updatePods(ro.row.id, {u},
-                              {{pod.pod, "validating", std::to_string(passed.size()) + " hosts upgraded, " +
-                                                           std::to_string(failed.size()) + " failed; validation " +
-                                                           *u.validation_run_id + " started"}});
-      return 1;
-    }
-    case PodPhase::kValidating: {
-      auto status = finishedRun(pod.validation_run_id);
-      if (!status) return 0;
-      auto detail = fleet_.getPod(pod.pod);
-      if (!detail.ok()) return 0;
-      std::map<std::string, std::string> states;
-      for (const auto& h : detail->hosts) states[h.id] = h.state;
-      std::set<std::string> to_repair;
-      int withdrawn = 0;
-      for (const auto& [host, st] : status->hosts) {
-        if (st == runs::HostStatus::kPassed) {
-          move(host, core::HostAction::kValidationPass, "pod validation passed");
-        } else if (aborting && st == runs::HostStatus::kCancelled) {
-          // The abort withdrew its check before it ran: not validated, so it stays out of
-          // service (validating), and nothing says it is broken.
-          ++withdrawn;
-        } else {
-          auto it = status->reasons.find(host);
-          move(host, core::HostAction::kValidationFail,
-               "pod validation failed: " + (it == status->reasons.end() ? std::string("cancelled") : it->second));
-          to_repair.insert(host);
-        }
-      }
-      // Hosts that failed the upgrade or the validation go to repair; the spares cover them
-      // while 64 GPUs of the pod serve.
-      for (const auto& h : detail->hosts)
-        if (h.state == "failed") to_repair.insert(h.id);
-      for (const auto& h : to_repair) move(h, core::HostAction::kRepair, "failed during the upgrade");
-      if (!applyMoves(states)) return 0;
-      int serving = 0;
-      for (const auto& [_, state] : states)
-        if (state == "available" || state == "allocated") ++serving;
-      const auto& g = core::geometry(*core::parsePlatform(detail->pod.platform));
-      const int gpus = serving * g.gpus_per_tray;
-      if (withdrawn > 0)
-        return finish(PodPhase::kValidating, PodPhase::kAborted,
-                      "aborted: validation stopped at a safe point; " + std::to_string(serving) + " hosts back in service, " +
-                          std::to_string(withdrawn) + " left in validating (not validated)" +
-                          (to_repair.empty() ? "" : ", " + std::to_string(to_repair.size()) + " sent to repair"));
-      if (gpus >= g.active_gpus_per_pod())
-        return finish(PodPhase::kValidating, PodPhase::kSucceeded,
-                      std::to_string(serving) + " hosts back in service (" + std::to_string(gpus) + " GPUs)" +
-                          (to_repair.empty() ? "" : "; spares cover " + std::to_string(to_repair.size()) + " hosts sent to repair"));
-      return finish(PodPhase::kValidating, PodPhase::kFailed,
-                    "only " + std::to_string(gpus) + " healthy GPUs after the upgrade (a slice needs " +
-                        std::to_string(g.active_gpus_per_pod()) + ")");
-    }
-    default:
-      return 0;
-  }
-}
-
-void RolloutService::askRelease(const std::string& rollout, const std::string& pod,
-                                const std::function<std::vector<std::string>()>& allocated_hosts, const std::string& reason) {
-  if (!options_.release_hook) return;
-  const std::string key = rollout + "/" + pod;
-  const auto now = clock_.now();
-  {
-    std::lock_guard lock(asks_->mu);
-    auto it = asks_->by_pod.find(key);
-    if (it != asks_->by_pod.end() && (it->second.pending || now < it->second.next)) return;
-  }
-  // Only when an ask is due: the controller comes here for a waiting pod on every pass.
-  std::vector<std::string> hosts = allocated_hosts();
-  if (hosts.empty()) return;
-  {
-    std::lock_guard lock(asks_->mu);
-    asks_->by_pod[key] = ReleaseAsk{rollout, pod, hosts.size(), now, now + options_.hook_repeat, true, std::nullopt};
-  }
-  // The hook returns at once; its answer is learned by a later pass (learnReleaseAnswers).
-  options_.release_hook({rollout, pod, std::move(hosts), reason}, [asks = asks_, key](bool told) {
-    std::lock_guard lock(asks->mu);
-    if (auto it = asks->by_pod.find(key); it != asks->by_pod.end() && it->second.pending) it->second.told = told;
-  });
-}
-
-void RolloutService::learnReleaseAnswers() {
-  std::vector<ReleaseAsk> answered;
-  {
-    std::lock_guard lock(asks_->mu);
-    for (auto& [_, a] : asks_->by_pod)
-      if (a.pending && a.told) {
-        a.pending = false;
-        a.next = a.asked_at + (*a.told ? options_.hook_repeat : options_.hook_retry);
-        answered.push_back(a);
-      }
-  }
-  for (const auto& a : answered)
-    (void)store_.updatePods(a.rollout, {},
-                            {{a.pod, "release",
-                              *a.told ? "asked the job scheduler to release " + std::to_string(a.hosts) + " allocated hosts"
-                                      : "the job scheduler could not be reached; asking again in " +
-                                            std::to_string(options_.hook_retry.count()) + " s"}});
-}
-
-int RolloutService::admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& rows) {
-  AdmissionInput in;
-  in.policy = ro.policy;
-  in.paused = ro.row.state == "paused";
-  in.halted = ro.row.state == "halted";
-  in.now = clock_.now();
-  std::set<std::string> buildings, pending;
-  for (const auto& p : rows) {
-    in.pods.push_back({p.pod, p.building, p.wave, p.phase, false});
-    if (p.phase == PodPhase::kPending) {
-      buildings.insert(p.building);
-      pending.insert(p.pod);
-    }
-  }
-  // Only the window check reads the pod time: no sort on every pass of a rollout without windows.
-  if (const auto durations = ro.policy.windows.empty() ? std::vector<double>() : podSeconds(rows); !durations.empty())
-    in.pod_time_p90 = std::chrono::seconds(static_cast<long>(std::ceil(percentile(durations, 90))));
-  if (!pending.empty()) {
-    auto states = store_.podHostStates(pending);
-    if (!states.ok()) return 0;
-    for (auto& p : in.pods) {
-      auto it = states->find(p.id);
-      if (it == states->end()) continue;
-      for (const auto& [state, n] : it->second.hosts) {
-        if (state == "allocated") p.allocated = true;
-        else p.hosts.out[state] = n;
-      }
-      if (p.hosts.out.empty()) continue;
-      const auto platform = core::parsePlatform(it->second.platform);
-      if (!platform) continue;
-      const auto& g = core::geometry(*platform);
-      p.hosts.total = g.gpus_per_pod / g.gpus_per_tray;
-      p.hosts.slice_gpus = g.active_gpus_per_pod();
-      p.hosts.needed = (p.hosts.slice_gpus + g.gpus_per_tray - 1) / g.gpus_per_tray;
-    }
-    auto loads = store_.buildingLoads(buildings);
-    if (!loads.ok()) return 0;
-    in.buildings = *loads;
-  }
-  // When did the wave before the current one finish?
-  int current = std::numeric_limits<int>::max();
-  for (const auto& p : rows)
-    if (!finished(p.phase)) current = std::min(current, p.wave);
-  for (const auto& p : rows)
-    if (p.wave == current - 1 && p.finished_at && (!in.previous_wave_finished || *p.finished_at > *in.previous_wave_finished))
-      in.previous_wave_finished = p.finished_at;
-
-  AdmissionResult res = admit(in);
-  int changes = 0;
-  for (const auto& id : res.release)
-    askRelease(ro.row.id, id, [&] {
-      std::vector<std::string> allocated;
-      if (auto detail = fleet_.getPod(id); detail.ok())
-        for (const auto& h : detail->hosts)
-          if (h.state == "allocated") allocated.push_back(h.id);
-      return allocated;
-    }, schedulerReason(ro.row.id, ro.bundle));
-  if (res.halt && ro.row.state == "running") {
-    (void)store_.transition(ro.row.id, {"running"}, "halted", res.halt_reason, kController);
-    return 1;  // admit nothing in the pass that halts
-  }
-  if (res.complete) {
-    if (ro.row.state == "running") (void)store_.transition(ro.row.id, {"running"}, "completed", "every pod finished", kController);
-    return 1;
-  }
-  if (!res.admit.empty()) {
-    // The versions each admitted pod has now (kind -> version -> targets), from one query.
-    std::map<std::string, json> before;
-    Selector admitted;
-    admitted.pods = res.admit;
-    if (auto snaps = store_.podSnapshots(admitted); snaps.ok())
-      for (const auto& snap : *snaps) {
-        json v = json::object();
-        for (const auto* m : {&snap.host_versions, &snap.switch_versions})
-          for (const auto& [kind, versions] : *m)
-            for (const auto& [version, n] : versions) v[kind][version] = n;
-        before[snap.id] = std::move(v);
-      }
-    std::vector<PodUpdate> updates;
-    std::vector<RolloutEvent> events;
-    for (const auto& id : res.admit) {
-      PodUpdate u{id, PodPhase::kPending, PodPhase::kDraining};
-      u.set_started = true;
-      u.bump_attempt = true;
-      u.waiting_reason = "";
-      u.message = "";
-      if (auto it = before.find(id); it != before.end()) u.before_versions = it->second;
-      updates.push_back(std::move(u));
-      events.push_back({id, "admitted", "draining for the upgrade"});
-    }
-    if (store_.updatePods(ro.row.id, updates, events).ok()) changes += static_cast<int>(updates.size());
-  }
-  (void)store_.setWaiting(ro.row.id, res.waiting);
-  return changes;
-}
-
-int RolloutService::tick() {
-  learnReleaseAnswers();
-  auto ids = store_.activeRollouts();
-  if (!ids.ok()) return 0;
-  int changes = 0;
-  for (const auto& id : *ids) {
-    auto ro = load(id);
-    if (!ro.ok()) continue;
-    auto rows = store_.rolloutPods(id);
-    if (!rows.ok()) continue;
-    // The states of every run of the pods in flight, in one query.
-    std::vector<std::string> run_ids;
-    for (const auto& p : *rows) {
-      if (p.phase == PodPhase::kUpgrading && !p.run_id.empty()) run_ids.push_back(p.run_id);
-      if (p.phase == PodPhase::kValidating && !p.validation_run_id.empty()) run_ids.push_back(p.validation_run_id);
-    }
-    std::map<std::string, std::string> run_states;
-    if (auto st = runs_.runStates(run_ids); st.ok()) run_states = std::move(*st);
-    int reconciled = 0;
-    for (auto& p : *rows)
-      if (inFlight(p.phase)) reconciled += reconcile(*ro, p, run_states);
-    changes += reconciled;
-    if (reconciled > 0) rows = store_.rolloutPods(id);  // a pod changed phase
-    if (!rows.ok()) continue;
-    if (ro->row.state == "aborting") {
-      const bool busy = std::any_of(rows->begin(), rows->end(), [](const RolloutPodRow& p) { return inFlight(p.phase); });
-      if (!busy) {
-        (void)store_.transition(id, {"aborting"}, "aborted", "every pod in flight stopped at a safe point", kController);
-        ++changes;
-      }
-      continue;
-    }
-    changes += admitPods(*ro, *rows);
-  }
-  return changes;
 }
 
 std::string RolloutService::metrics() {
   auto c = store_.counts();
   if (!c.ok()) return {};
   std::string out = "# HELP kiln_rollouts Rollouts by state.\n# TYPE kiln_rollouts gauge\n";
-  for (const char* s : {"created", "running", "paused", "halted", "completed", "aborting", "aborted"})
-    out += std::string("kiln_rollouts{state=\"") + s + "\"} " + std::to_string(c->first.count(s) ? c->first.at(s) : 0) + "\n";
+  for (auto st : allRolloutStates())
+    out += std::string("kiln_rollouts{state=\"") + rolloutStateName(st) + "\"} " +
+           std::to_string(c->first.count(st) ? c->first.at(st) : 0) + "\n";
   out += "# HELP kiln_rollout_pods Pods of active rollouts by phase.\n# TYPE kiln_rollout_pods gauge\n";
-  for (auto ph : kAllPodPhases) {
+  for (auto ph : allPodPhases()) {
     const std::string n = podPhaseName(ph);
-    out += "kiln_rollout_pods{phase=\"" + n + "\"} " + std::to_string(c->second.count(n) ? c->second.at(n) : 0) + "\n";
+    out += "kiln_rollout_pods{phase=\"" + n + "\"} " + std::to_string(c->second.count(ph) ? c->second.at(ph) : 0) + "\n";
   }
   // Per rollout: those not finished, and finished ones for an hour, so that a scrape after the
   // last pod still sees the final counts and times.

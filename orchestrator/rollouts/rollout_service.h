@@ -1,15 +1,9 @@
 #pragma once
-// Rollouts as a service: bundles, compliance, plans (dry run), rollout verbs, and the
-// controller's reconciliation pass (tick) that moves each pod through
-//   drain -> the bundle's workflow on every host in parallel -> pod validation -> undrain
-// and admits new pods only through rollouts::admit(). Every step is idempotent, so a kilnd
-// killed at any point and restarted (or another replica taking over) carries on without
-// upgrading a pod twice. Thread-safe; the controller calls tick() from one thread.
+// Rollouts as the API sees them: bundles, compliance, plans (dry run), rollout verbs, rollback,
+// views and the Prometheus lines. The passes that move pods are RolloutController
+// (controller.h). Thread-safe.
 
-#include <chrono>
-#include <functional>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,46 +11,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/failure_log.h"
+#include "common/logger.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
+#include "orchestrator/rollouts/controller.h"
 #include "orchestrator/rollouts/rollout_store.h"
 #include "orchestrator/runs/run_service.h"
 
 namespace kiln::rollouts {
 
-struct ReleaseRequest {
-  std::string rollout, pod;
-  std::vector<std::string> hosts;  // the pod's allocated hosts
-  // What the scheduler should say about the drain: "kiln: ro-3 firmware-upgrade gb200-fw 2026.12".
-  std::string reason;
-};
-
-// The drain gate (--scheduler slurm): nullopt when a draining host may go to maintenance (its
-// job scheduler will start no job on it and none runs), else why it must wait. Called from the
-// controller pass; must not block. `reason` as in ReleaseRequest.
-using DrainGate = std::function<std::optional<std::string>(const core::HostSummary& host, const std::string& reason)>;
-
-// The job-scheduler hook: starts asking the scheduler to release a pod's allocated hosts and
-// returns at once (the controller pass calls it); calls `done` once, later and from any
-// thread, with told = the scheduler took the request (false: it could not be told).
-using ReleaseHook = std::function<void(const ReleaseRequest& request, std::function<void(bool told)> done)>;
-
 struct RolloutServiceOptions {
-  std::string validation_workflow = "pre-job-health";
-  // May be empty. Asked for a pod the limits would admit now (and for a draining pod with
-  // allocated hosts); asked again hook_retry after an ask that was not told, and hook_repeat
-  // after one that was, while the pod stays allocated. An ask whose answer is pending is not
-  // repeated. The outcome of each ask is a rollout event, written by the pass that learns it.
-  ReleaseHook release_hook;
-  std::chrono::seconds hook_retry{15};
-  // May be empty (no gate: a drained host goes to maintenance in the same pass).
-  DrainGate drain_gate;
-  std::chrono::seconds hook_repeat{300};
+  // Where a write the service goes on without is said (null: nowhere); see common/failure_log.h.
+  Logger* log = nullptr;
 };
-
-// What Kiln tells the job scheduler about a rollout's drain: "kiln: ro-3 firmware-upgrade
-// gb200-fw 2026.12" (the rollout, the bundle's workflow, name and version).
-std::string schedulerReason(const std::string& rollout, const Bundle& bundle);
 
 // The values a rollout's `state` takes (the rollouts table's CHECK; GET /rollouts filters on it).
 const std::vector<std::string>& rolloutStates();
@@ -92,51 +60,23 @@ class RolloutService {
                                  const core::Actor& actor, const std::string& reason = "");
   // A new rollout of the previous bundle over the pods this rollout upgraded.
   Result<nlohmann::json> rollback(const std::string& id, const core::Actor& actor, const std::string& reason = "");
-
-  // One controller pass over every active rollout. Returns how many changes it made.
-  int tick();
   // Prometheus lines: rollouts by state, rollout pods by phase.
   std::string metrics();
 
  private:
-  struct Loaded {
-    RolloutRow row;
-    Bundle bundle;
-    Policy policy;
-  };
-  Result<Loaded> load(const std::string& id);
   Result<Bundle> bundleFor(const std::string& ref);
   Result<Plan> plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts);
-  // One in-flight pod's next step. `run_states`: run id -> state of the pods' runs, read once
-  // per pass (runStatus is read only for a run that finished).
-  int reconcile(const Loaded& ro, RolloutPodRow& pod, const std::map<std::string, std::string>& run_states);
-  int admitPods(const Loaded& ro, const std::vector<RolloutPodRow>& pods);
-  // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently
-  // or an ask is pending; `allocated_hosts` is called only when an ask is due.
-  void askRelease(const std::string& rollout, const std::string& pod,
-                  const std::function<std::vector<std::string>()>& allocated_hosts, const std::string& reason);
-  // Writes the event of every ask whose answer came back since the last pass.
-  void learnReleaseAnswers();
+  template <typename R>
+  bool noted(const R& r, const std::string& what) {
+    return failures_.noted(r, what);
+  }
 
   core::Store& fleet_;
   RolloutStore& store_;
   runs::RunService& runs_;
   core::Clock& clock_;
   RolloutServiceOptions options_;
-  // Asks to the job scheduler by "rollout/pod". Shared with the hook's `done` callbacks, which
-  // may run on another thread and after this service is gone.
-  struct ReleaseAsk {
-    std::string rollout, pod;
-    std::size_t hosts = 0;
-    core::TimePoint asked_at, next;  // next: when the pod may be asked again
-    bool pending = false;            // asked, answer not yet learned by a pass
-    std::optional<bool> told;        // the answer, set by `done`
-  };
-  struct ReleaseAsks {
-    std::mutex mu;
-    std::map<std::string, ReleaseAsk> by_pod;
-  };
-  std::shared_ptr<ReleaseAsks> asks_ = std::make_shared<ReleaseAsks>();
+  FailureLog failures_;
 };
 
 }  // namespace kiln::rollouts

@@ -34,7 +34,9 @@ struct PodSnapshot {
 };
 
 struct RolloutRow {
-  std::string id, bundle_id, state, halt_reason, rollback_of, created_by;
+  std::string id, bundle_id;
+  RolloutState state = RolloutState::kCreated;
+  std::string halt_reason, rollback_of, created_by;
   nlohmann::json selector, policy, plan;
   core::TimePoint created_at;
   std::optional<core::TimePoint> started_at, finished_at, previous_wave_finished;
@@ -73,12 +75,13 @@ struct PodUpdate {
   // and the pod still in `expect`, checked under the rollout's row lock, so that it cannot slip
   // in after the controller decided the rollout was finished; kConflict, nothing written,
   // otherwise. Empty: the controller's own update, skipped quietly when the phase moved on.
-  std::vector<std::string> only_while;
+  std::vector<RolloutState> only_while;
 };
 
 // A rollout as /metrics shows it: every pod's phase, platform and times.
 struct MetricRollout {
-  std::string id, bundle_id, state;
+  std::string id, bundle_id;
+  RolloutState state = RolloutState::kCreated;
   nlohmann::json policy;
   std::optional<core::TimePoint> started_at;
   struct Pod {
@@ -113,7 +116,8 @@ class RolloutStore {
                                            const core::Actor& actor) = 0;
   virtual Result<RolloutRow> getRollout(const std::string& id) = 0;
   virtual Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) = 0;
-  virtual Result<core::Page<RolloutRow>> listRollouts(const std::string& state, const core::PageRequest& page) = 0;
+  // All states when `state` is empty.
+  virtual Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState> state, const core::PageRequest& page) = 0;
   virtual Result<nlohmann::json> rolloutEvents(const std::string& id, int limit) = 0;
   // Rollouts the controller works on: running, paused, halted, aborting.
   virtual Result<std::vector<std::string>> activeRollouts() = 0;
@@ -122,8 +126,8 @@ class RolloutStore {
   // otherwise), with an event and an audit record. `completed` also needs every pod finished
   // and `aborted` no pod in flight, checked under the same row lock that a pod verb
   // (PodUpdate::only_while) takes.
-  virtual Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from,
-                                        const std::string& to, const std::string& reason, const core::Actor& actor) = 0;
+  virtual Result<RolloutRow> transition(const std::string& id, const std::vector<RolloutState>& from, RolloutState to,
+                                        const std::string& reason, const core::Actor& actor) = 0;
   virtual Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
                             const std::vector<RolloutEvent>& events) = 0;
   virtual Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) = 0;
@@ -137,7 +141,7 @@ class RolloutStore {
   // pods with neither are left out. One query, on every controller pass.
   virtual Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) = 0;
   // Rollouts by state and active rollouts' pods by phase, for /metrics.
-  virtual Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() = 0;
+  virtual Result<std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>> counts() = 0;
   // Rollouts not finished (created, running, paused, halted, aborting) and those that finished
   // at or after `finished_since`, oldest first, with their pods. One query, at every scrape.
   virtual Result<std::vector<MetricRollout>> metricRollouts(core::TimePoint finished_since) = 0;

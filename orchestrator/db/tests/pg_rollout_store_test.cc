@@ -56,7 +56,7 @@ class PgRolloutStoreTest : public ::testing::Test {
     pods[1].pod = "prn-b01-p2";
     pods[1].position = 1;
     EXPECT_TRUE(store_->createRollout(row, pods, admin_).ok());
-    EXPECT_TRUE(store_->transition(*id, {"created"}, "running", "", admin_).ok());
+    EXPECT_TRUE(store_->transition(*id, {rollouts::RolloutState::kCreated}, rollouts::RolloutState::kRunning, "", admin_).ok());
     EXPECT_TRUE(store_->updatePods(*id, {PodUpdate{"prn-b01-p1", PodPhase::kPending, PodPhase::kSucceeded},
                                          PodUpdate{"prn-b01-p2", PodPhase::kPending, PodPhase::kFailed}},
                                    {})
@@ -66,7 +66,7 @@ class PgRolloutStoreTest : public ::testing::Test {
 
   PodUpdate retry(const std::string& pod) {
     PodUpdate u{pod, PodPhase::kFailed, PodPhase::kPending};
-    u.only_while = {"running", "paused", "halted"};
+    u.only_while = {rollouts::RolloutState::kRunning, rollouts::RolloutState::kPaused, rollouts::RolloutState::kHalted};
     return u;
   }
 
@@ -84,18 +84,18 @@ class PgRolloutStoreTest : public ::testing::Test {
 TEST_F(PgRolloutStoreTest, CompletionIsRefusedWhileAPodIsUnfinishedAndAbortWhileOneIsInFlight) {
   const std::string id = finishedButRunning();
   ASSERT_TRUE(store_->updatePods(id, {retry("prn-b01-p2")}, {}).ok());
-  auto done = store_->transition(id, {"running"}, "completed", "every pod finished", admin_);
+  auto done = store_->transition(id, {rollouts::RolloutState::kRunning}, rollouts::RolloutState::kCompleted, "every pod finished", admin_);
   ASSERT_FALSE(done.ok());
   EXPECT_EQ(done.error().code, ErrorCode::kConflict);
   EXPECT_NE(done.error().message.find("1 unfinished pod"), std::string::npos) << done.error().message;
   EXPECT_EQ(db_.query("SELECT state FROM rollouts WHERE id = '" + id + "'"), "running");
 
   // Aborting with a pending pod may end (the pod never starts); with one draining it may not.
-  ASSERT_TRUE(store_->transition(id, {"running"}, "aborting", "", admin_).ok());
+  ASSERT_TRUE(store_->transition(id, {rollouts::RolloutState::kRunning}, rollouts::RolloutState::kAborting, "", admin_).ok());
   ASSERT_TRUE(store_->updatePods(id, {PodUpdate{"prn-b01-p2", PodPhase::kPending, PodPhase::kDraining}}, {}).ok());
-  EXPECT_FALSE(store_->transition(id, {"aborting"}, "aborted", "", admin_).ok());
+  EXPECT_FALSE(store_->transition(id, {rollouts::RolloutState::kAborting}, rollouts::RolloutState::kAborted, "", admin_).ok());
   ASSERT_TRUE(store_->updatePods(id, {PodUpdate{"prn-b01-p2", PodPhase::kDraining, PodPhase::kAborted}}, {}).ok());
-  EXPECT_TRUE(store_->transition(id, {"aborting"}, "aborted", "", admin_).ok());
+  EXPECT_TRUE(store_->transition(id, {rollouts::RolloutState::kAborting}, rollouts::RolloutState::kAborted, "", admin_).ok());
 }
 
 TEST_F(PgRolloutStoreTest, AVerbsUpdateIsRefusedWholeInAFinishedRolloutOrWhenThePodMovedOn) {
@@ -107,7 +107,7 @@ TEST_F(PgRolloutStoreTest, AVerbsUpdateIsRefusedWholeInAFinishedRolloutOrWhenThe
   EXPECT_EQ(moved.error().code, ErrorCode::kConflict);
   EXPECT_EQ(phase(id, "prn-b01-p1"), "succeeded");
 
-  ASSERT_TRUE(store_->transition(id, {"running"}, "completed", "every pod finished", admin_).ok());
+  ASSERT_TRUE(store_->transition(id, {rollouts::RolloutState::kRunning}, rollouts::RolloutState::kCompleted, "every pod finished", admin_).ok());
   const std::string events = db_.query("SELECT count(*) FROM rollout_events WHERE rollout_id = '" + id + "'");
   auto late = store_->updatePods(id, {retry("prn-b01-p2")}, {{"prn-b01-p2", "retry", "retry by test"}});
   ASSERT_FALSE(late.ok());
@@ -125,7 +125,7 @@ TEST_F(PgRolloutStoreTest, ARetryRacingTheCompletionNeverLeavesAPendingPodInACom
     bool retry_ok = false, complete_ok = false;
     std::thread verb([&] { retry_ok = store_->updatePods(id, {retry("prn-b01-p2")}, {}).ok(); });
     std::thread controller(
-        [&] { complete_ok = store_->transition(id, {"running"}, "completed", "every pod finished", admin_).ok(); });
+        [&] { complete_ok = store_->transition(id, {rollouts::RolloutState::kRunning}, rollouts::RolloutState::kCompleted, "every pod finished", admin_).ok(); });
     verb.join();
     controller.join();
     const std::string state = db_.query("SELECT state FROM rollouts WHERE id = '" + id + "'");

@@ -42,7 +42,7 @@ TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
   std::promise<rollouts::ReleaseRequest> called;
   auto done_called = std::make_shared<std::promise<void>>();
   Executor executor(1);
-  rollouts::RolloutServiceOptions o;
+  rollouts::ControllerOptions o;
   auto blocking = [&, gate](const rollouts::ReleaseRequest& r) {
     called.set_value(r);
     gate.wait_for(30s);  // a scheduler slower than any controller pass
@@ -55,7 +55,7 @@ TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
       done_called->set_value();
     });
   };
-  rollouts::RolloutService service(fleet, rollouts, runs, clock, o);
+  rollouts::RolloutController service(fleet, rollouts, runs, clock, o);
 
   const auto start = std::chrono::steady_clock::now();
   service.tick();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/store.h"
+#include "orchestrator/rollouts/rollout_service.h"
 #include "orchestrator/rollouts/rollout_store.h"
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/runs/run_store.h"
@@ -151,7 +153,7 @@ class FakeRolloutStore final : public RolloutStore {
     RolloutRow r;
     r.id = id;
     r.bundle_id = bundle.id;
-    r.state = state;
+    r.state = parseRolloutState(state).value();
     r.policy = policy;
     rollouts_[id] = r;
     int position = 0;
@@ -190,6 +192,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
 
   int update_pods_calls = 0, set_waiting_calls = 0;
+  std::optional<Error> fail_update_pods;  // set: every updatePods answers it, writing nothing
 
   Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle&, const core::Actor&,
                                                      const std::optional<core::IfMatch>&) override {
@@ -239,7 +242,7 @@ class FakeRolloutStore final : public RolloutStore {
       if (auto other = holder(p.pod); !other.empty())
         return conflict("pod " + p.pod + " is already in rollout " + other).with("pod", p.pod);
     RolloutRow row = r;
-    row.state = "created";
+    row.state = RolloutState::kCreated;
     row.created_by = actor.token_id;
     row.created_at = now();
     rollouts_[r.id] = row;
@@ -263,31 +266,30 @@ class FakeRolloutStore final : public RolloutStore {
     return it->second;
   }
   Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) override { return pods_[id]; }
-  Result<core::Page<RolloutRow>> listRollouts(const std::string&, const core::PageRequest&) override {
+  Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState>, const core::PageRequest&) override {
     return fakeUnsupported();
   }
   Result<nlohmann::json> rolloutEvents(const std::string&, int) override { return nlohmann::json::array(); }
   Result<std::vector<std::string>> activeRollouts() override {
     std::vector<std::string> out;
     for (const auto& [id, r] : rollouts_)
-      if (r.state == "running" || r.state == "paused" || r.state == "halted" || r.state == "aborting") out.push_back(id);
+      if (active(r.state)) out.push_back(id);
     return out;
   }
-  Result<RolloutRow> transition(const std::string& id, const std::vector<std::string>& from, const std::string& to,
+  Result<RolloutRow> transition(const std::string& id, const std::vector<RolloutState>& from, RolloutState to_state,
                                 const std::string& reason, const core::Actor&) override {
+    const std::string to = rolloutStateName(to_state);
     auto it = rollouts_.find(id);
     if (it == rollouts_.end()) return notFound("no rollout '" + id + "'");
     auto& r = it->second;
-    if (std::find(from.begin(), from.end(), r.state) == from.end()) {
-      std::string allowed;
-      for (const auto& f : from) allowed += (allowed.empty() ? "" : ", ") + f;
-      return conflict("rollout " + id + " is " + r.state + "; this needs it to be " + allowed).with("state", r.state);
-    }
+    const std::string current = rolloutStateName(r.state);
+    if (std::find(from.begin(), from.end(), r.state) == from.end())
+      return conflict("rollout " + id + " is " + current + "; this needs it to be " + stateList(from)).with("state", current);
     if (to == "completed" || to == "aborted")  // as the store checks under the row lock
       for (const auto& p : pods_[id])
         if (to == "completed" ? !finished(p.phase) : inFlight(p.phase))
-          return conflict("rollout " + id + " still has a pod unfinished").with("state", r.state);
-    r.state = to;
+          return conflict("rollout " + id + " still has a pod unfinished").with("state", current);
+    r.state = to_state;
     if (to == "halted") r.halt_reason = reason;
     if (to == "running" && !r.started_at) r.started_at = now();
     if (to == "completed" || to == "aborted") r.finished_at = now();
@@ -298,11 +300,12 @@ class FakeRolloutStore final : public RolloutStore {
   Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
                     const std::vector<RolloutEvent>& events) override {
     ++update_pods_calls;
+    if (fail_update_pods) return *fail_update_pods;
     for (const auto& u : updates) {
       if (u.only_while.empty()) continue;
-      const std::string state = rollouts_.at(id).state;
+      const auto state = rollouts_.at(id).state;
       if (std::find(u.only_while.begin(), u.only_while.end(), state) == u.only_while.end())
-        return conflict("rollout " + id + " is " + state).with("state", state);
+        return conflict("rollout " + id + " is " + rolloutStateName(state)).with("state", rolloutStateName(state));
       if (pod(id, u.pod).phase != u.expect) return conflict("pod " + u.pod + " moved on").with("pod", u.pod);
     }
     for (const auto& u : updates) {
@@ -357,7 +360,7 @@ class FakeRolloutStore final : public RolloutStore {
     }
     return out;
   }
-  Result<std::pair<std::map<std::string, int>, std::map<std::string, int>>> counts() override { return fakeUnsupported(); }
+  Result<std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>> counts() override { return fakeUnsupported(); }
   Result<std::vector<MetricRollout>> metricRollouts(core::TimePoint) override { return fakeUnsupported(); }
   // As the SQL: per pod, the bundle of the other rollout in which it succeeded last, among those
   // that finished before this rollout started its first pod.
@@ -395,9 +398,7 @@ class FakeRolloutStore final : public RolloutStore {
   // The active rollout (created counts) in which the pod has not finished, if any.
   std::string holder(const std::string& pod) const {
     for (const auto& [id, rows] : pods_) {
-      const auto& state = rollouts_.at(id).state;
-      if (state != "created" && state != "running" && state != "paused" && state != "halted" && state != "aborting")
-        continue;
+      if (finished(rollouts_.at(id).state)) continue;
       for (const auto& p : rows)
         if (p.pod == pod && !finished(p.phase)) return id;
     }
@@ -552,6 +553,36 @@ class FakeRunStore final : public runs::RunStore {
   }
   int next_run_ = 0;
   std::map<std::string, std::vector<runs::GroupState>> groups_;
+};
+
+// The service (the API's side) and the controller (the passes) over the same fakes, as kilnd
+// runs them: tick() is the controller's, the rest the service's.
+class RolloutsUnderTest {
+ public:
+  RolloutsUnderTest(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
+                    ControllerOptions options)
+      : service_(fleet, store, runs, clock, {options.log}), controller_(fleet, store, runs, clock, std::move(options)) {}
+  int tick() { return controller_.tick(); }
+  Result<nlohmann::json> view(const std::string& id) { return service_.view(id); }
+  Result<nlohmann::json> pods(const std::string& id) { return service_.pods(id); }
+  Result<nlohmann::json> verb(const std::string& id, const std::string& verb, const core::Actor& actor,
+                              const std::string& reason = "") {
+    return service_.verb(id, verb, actor, reason);
+  }
+  Result<nlohmann::json> podVerb(const std::string& id, const std::string& pod, const std::string& verb,
+                                 const core::Actor& actor, const std::string& reason = "") {
+    return service_.podVerb(id, pod, verb, actor, reason);
+  }
+  Result<nlohmann::json> rollback(const std::string& id, const core::Actor& actor, const std::string& reason = "") {
+    return service_.rollback(id, actor, reason);
+  }
+  Result<nlohmann::json> create(const nlohmann::json& body, const core::Actor& actor, bool* dry_run) {
+    return service_.create(body, actor, dry_run);
+  }
+
+ private:
+  RolloutService service_;
+  RolloutController controller_;
 };
 
 }  // namespace kiln::rollouts::testing

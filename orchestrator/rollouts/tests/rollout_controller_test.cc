@@ -1,4 +1,4 @@
-// The rollout controller (RolloutService::tick and the verbs) driven through whole pod
+// The rollout controller (RolloutController::tick, with RolloutService's verbs) driven through whole pod
 // lifecycles against the in-memory fakes, time moved only by a FakeClock: the failure budget's
 // halt, pause and resume, abort, retry, skip, rollback, spares covering failed hosts, soak
 // between waves, and the durations and ETA of the view.
@@ -41,11 +41,12 @@ class RolloutControllerTest : public ::testing::Test {
     b.components = {{"driver", driver, "https://a/d-" + driver + ".run", std::string(64, 'a')}};
     return b;
   }
-  RolloutService& service(DrainGate gate = nullptr) {
-    RolloutServiceOptions o;
+  testing::RolloutsUnderTest& service(DrainGate gate = nullptr) {
+    ControllerOptions o;
     o.validation_workflow = "validate";
     o.drain_gate = std::move(gate);
-    service_ = std::make_unique<RolloutService>(fleet_, rollouts_, runs_, clock_, std::move(o));
+    o.log = &log_;
+    service_ = std::make_unique<testing::RolloutsUnderTest>(fleet_, rollouts_, runs_, clock_, std::move(o));
     return *service_;
   }
   // One wave, no soak; only max_concurrent_pods limits admission, unless `changes` say more.
@@ -59,7 +60,7 @@ class RolloutControllerTest : public ::testing::Test {
 
   RolloutPodRow& pod(const std::string& p, const std::string& rollout = "ro-1") { return rollouts_.pod(rollout, p); }
   PodPhase phase(const std::string& p, const std::string& rollout = "ro-1") { return pod(p, rollout).phase; }
-  std::string state(const std::string& rollout = "ro-1") { return rollouts_.rollouts_.at(rollout).state; }
+  std::string state(const std::string& rollout = "ro-1") { return rolloutStateName(rollouts_.rollouts_.at(rollout).state); }
 
   static std::string host(const std::string& pod, int tray) {
     return pod + "-h" + (tray < 10 ? "0" : "") + std::to_string(tray);
@@ -108,8 +109,35 @@ class RolloutControllerTest : public ::testing::Test {
   testing::FakeRolloutStore rollouts_{fleet_, &clock_};
   FakeRunStore run_store_;
   runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
-  std::unique_ptr<RolloutService> service_;
+  std::unique_ptr<testing::RolloutsUnderTest> service_;
+  RecordingLogger log_;
 };
+
+// ---- writes the pass cannot make ----
+
+TEST_F(RolloutControllerTest, AWriteThePassCannotMakeIsLoggedOnceAMinuteAndTheNextPassTriesAgain) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  rollouts_.fail_update_pods = unavailable("connection to the database lost");
+  svc.tick();
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kPending) << "nothing was admitted";
+  EXPECT_EQ(log_.count(LogLevel::kError, "rollout ro-1: admitting 1 pods: connection to the database lost"), 1)
+      << "the same failure twice within a minute is one line";
+  clock_.advance(minutes(2));
+  svc.tick();
+  EXPECT_EQ(log_.count(LogLevel::kError, "rollout ro-1: admitting 1 pods"), 2);
+
+  rollouts_.fail_update_pods.reset();
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining) << "the database is back: the next pass admits it";
+
+  // A conflict (the state moved on under the pass) is news, not an error.
+  rollouts_.fail_update_pods = conflict("pod b1-p1 moved on");
+  svc.tick();
+  EXPECT_EQ(log_.count(LogLevel::kInfo, "rollout ro-1: b1-p1 to upgrading: pod b1-p1 moved on"), 1);
+  EXPECT_EQ(log_.count(LogLevel::kError, "moved on"), 0);
+}
 
 // ---- failure budget ----
 

@@ -1,4 +1,4 @@
-// RolloutService's controller pass (tick) against the in-memory fakes: what it reads and writes
+// RolloutController's pass (tick) against the in-memory fakes: what it reads and writes
 // per pod, and the decisions it records.
 
 #include "orchestrator/rollouts/rollout_service.h"
@@ -25,9 +25,9 @@ class RolloutServiceTest : public ::testing::Test {
     bundle_.components = {{"driver", "580.1", "https://a/d.run", std::string(64, 'a')}};
     for (int i = 1; i <= 4; ++i) fleet_.addPod("b1-p" + std::to_string(i), "b1");
   }
-  RolloutService& service(RolloutServiceOptions o = {}) {
+  testing::RolloutsUnderTest& service(ControllerOptions o = {}) {
     o.validation_workflow = "validate";
-    service_ = std::make_unique<RolloutService>(fleet_, rollouts_, runs_, clock_, std::move(o));
+    service_ = std::make_unique<testing::RolloutsUnderTest>(fleet_, rollouts_, runs_, clock_, std::move(o));
     return *service_;
   }
   // Nothing but max_concurrent_pods limits admission.
@@ -44,7 +44,7 @@ class RolloutServiceTest : public ::testing::Test {
   FakeRunStore run_store_;
   core::FakeClock clock_;
   runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
-  std::unique_ptr<RolloutService> service_;
+  std::unique_ptr<testing::RolloutsUnderTest> service_;
 };
 
 TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnlyOnceARunFinished) {
@@ -133,7 +133,7 @@ TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFa
   ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
   EXPECT_EQ(fleet_.state("b1-p1-h02"), "repair");
   svc.tick();
-  ASSERT_EQ(rollouts_.rollouts_.at("ro-1").state, "halted");
+  ASSERT_EQ(rollouts_.rollouts_.at("ro-1").state, RolloutState::kHalted);
 
   // Resumed while the three hosts are still in repair: the pod waits; the rollout goes on.
   ASSERT_TRUE(svc.verb("ro-1", "resume", {"t-1", "sre"}).ok());
@@ -142,7 +142,7 @@ TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFa
   EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason,
             "repair: 3 hosts in repair; the pod needs 16 of 18 to serve 64 GPUs");
-  EXPECT_EQ(rollouts_.rollouts_.at("ro-1").state, "running");
+  EXPECT_EQ(rollouts_.rollouts_.at("ro-1").state, RolloutState::kRunning);
   EXPECT_TRUE(inFlight(phase("b1-p2")));  // p1 holds no slot
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").attempt, 1);
 
@@ -173,7 +173,7 @@ TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLe
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
   for (int i = 1; i <= 16; ++i) fleet_.setState("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i), "allocated");
   HeldHook scheduler;
-  RolloutServiceOptions o;
+  ControllerOptions o;
   o.release_hook = scheduler.hook();
   auto& svc = service(o);
 
@@ -226,7 +226,7 @@ TEST_F(RolloutServiceTest, AnAnswerArrivingAfterTheServiceIsGoneIsHarmless) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   fleet_.setState("b1-p1-h01", "allocated");
   HeldHook scheduler;
-  RolloutServiceOptions o;
+  ControllerOptions o;
   o.release_hook = scheduler.hook();
   service(o).tick();
   ASSERT_EQ(scheduler.asks.size(), 1u);

@@ -1,0 +1,50 @@
+#include "orchestrator/rollouts/rollout_internal.h"
+
+#include <map>
+
+#include "orchestrator/rollouts/controller.h"
+
+namespace kiln::rollouts {
+
+using nlohmann::json;
+
+const core::Actor kController{"system", "rollout controller"};
+
+Result<LoadedRollout> loadRollout(RolloutStore& store, const std::string& id) {
+  auto row = store.getRollout(id);
+  if (!row.ok()) return row.error();
+  auto b = store.getBundle(row->bundle_id);
+  if (!b.ok()) return b.error();
+  if (!*b) return notFound("no bundle '" + row->bundle_id + "'");
+  auto p = parsePolicy(row->policy);
+  if (!p.ok()) return p.error();
+  return LoadedRollout{*row, (*b)->bundle, *p};
+}
+
+json installParams(const Bundle& b, const std::vector<std::string>& declared) {
+  std::map<std::string, std::string> p = b.workflowParams();
+  for (const auto& c : b.components) {
+    p["target_" + c.kind] = c.version;
+    if (c.kind == "hmc_bundle" || ((c.kind == "gpu_vbios" || c.kind == "sbios") && !p.count("tray_package")))
+      p["tray_package"] = c.artifact;
+    if (c.kind == "nic") p["nic_image"] = c.artifact;
+  }
+  json out = json::object();
+  for (const auto& name : declared)
+    if (auto it = p.find(name); it != p.end()) out[name] = it->second;
+  return out;
+}
+
+std::vector<double> podSeconds(const std::vector<RolloutPodRow>& rows) {
+  std::vector<double> out;
+  for (const auto& p : rows)
+    if (p.started_at && p.finished_at && (p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed))
+      out.push_back(std::chrono::duration<double>(*p.finished_at - *p.started_at).count());
+  return out;
+}
+
+std::string schedulerReason(const std::string& rollout, const Bundle& bundle) {
+  return "kiln: " + rollout + " " + bundle.workflow + " " + bundle.name + " " + bundle.version;
+}
+
+}  // namespace kiln::rollouts
