@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-// Ten times the fleet Kiln is built for (FACTS.md: ~1,000,000 GPUs); keeps the generated
+// Ten times the fleet Kiln is built for (docs/FACTS.md: ~1,000,000 GPUs); keeps the generated
 // document within a few hundred MB.
 constexpr double kMaxGeneratedGpus = 10'000'000;
 

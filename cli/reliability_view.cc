@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-// The north star (FACTS.md, "Maintenance and reliability figures"): 2 interruptions per 8K
+// The north star (docs/FACTS.md, "Maintenance and reliability figures"): 2 interruptions per 8K
 // GPUs per day, i.e. MTBI = 8,000 x 24 / 2 = 96,000 GPU-hours. The report carries the server's
 // figures; these are the fallback for a report without them.
 constexpr double kNorthStarRate = 2.0;

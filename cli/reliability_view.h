@@ -10,7 +10,7 @@
 namespace kiln::cli {
 
 // Window and scope, GPU-hours in service, interruptions, the rate per 8K GPUs per day against
-// the north star of 2 and MTBI against 96,000 GPU-hours (FACTS.md), causes with their shares,
+// the north star of 2 and MTBI against 96,000 GPU-hours (docs/FACTS.md), causes with their shares,
 // the weekly series and the lemon hosts.
 std::string renderReliability(const nlohmann::json& report);
 

@@ -2,7 +2,7 @@
 // The one seam between kilnctl's commands and the network: commands build an ApiRequest and
 // send it through a Transport. main wires in the kiln::http::Client adapter
 // (cli/http_transport.h); unit tests use a fake that records requests and returns canned
-// responses (cli/tests/fake_transport.h).
+// responses (FakeTransport in cli/tests/test_support.h).
 
 #include <string>
 #include <utility>

@@ -1,5 +1,5 @@
 #pragma once
-// The one time source (STYLE.md: injected time): wall time, monotonic time and waiting. Core
+// The one time source (docs/STYLE.md: injected time): wall time, monotonic time and waiting. Core
 // code asks a Clock; kilnd passes SystemClock, tests a FakeClock they move by hand, or that
 // moves by itself when the code under test waits on it, so unit tests never sleep.
 // orchestrator/core/clock.h names these kiln::core::Clock etc. for the orchestrator's code.

@@ -32,10 +32,10 @@ inline std::string promLabelValue(std::string_view v) {
 inline constexpr std::array<double, 12> kLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,   0.25,   0.5,   1.0,  2.5,   10.0};
 // Workflow steps: a `nvidia-smi -q` of a fraction of a second to a level-4 `dcgmi diag` or an
-// L11 soak of hours (FACTS.md: level 3 takes ~15 min, an nvfwupd push 2-3 min).
+// L11 soak of hours (docs/FACTS.md: level 3 takes ~15 min, an nvfwupd push 2-3 min).
 inline constexpr std::array<double, 15> kStepBuckets = {0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                                                         600, 1800, 3600, 7200, 14400};
-// A pod's upgrade (drain, install, validation): minutes to hours (FACTS.md: P90 per pod went
+// A pod's upgrade (drain, install, validation): minutes to hours (docs/FACTS.md: P90 per pod went
 // from over 7 h to 2 h); the top buckets keep a stuck pod visible.
 inline constexpr std::array<double, 17> kPodBuckets = {30,   60,   120,  300,   600,   900,   1800,  2700, 3600,
                                                        5400, 7200, 10800, 14400, 21600, 28800, 43200, 86400};

@@ -1,5 +1,5 @@
 #pragma once
-// The logging seam of the core (STYLE.md: core code takes its collaborators, never reaches for
+// The logging seam of the core (docs/STYLE.md: core code takes its collaborators, never reaches for
 // a global). Services that would otherwise drop a failed Result say so through a Logger; kilnd
 // hands them one that writes to its spdlog logger (kilnd/log_format.h), tests a RecordingLogger.
 // Thread-safe: implementations may be called from any thread.

@@ -1,5 +1,5 @@
 #pragma once
-// Expected failures as values (STYLE.md rule 4): adapters turn library exceptions into an
+// Expected failures as values (docs/STYLE.md rule 4): adapters turn library exceptions into an
 // Error; handlers turn an Error into the REST error body.
 
 #include <cassert>

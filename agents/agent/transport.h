@@ -50,7 +50,7 @@ struct HttpTransportOptions {
 // is discarded) in the background, so the process should end with _Exit after shutdown.
 std::unique_ptr<Transport> makeHttpTransport(const HttpTransportOptions& options);
 
-// Sizes the process-wide network thread pool (DEPENDENCIES.md: a few threads beat the default
+// Sizes the process-wide network thread pool (docs/DEPENDENCIES.md: a few threads beat the default
 // 40). Call once from main before the first transport.
 void initializeHttpThreads(int threads);
 

@@ -1,6 +1,6 @@
 // The real ProcessRunner on Boost.Process 1.74. The only file that includes Boost.Process.
 //
-// How a step runs (DEPENDENCIES.md, "Boost.Process 1.74", traps 1-6):
+// How a step runs (docs/DEPENDENCIES.md, "Boost.Process 1.74", traps 1-6):
 // - the child gets its own process group (setpgid in the forked child), a clean signal state
 //   and only its stdio: every other descriptor is marked close-on-exec, so a step spawned by
 //   one thread never holds the pipes of a step spawned by another;

@@ -169,7 +169,7 @@ DiagReport HostSim::diagnose(int level) {
   };
 
   // Level 1: the "software" plugin covers deployment checks, page retirement / row remap and
-  // the fabric manager (FACTS.md: "software, row-remap, fabric manager").
+  // the fabric manager (docs/FACTS.md: "software, row-remap, fabric manager").
   DiagTest software = makeTest("Deployment", "software");
   for (const GpuState& g : state_.gpus) {
     const std::string id = std::to_string(g.index);
@@ -509,7 +509,7 @@ ToolRun HostSim::xidLog() const {
 // ---- faults ------------------------------------------------------------------------------
 
 void HostSim::applyRecoveryAction(GpuState& g, int xid) {
-  // FACTS.md, "Xids that matter", mapped onto nvidia-smi's gpu_recovery_action values.
+  // docs/FACTS.md, "Xids that matter", mapped onto nvidia-smi's gpu_recovery_action values.
   switch (xid) {
     case 48:
       g.volatile_dram_uncorrectable += 1;

@@ -19,7 +19,7 @@
 
 namespace kiln::sim {
 
-// Nominal durations in seconds at time scale 1.0. FACTS.md, "Health checks": dcgmi diag level
+// Nominal durations in seconds at time scale 1.0. docs/FACTS.md, "Health checks": dcgmi diag level
 // 1 takes seconds, level 2 ~2 min, level 3 ~15 min; an nvfwupd push ~2-3 min. Level 4 ("extended")
 // has no published figure: 45 min is [our target]. Reboot and mlxfwmanager burn times are
 // [our target] too.

@@ -23,7 +23,7 @@ enum class Platform { kCatalina, kClemente };
 const char* platformName(Platform p);
 std::optional<Platform> parsePlatform(std::string_view name);
 
-// Hardware shape of a platform (FACTS.md: 18 compute trays of 4 GPUs per NVL72 domain; each
+// Hardware shape of a platform (docs/FACTS.md: 18 compute trays of 4 GPUs per NVL72 domain; each
 // Blackwell GPU has 18 NVLink5 links; Catalina has 2x ConnectX-7 per GPU, Clemente 1x CX-8).
 struct PlatformSpec {
   Platform platform;

@@ -581,7 +581,7 @@ std::string renderInventory(const HostState& state) {
 }
 
 std::string xidDescription(int xid) {
-  // FACTS.md, "Xids that matter".
+  // docs/FACTS.md, "Xids that matter".
   switch (xid) {
     case 48: return "An uncorrectable double bit error (DBE) has been detected on GPU.";
     case 63: return "Row remapping pending: reset the GPU when convenient.";

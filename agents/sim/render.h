@@ -93,7 +93,7 @@ std::string renderNvfwupdShowVersion(const HostState& state);
 std::string renderInventory(const HostState& state);
 // Kernel-log lines for the Xids of this boot ("NVRM: Xid (PCI:0008:01:00): 79, ...").
 std::string renderXidLog(const HostState& state);
-// A short English description of an Xid (FACTS.md list), "" if unknown.
+// A short English description of an Xid (docs/FACTS.md list), "" if unknown.
 std::string xidDescription(int xid);
 
 }  // namespace kiln::sim

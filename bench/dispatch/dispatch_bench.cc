@@ -50,7 +50,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr int kHostsPerPod = 18;  // NVL72: 18 compute trays of 4 GPUs (FACTS.md)
+constexpr int kHostsPerPod = 18;  // NVL72: 18 compute trays of 4 GPUs (docs/FACTS.md)
 
 struct Options {
   long hosts = 10000;            // simulated hosts of the dispatch run, rounded up to pods of 18
@@ -619,7 +619,7 @@ int main(int argc, char** argv) {
   if (need_bulk) {
     // Every host gets a long-poll slot where kilnd's descriptors allow: kiln-vfleet lets idle
     // hosts take 3/4 of its slots, which are 3/4 of its connections (16/9 connections per host),
-    // and one process holds at most 16,000 (DEPENDENCIES.md: 20,000 descriptors a process).
+    // and one process holds at most 16,000 (docs/DEPENDENCIES.md: 20,000 descriptors a process).
     // Beyond 16,000 the hosts are split over two processes, the sum kept at 18,000 (kilnd's own
     // 20,000 descriptors hold them, its database connections and its files); the rest of a
     // larger fleet short-polls every --idle-poll s. A host without a slot sees new work only at

@@ -215,7 +215,7 @@ constexpr const char* kSeedPodState =
 // Interruptions: the first $2 of the cycles in random order are preceded by an interruption of
 // a job on that host 1-30 min before it fails; the rest ($3 - linked) are transient (the job
 // restarts, the host stays) at a random time on a random host, lemons over-represented.
-// Causes: the FACTS.md classes, NVLink signal integrity first (weights are ours).
+// Causes: the docs/FACTS.md classes, NVLink signal integrity first (weights are ours).
 // nvswitch_fabric is recorded against the pod only, the others against their host and pod.
 // $1 from, $2 linked, $3 total, $4 lemons, $5 lemon share, $6 hosts.
 constexpr const char* kSeedInterruptionsTable =

@@ -2,7 +2,7 @@
 // planner in process, and optionally POST /api/v1/rollouts with dry_run through a real kilnd),
 // and how close a simulated rollout over kiln-vfleet comes to its lower bound
 // ceil(pods / max_concurrent_pods) x pod time. Prints figures next to targets and asserts
-// nothing about time (STYLE.md: a benchmark is not a test with a time limit).
+// nothing about time (docs/STYLE.md: a benchmark is not a test with a time limit).
 //
 //   KILN_TEST_PG="host=... port=... user=kiln" kiln-bench-rollout [--pods N] [--api-plan] ...
 //

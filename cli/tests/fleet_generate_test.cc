@@ -20,7 +20,7 @@ TEST(FleetGenerateCommandTest, MillionGpusGiveAValidFleetOf13889Pods) {
   const json doc = json::parse(r.out);
   auto spec = core::parseFleetSpec(doc);
   ASSERT_TRUE(spec.ok()) << spec.error();
-  // FACTS.md: a 1,000,000-GPU fleet is 13,889 pods (1,000,008 GPUs).
+  // docs/FACTS.md: a 1,000,000-GPU fleet is 13,889 pods (1,000,008 GPUs).
   EXPECT_EQ(spec->pods.size(), 13889u);
   EXPECT_EQ(spec->buildings.size(), 49u);  // 288 pods (20,736 GPUs) per building
   EXPECT_TRUE(h.transport.requests.empty());

@@ -15,7 +15,7 @@ using testing::CliHarness;
 using Query = std::vector<std::pair<std::string, std::string>>;
 
 // 28 days of 8,000 GPUs in service = 5,376,000 GPU-hours; 28 interruptions = 1 per 8K GPUs per
-// day, MTBI 192,000 GPU-hours (FACTS.md arithmetic: the north star is 2 and 96,000).
+// day, MTBI 192,000 GPU-hours (docs/FACTS.md arithmetic: the north star is 2 and 96,000).
 const char* kReport = R"({"from": "2026-11-04T00:00:00Z", "to": "2026-12-02T00:00:00Z", "days": 28.0,
   "scope": {"site": "prn", "building": "", "platform": ""},
   "gpu_hours": 5376000.0, "interruptions": 28, "candidates": 3, "per_8k_gpus_per_day": 1.0, "mtbi_gpu_hours": 192000.0,
@@ -77,7 +77,7 @@ TEST(ReliabilityReportTest, RendersRatesAgainstTheNorthStarCausesWeeksAndLemons)
 
 TEST(ReliabilityReportTest, ShowsHowFarFromTheNorthStarAWorseFleetIs) {
   json report = json::parse(kReport);
-  report["per_8k_gpus_per_day"] = 12.4;       // the FACTS.md curve, a year before the north star
+  report["per_8k_gpus_per_day"] = 12.4;       // the docs/FACTS.md curve, a year before the north star
   report["mtbi_gpu_hours"] = 15483.87;
   report["lemons"] = json::array();
   report["scope"] = {{"site", ""}, {"building", ""}, {"platform", ""}};

@@ -34,7 +34,7 @@ TEST(LatencyHistogramTest, SeveralSamplesAtOnceAndNoEmptyBracesWithoutLabels) {
 
 TEST(HistogramTest, PodBucketsSpanMinutesToADayAndPrintWithoutExponents) {
   Histogram h(kPodBuckets);
-  h.record(7200);    // a pod at the P90 target: 2 h (FACTS.md)
+  h.record(7200);    // a pod at the P90 target: 2 h (docs/FACTS.md)
   h.record(26000);   // over 7 h
   h.record(200000);  // stuck for days: only +Inf
   std::string out;

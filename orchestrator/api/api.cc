@@ -159,7 +159,7 @@ void Api::guarded(const http::Reply& reply, const std::function<void()>& fn) {
     log_->warn("wrong JSON type in a request body: {}", e.what());
     reply(errorResponse(invalidContent(std::string("a field of the body has the wrong type: ") + e.what())));
   } catch (const std::exception& e) {
-    // One top-level catch per request (STYLE.md): a bug answers 500, it does not kill kilnd.
+    // One top-level catch per request (docs/STYLE.md): a bug answers 500, it does not kill kilnd.
     log_->error("unhandled exception: {}", e.what());
     reply(errorResponse(internalError("internal error")));
   } catch (...) {

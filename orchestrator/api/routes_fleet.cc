@@ -173,7 +173,7 @@ void addFleetRoutes(Router& router, Services& s) {
                 auto r = s.store->transitionHost({ctx.param("id"), action, decoded->to, decoded->reason}, ctx.actor);
                 if (!r.ok()) return r.error();
                 json out = toJson(*r);
-                // Every repair goes through quarantine validation before the pool (FACTS.md).
+                // Every repair goes through quarantine validation before the pool (docs/FACTS.md).
                 if ((action == core::HostAction::kRepairComplete || action == core::HostAction::kQuarantine) && s.runs) {
                   runs::StartRequest q;
                   q.workflow = "quarantine-validation";

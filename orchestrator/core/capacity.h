@@ -1,5 +1,5 @@
 #pragma once
-// Capacity planning for NVL72 fleets (FACTS.md, "Sparing geometry"): a job of N active GPUs
+// Capacity planning for NVL72 fleets (docs/FACTS.md, "Sparing geometry"): a job of N active GPUs
 // runs on 64-GPU slices of 72-GPU domains, plus a whole-rack reserve. Pure and thread-safe.
 
 #include <cstdint>
@@ -11,7 +11,7 @@ namespace kiln::core {
 
 struct CapacityRequest {
   std::int64_t active_gpus = 0;
-  double reserve_fraction = 0.02;  // FACTS.md: ~2% extra whole racks held in reserve
+  double reserve_fraction = 0.02;  // docs/FACTS.md: ~2% extra whole racks held in reserve
   Platform platform = Platform::kClemente;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // A realistic synthetic fleet file (`kilnctl fleet generate`, benchmarks, demos): pods of 72
-// GPUs in buildings of at most 20,736 GPUs (288 pods; FACTS.md: building fabrics of up to
+// GPUs in buildings of at most 20,736 GPUs (288 pods; docs/FACTS.md: building fabrics of up to
 // 20,736 GPUs), 8 buildings per site, a mix of catalina (GB200) and clemente (GB300) pods.
 // Pure and deterministic for a given request.
 

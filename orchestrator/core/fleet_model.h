@@ -1,5 +1,5 @@
 #pragma once
-// The physical fleet model: platforms and the geometry of one NVL72 pod (FACTS.md, "The fleet
+// The physical fleet model: platforms and the geometry of one NVL72 pod (docs/FACTS.md, "The fleet
 // Kiln is built for"), and the expansion of a pod into racks, compute trays (hosts), NVLink
 // switch trays and GPUs. Pure and thread-safe.
 
@@ -32,7 +32,7 @@ struct PlatformGeometry {
   int active_gpus_per_pod() const { return gpus_per_pod - spare_trays * gpus_per_tray; }  // 64
 };
 
-// FACTS.md: Catalina = GB200 NVL72 as 2 racks x 36 GPUs; Clemente = GB300 NVL72 in 1 rack;
+// docs/FACTS.md: Catalina = GB200 NVL72 as 2 racks x 36 GPUs; Clemente = GB300 NVL72 in 1 rack;
 // San Miguel = Vera Rubin NVL72 in 1 rack. 18 compute trays of 4 GPUs, 9 switch trays,
 // 64-GPU slice + 8 spare GPUs per domain, 18 NVLink5 links per GPU.
 const PlatformGeometry& geometry(Platform p);

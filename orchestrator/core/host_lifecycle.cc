@@ -30,7 +30,7 @@ struct Rule {
   S to;
 };
 
-// The whole lifecycle (DESIGN.md "Host lifecycle"). Order is the order shown to operators.
+// The whole lifecycle (docs/DESIGN.md "Host lifecycle"). Order is the order shown to operators.
 const std::array kRules = {
     Rule{A::kAllocate, "allocate", ActionKind::kOperator, {S::kAvailable}, S::kAllocated},
     Rule{A::kRelease, "release", ActionKind::kOperator, {S::kAllocated}, S::kAvailable},
@@ -42,7 +42,7 @@ const std::array kRules = {
     Rule{A::kRepair, "repair", ActionKind::kOperator, {S::kFailed}, S::kRepair},
     Rule{A::kRepairComplete, "repair_complete", ActionKind::kOperator, {S::kRepair},
          S::kQuarantine},
-    // Not in DESIGN.md's table: pulling a lemon host (reliability ledger) before it hurts the
+    // Not in docs/DESIGN.md's table: pulling a lemon host (reliability ledger) before it hurts the
     // next job, without a fake repair. It leaves the pool only through quarantine validation.
     Rule{A::kQuarantine, "quarantine", ActionKind::kOperator,
          {S::kAvailable, S::kAllocated, S::kDraining, S::kMaintenance, S::kValidating, S::kFailed}, S::kQuarantine},

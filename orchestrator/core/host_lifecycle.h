@@ -1,5 +1,5 @@
 #pragma once
-// The host lifecycle of DESIGN.md as one table of allowed transitions. This is the only place
+// The host lifecycle of docs/DESIGN.md as one table of allowed transitions. This is the only place
 // that decides whether a host may move from one state to another; the store applies a
 // transition only after asking here, and records every one as a host event.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Roles of API tokens (DESIGN.md "REST API v1"). Pure.
+// Roles of API tokens (docs/DESIGN.md "REST API v1"). Pure.
 
 #include <optional>
 #include <string_view>

@@ -51,7 +51,7 @@ class Client {
 std::string urlEncode(const std::string& s);
 
 // Process-wide set-up of cpprest's thread pool, which runs the clients' I/O; call once from main
-// before any Client (DEPENDENCIES.md: 2-8 threads beat the default 40).
+// before any Client (docs/DEPENDENCIES.md: 2-8 threads beat the default 40).
 void initializeNetworkThreads(int threads);
 
 }  // namespace kiln::http

@@ -1,7 +1,7 @@
 #pragma once
 // Kiln's own small HTTP server interface. The implementation is on Boost.Beast
 // (server_beast.cc, the one file that includes it); it replaced cpprestsdk's http_listener
-// (DEPENDENCIES.md: archived upstream, no body limit before buffering, no timeouts).
+// (docs/DEPENDENCIES.md: archived upstream, no body limit before buffering, no timeouts).
 
 #include <cstdint>
 #include <functional>
@@ -60,7 +60,7 @@ struct ServerOptions {
   std::string tls_cert_file;  // both set: serve HTTPS
   std::string tls_key_file;
   // Requests in flight (long polls included) above which new ones get 503 + Connection: close
-  // (DEPENDENCIES.md: the process has at most 20,000 file descriptors).
+  // (docs/DEPENDENCIES.md: the process has at most 20,000 file descriptors).
   int max_in_flight = 18000;
   // Open connections above which a new one is answered 503 and closed at once.
   int max_connections = 19000;

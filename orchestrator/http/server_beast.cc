@@ -2,7 +2,7 @@
 // for Boost.Process). It replaced cpprestsdk's http_listener, which buffered a refused body
 // whole before a 413 could be sent, had no idle or header timeouts, busy-spun on accept() at
 // the file descriptor limit, cut answers off at shutdown, and cost ~1/4 of a core per ~1,000
-// agent requests a second in its thread pool (DEPENDENCIES.md; bench/dispatch/README.md).
+// agent requests a second in its thread pool (docs/DEPENDENCIES.md; bench/dispatch/README.md).
 //
 // One connection = one Session on its own strand: read a request head, ask the Handler to admit
 // it (before a byte of the body is read), read the body, hand the request over, and read the
@@ -213,7 +213,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     try {
       refusal = core_.handler.admit(head, length);
     } catch (const std::exception& e) {
-      // The thread's one catch (STYLE.md): an escaping exception would end io_context::run.
+      // The thread's one catch (docs/STYLE.md): an escaping exception would end io_context::run.
       refusal = jsonError(500, "internal", std::string("internal error: ") + e.what());
     }
     if (refusal) return answer(closing(std::move(*refusal)), false);
@@ -450,7 +450,7 @@ class BeastServer final : public Server {
     const std::string remote = ec ? std::string() : peer.address().to_string();
     if (core_->sessionCount() >= static_cast<std::size_t>(core_->options.max_connections)) {
       // Above the cap a client gets a short answer and a close instead of a connection that
-      // holds one of the process's descriptors (DEPENDENCIES.md: 20,000 here).
+      // holds one of the process's descriptors (docs/DEPENDENCIES.md: 20,000 here).
       static const std::string kBusy = [] {
         const std::string body = jsonError(503, "unavailable", "too many connections, retry later").body;
         return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"

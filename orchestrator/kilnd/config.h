@@ -41,8 +41,8 @@ struct Config {
   std::string slurm_bin_dir;                       // where scontrol, sinfo, squeue are ("" = PATH)
   int slurm_timeout_s = 10;                        // per Slurm command
   // The targets the console and the metrics compare against (GET /targets, GET /reliability):
-  // interruptions per 8,000 GPUs per day (FACTS.md's north star: 2, i.e. 96,000 GPU-hours MTBI)
-  // and a rollout's P90 pod upgrade time (FACTS.md: 7 h -> 2 h).
+  // interruptions per 8,000 GPUs per day (docs/FACTS.md's north star: 2, i.e. 96,000 GPU-hours MTBI)
+  // and a rollout's P90 pod upgrade time (docs/FACTS.md: 7 h -> 2 h).
   double reliability_target = 2.0;
   int pod_p90_target_s = 7200;
 

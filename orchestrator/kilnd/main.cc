@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
   server_options.tls_key_file = config->tls_key;
   server_options.threads = config->network_threads;
   // Every parked long poll holds a connection: take what the descriptor limit allows (the
-  // systemd unit sets 1M; DEPENDENCIES.md: 20,000 on the development machines), less room for
+  // systemd unit sets 1M; docs/DEPENDENCIES.md: 20,000 on the development machines), less room for
   // PostgreSQL connections, logs and the console's files.
   const long descriptors = raiseDescriptorLimit();
   server_options.max_connections = static_cast<int>(std::clamp(descriptors - 1000, 64L, 4000000L));

@@ -1,5 +1,5 @@
 #pragma once
-// Reliability maths (FACTS.md "Maintenance and reliability figures"): GPU-hours in service from
+// Reliability maths (docs/FACTS.md "Maintenance and reliability figures"): GPU-hours in service from
 // host state history, interruptions per 8K GPUs per day, MTBI in GPU-hours, causes, a weekly
 // series, lemon hosts. Pure and thread-safe.
 //
@@ -19,7 +19,7 @@ namespace kiln::reliability {
 
 using core::TimePoint;
 
-// Interruption causes (FACTS.md interruption classes).
+// Interruption causes (docs/FACTS.md interruption classes).
 const std::vector<std::string>& causes();
 bool isCause(const std::string& c);
 

@@ -214,7 +214,7 @@ std::string ReliabilityService::metrics() {
   for (const auto& c : causes())
     out += "kiln_interruptions_total{cause=\"" + c + "\"} " + std::to_string(counts->count(c) ? counts->at(c) : 0) + "\n";
   // The targets that alerting and dashboards compare against (kilnd's reliability_target; by
-  // default FACTS.md's 2 per 8K GPUs per day = 8,000 x 24 / 2 = 96,000 GPU-hours MTBI), so that
+  // default docs/FACTS.md's 2 per 8K GPUs per day = 8,000 x 24 / 2 = 96,000 GPU-hours MTBI), so that
   // no rule file repeats the numbers.
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", targets_.per_8k_gpus_per_day);

@@ -1,5 +1,5 @@
 #pragma once
-// Firmware/driver bundles and compliance (DESIGN.md "Rollouts"). Pure and thread-safe.
+// Firmware/driver bundles and compliance (docs/DESIGN.md "Rollouts"). Pure and thread-safe.
 //
 //   name: gb200-fw-2026.11
 //   version: "1.4.0"

@@ -65,7 +65,7 @@ struct Policy {
   std::optional<int> failure_budget_pods = 1;
   std::optional<double> failure_budget_percent;
   // Pods upgrading (flash + reboot) at once per building: large synchronized reboots are
-  // multi-MW power swings (FACTS.md).
+  // multi-MW power swings (docs/FACTS.md).
   int max_rebooting_pods_per_building = 2;
   std::string order = "spread";  // spread (round-robin over buildings) | name
   // New pods start only inside one of these (none, the default: at any time). Pods in flight when a window

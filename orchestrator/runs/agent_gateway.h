@@ -2,7 +2,7 @@
 // The agents' side of kilnd: long polls parked in memory (no thread and no database work per
 // waiting agent), woken when a commit gives the host work; batched liveness writes. A poll
 // touches PostgreSQL only when the host has work (or a running step to check), so 100,000
-// agents polling every 30 s cost nothing but their sockets (DEPENDENCIES.md).
+// agents polling every 30 s cost nothing but their sockets (docs/DEPENDENCIES.md).
 
 #include <atomic>
 #include <chrono>

@@ -14,7 +14,7 @@
 // replica for minutes (it would need LISTEN/NOTIFY to learn of chunks posted elsewhere, and
 // would be cut by HAProxy's 90 s `timeout server`), would hold a connection and file
 // descriptor per open console panel on a server whose connections are capped
-// (DEPENDENCIES.md: the cpprestsdk listener had no idle timeout and spun at the fd limit; its
+// (docs/DEPENDENCIES.md: the cpprestsdk listener had no idle timeout and spun at the fd limit; its
 // successor, http/server.h, answers with whole bodies only). A poll a second per open panel
 // is one primary-key read.
 //

@@ -709,7 +709,7 @@ std::pair<std::string, json> runVerdict(const RunRow& run, const std::vector<Gro
   }
   json pod_list = json::array();
   for (auto& [_, p] : pods.items()) {
-    // A pod runs a 64-GPU slice while 16 of its 18 trays are healthy (FACTS.md sparing).
+    // A pod runs a 64-GPU slice while 16 of its 18 trays are healthy (docs/FACTS.md sparing).
     const int healthy_gpus = p["healthy_hosts"].get<int>() * 4;
     p["healthy_gpus"] = healthy_gpus;
     p["spares_cover"] = p["hosts"].get<int>() == 18 ? json(healthy_gpus >= 64) : json();

@@ -1,5 +1,5 @@
 #pragma once
-// L11 burn-in: telling transient NVLink faults from persistent ones (FACTS.md: "transient vs
+// L11 burn-in: telling transient NVLink faults from persistent ones (docs/FACTS.md: "transient vs
 // persistent link faults must be told apart"). A link that fails the initial test is retested;
 // if it passes `required_retest_passes` retests in a row (default 2) the fault was transient:
 // it is recorded and the host passes. If it fails any retest the fault is persistent: the host

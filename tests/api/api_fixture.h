@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the api tier: a fresh database and a real kilnd per test, clients with tokens of
 // each role, a raw-socket HTTP call for what the client cannot send (chunked bodies, bodies
-// that lie about their length), and assertions on the error body of DESIGN.md.
+// that lie about their length), and assertions on the error body of docs/DESIGN.md.
 
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ Reply rawCall(int port, const std::string& bytes,
 // skipped, or fails when KILN_CONTRACT_REQUIRED=1 (deploy/test.sh sets it).
 void checkResponsesAgainstContract();
 
-// The DESIGN.md error body: {"error": {"code", "message", "details"}} with the given status
+// The docs/DESIGN.md error body: {"error": {"code", "message", "details"}} with the given status
 // and code; message a non-empty string, details an object.
 ::testing::AssertionResult isError(const Reply& r, int status, const std::string& code);
 

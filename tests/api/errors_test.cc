@@ -1,4 +1,4 @@
-// Every error class of the API answers with the DESIGN.md body
+// Every error class of the API answers with the docs/DESIGN.md body
 // {"error": {"code", "message", "details"}} and the right status, and writes nothing.
 
 #include <fstream>

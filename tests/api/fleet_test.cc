@@ -286,7 +286,7 @@ TEST_F(FleetApiTest, HostActionRoundTripWritesEventsAndChangesPodState) {
 }
 
 TEST_F(FleetApiTest, CapacityPlanMatchesThePublishedExample) {
-  // FACTS.md: 32,768 active GPUs -> 512 slices, x1.02 -> 523 NVL72 racks = 37,656 GPUs.
+  // docs/FACTS.md: 32,768 active GPUs -> 512 slices, x1.02 -> 523 NVL72 racks = 37,656 GPUs.
   Reply r = call(*admin_, "GET", "/api/v1/capacity/plan?active_gpus=32768");
   ASSERT_EQ(r.status, 200) << r.body;
   const json plan = r.doc();

@@ -23,7 +23,7 @@ export const COMPLIANCE_CLASSES = [
 ];
 
 // An NVL72 pod has 72 GPUs, of which a slice (the NVLink domain a job gets) needs 64: the 8
-// others are spares (FACTS.md; runs-model.js sparesText).
+// others are spares (docs/FACTS.md; runs-model.js sparesText).
 export const POD_GPUS = 72;
 export const SLICE_GPUS = 64;
 export const HEALTH_CLASSES = [

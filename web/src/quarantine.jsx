@@ -1,4 +1,4 @@
-// Quarantine: every repaired host waits here until its validation run passes (FACTS.md:
+// Quarantine: every repaired host waits here until its validation run passes (docs/FACTS.md:
 // every repair goes through a mandatory quarantine). Time in quarantine, repairs (repeat
 // offenders: 3 or more), the last failure, and the validation run's progress. Live.
 import { useRef, useState } from 'preact/hooks';

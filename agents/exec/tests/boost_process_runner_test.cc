@@ -139,7 +139,7 @@ TEST_F(BoostProcessRunnerTest, LeftoverBackgroundProcessIsKilledWhenTheMainProce
 }
 
 TEST_F(BoostProcessRunnerTest, ProcessThatLeftTheGroupStopsHoldingTheStepAfterALinger) {
-  // setsid escapes the group kill (DEPENDENCIES.md trap 6) and keeps stdout open for 2 s.
+  // setsid escapes the group kill (docs/DEPENDENCIES.md trap 6) and keeps stdout open for 2 s.
   ProcessSpec spec = shell(
       "setsid sh -c 'touch escaped; exec sleep 2' & "
       "while [ ! -e escaped ]; do sleep 0.01; done; echo started");

@@ -1,6 +1,6 @@
 #pragma once
 // The event loop the virtual fleet runs on: time and timers, injected so the fleet's logic runs
-// in tests on a fake clock that moves only when the test moves it (STYLE.md: Envoy's
+// in tests on a fake clock that moves only when the test moves it (docs/STYLE.md: Envoy's
 // TimeSource). Every callback of a Loop runs on the loop's one thread.
 
 #include <chrono>

@@ -1,6 +1,6 @@
 #pragma once
 // How the virtual fleet talks HTTP to kilnd: requests queued on a bounded set of keep-alive
-// connections (DEPENDENCIES.md: at most ~20,000 fds per process, so never a socket per host).
+// connections (docs/DEPENDENCIES.md: at most ~20,000 fds per process, so never a socket per host).
 // The interface keeps the fleet's logic testable with a scripted fake.
 
 #include <chrono>

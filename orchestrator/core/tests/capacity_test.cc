@@ -5,7 +5,7 @@
 namespace kiln::core {
 namespace {
 
-// FACTS.md worked example: 32,768 active GPUs -> 512 domains, x1.02 -> 523 racks = 37,656 GPUs,
+// docs/FACTS.md worked example: 32,768 active GPUs -> 512 domains, x1.02 -> 523 racks = 37,656 GPUs,
 // 13.0% above the active footprint, 11.1% of it slice geometry.
 TEST(CapacityTest, ReproducesThePrometheusWorkedExampleOnClemente) {
   auto plan = planCapacity({32768, 0.02, Platform::kClemente});

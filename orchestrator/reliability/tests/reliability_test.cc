@@ -11,7 +11,7 @@ using std::chrono::hours;
 
 const TimePoint t0 = TimePoint{} + hours(24 * 365 * 56);
 
-// FACTS.md: 2 interruptions per 8K GPUs per day = 8,000 x 24 / 2 = 96,000 GPU-hours MTBI.
+// docs/FACTS.md: 2 interruptions per 8K GPUs per day = 8,000 x 24 / 2 = 96,000 GPU-hours MTBI.
 TEST(ReliabilityTest, NorthStarIsNinetySixThousandGpuHours) {
   const double gpu_hours = 8000.0 * 24 * 30;  // 8,000 GPUs for 30 days
   auto r = rates(gpu_hours, 60);              // 2 per day
@@ -20,7 +20,7 @@ TEST(ReliabilityTest, NorthStarIsNinetySixThousandGpuHours) {
   EXPECT_DOUBLE_EQ(*r.mtbi_gpu_hours, 96000.0);
 }
 
-// FACTS.md: Llama 3 405B on 16,384 H100s, 419 interruptions in 54 days (~1 per 3 h).
+// docs/FACTS.md: Llama 3 405B on 16,384 H100s, 419 interruptions in 54 days (~1 per 3 h).
 TEST(ReliabilityTest, Llama3RunFigures) {
   const double gpu_hours = 16384.0 * 24 * 54;
   auto r = rates(gpu_hours, 419);

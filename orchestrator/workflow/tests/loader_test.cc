@@ -355,7 +355,7 @@ TEST(ShippedWorkflowsTest, PreJobHealthStepTimeoutsFitSlurmsSixtySeconds) {
     ASSERT_TRUE(t.ok());
     total += t->value * (1 + s.retries.count);
   }
-  // FACTS.md: Slurm kills a HealthCheckProgram that runs over 60 s.
+  // docs/FACTS.md: Slurm kills a HealthCheckProgram that runs over 60 s.
   EXPECT_LE(total, std::chrono::seconds(55));
 }
 

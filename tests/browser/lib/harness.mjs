@@ -233,7 +233,7 @@ export function generateFleet(gpus, sitePrefix = 'site') {
   return JSON.stringify(fleet);
 }
 
-// Chromium with the flags DEPENDENCIES.md asks for; playwright-core gives it a fresh profile.
+// Chromium with the flags docs/DEPENDENCIES.md asks for; playwright-core gives it a fresh profile.
 export async function launchBrowser() {
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
