@@ -155,4 +155,26 @@ std::string dumpJson(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+json toJson(const StepReport& r) {
+  namespace f = report_field;
+  return json{{f::kLease, r.lease},
+              {f::kHost, r.host},
+              {f::kStarted, r.started},
+              {f::kSpawnError, r.spawn_error},
+              {f::kExitCode, r.exit_code},
+              {f::kSignal, r.signal},
+              {f::kTimedOut, r.timed_out},
+              {f::kCancelled, r.cancelled},
+              {f::kDurationMs, r.duration_ms},
+              {f::kStdoutTail, r.stdout_tail},
+              {f::kStderrTail, r.stderr_tail},
+              {f::kStdoutBytes, r.stdout_bytes},
+              {f::kStderrBytes, r.stderr_bytes},
+              {f::kParsed, r.parsed},
+              {f::kParseError, r.parse_error},
+              {f::kBootId, r.boot_id},
+              {f::kInventory, r.inventory},
+              {f::kAgentNote, r.agent_note}};
+}
+
 }  // namespace kiln::protocol

@@ -1,7 +1,9 @@
 #pragma once
 // docs/agent-protocol.md as data, the one copy kilnd, kiln-agent and kiln-vfleet share: the
 // assignment kilnd hands out (encoded by kilnd, decoded by both agents), the answer to a poll,
-// the request paths and their percent-encoding. Golden files: common/tests/testdata/agent-protocol.
+// the step report agents send back (encoded by both agents; kilnd's strict decoder,
+// orchestrator/runs/report.cc, reads the same field names), the request paths and their
+// percent-encoding. Golden files: common/tests/testdata/agent-protocol.
 // Pure; thread-safe.
 
 #include <cstddef>
@@ -50,6 +52,54 @@ struct PollAnswer {
 };
 // kInvalidContent when the body is not a JSON object.
 Result<PollAnswer> pollAnswerFromBody(const std::string& body);
+
+// The step report's field names (POST resultPath(id)), the one spelling of each.
+namespace report_field {
+inline constexpr const char* kLease = "lease";
+inline constexpr const char* kHost = "host";
+inline constexpr const char* kReady = "ready";
+inline constexpr const char* kStarted = "started";
+inline constexpr const char* kSpawnError = "spawn_error";
+inline constexpr const char* kExitCode = "exit_code";
+inline constexpr const char* kSignal = "signal";
+inline constexpr const char* kTimedOut = "timed_out";
+inline constexpr const char* kCancelled = "cancelled";
+inline constexpr const char* kDurationMs = "duration_ms";
+inline constexpr const char* kStdoutTail = "stdout_tail";
+inline constexpr const char* kStderrTail = "stderr_tail";
+inline constexpr const char* kStdoutBytes = "stdout_bytes";
+inline constexpr const char* kStderrBytes = "stderr_bytes";
+inline constexpr const char* kParsed = "parsed";
+inline constexpr const char* kParseError = "parse_error";
+inline constexpr const char* kBootId = "boot_id";
+inline constexpr const char* kInventory = "inventory";
+inline constexpr const char* kAgentNote = "agent_note";
+}  // namespace report_field
+
+// What an agent reports of one step. The defaults are a step that never started.
+struct StepReport {
+  std::int64_t lease = 0;
+  std::string host;
+  bool started = false;
+  std::string spawn_error;  // why it did not start
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  bool cancelled = false;
+  std::int64_t duration_ms = 0;
+  std::string stdout_tail, stderr_tail;  // the last output_cap bytes of each stream
+  std::int64_t stdout_bytes = 0, stderr_bytes = 0;
+  nlohmann::json parsed;  // the parser's document (null: none)
+  std::string parse_error;
+  std::string boot_id;
+  nlohmann::json inventory;  // inventory_after's reading (null: none)
+  std::string agent_note;
+
+  bool operator==(const StepReport&) const = default;
+};
+// Every field, always (the agents' side). `ready` is added by the sender, at the moment it
+// sends (whether the agent holds another step then).
+nlohmann::json toJson(const StepReport& r);
 
 // RFC 3986 unreserved characters kept, every other byte %XX.
 std::string percentEncode(const std::string& s);

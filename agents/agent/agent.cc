@@ -336,9 +336,9 @@ void Agent::process(const json& raw) {
     Assignment bad;
     bad.id = id;
     bad.lease = lease;
-    json body = baseBody(bad);
-    body["spawn_error"] = "invalid assignment: " + parsed.error().message;
-    finish(id, lease, std::move(body));
+    StepReport body = baseBody(bad);
+    body.spawn_error = "invalid assignment: " + parsed.error().message;
+    finish(id, lease, toJson(body));
     return;
   }
   const Assignment& a = *parsed;
@@ -364,51 +364,50 @@ void Agent::process(const json& raw) {
   }
 }
 
-json Agent::baseBody(const Assignment& a) const {
-  return json{{"lease", a.lease},       {"host", settings_.host},  {"started", false},
-              {"spawn_error", ""},      {"exit_code", -1},         {"signal", 0},
-              {"timed_out", false},     {"cancelled", false},      {"duration_ms", 0},
-              {"stdout_tail", ""},      {"stderr_tail", ""},       {"stdout_bytes", 0},
-              {"stderr_bytes", 0},      {"parsed", nullptr},       {"parse_error", ""},
-              {"boot_id", bootId()},    {"inventory", nullptr},    {"agent_note", ""}};
+StepReport Agent::baseBody(const Assignment& a) const {
+  StepReport r;
+  r.lease = a.lease;
+  r.host = settings_.host;
+  r.boot_id = bootId();
+  return r;
 }
 
-void Agent::addProcessResult(json& body, const Assignment& a, const exec::ProcessResult& r) const {
-  body["started"] = r.started;
-  body["spawn_error"] = r.spawn_error;
-  body["exit_code"] = r.exit_code;
-  body["signal"] = r.term_signal;
-  body["timed_out"] = r.timed_out;
-  body["cancelled"] = r.cancelled;
-  body["duration_ms"] = r.duration.count();
-  body["stdout_tail"] = r.stdout_tail;
-  body["stderr_tail"] = r.stderr_tail;
-  body["stdout_bytes"] = r.stdout_bytes;
-  body["stderr_bytes"] = r.stderr_bytes;
+void Agent::addProcessResult(StepReport& body, const Assignment& a, const exec::ProcessResult& r) const {
+  body.started = r.started;
+  body.spawn_error = r.spawn_error;
+  body.exit_code = r.exit_code;
+  body.signal = r.term_signal;
+  body.timed_out = r.timed_out;
+  body.cancelled = r.cancelled;
+  body.duration_ms = r.duration.count();
+  body.stdout_tail = r.stdout_tail;
+  body.stderr_tail = r.stderr_tail;
+  body.stdout_bytes = r.stdout_bytes;
+  body.stderr_bytes = r.stderr_bytes;
   if (a.parse.empty() || !r.started || r.timed_out || r.cancelled) return;
   auto format = parsers::formatFromName(a.parse);
   if (!format) {
-    body["parse_error"] = format.error().message;
+    body.parse_error = format.error().message;
   } else if (r.stdout_bytes > r.stdout_full.size()) {
-    body["parse_error"] = "stdout is " + std::to_string(r.stdout_bytes) +
+    body.parse_error = "stdout is " + std::to_string(r.stdout_bytes) +
                           " bytes, over the agent's parse limit of " +
                           std::to_string(settings_.parse_capture_cap) + " bytes";
   } else if (auto doc = parsers::parse(*format, r.stdout_full)) {
-    body["parsed"] = std::move(*doc);
+    body.parsed = std::move(*doc);
   } else {
-    body["parse_error"] = doc.error().message;
+    body.parse_error = doc.error().message;
   }
 }
 
-void Agent::addInventory(json& body) {
+void Agent::addInventory(StepReport& body) {
   auto inv = probe_.inventory();
   if (inv) {
-    body["inventory"] = inventoryForKilnd(*inv);
+    body.inventory = inventoryForKilnd(*inv);
     return;
   }
   log_->warn("inventory: {}", inv.error().message);
-  std::string note = body.value("agent_note", "");
-  body["agent_note"] = (note.empty() ? "" : note + "; ") + "inventory failed: " +
+  std::string note = body.agent_note;
+  body.agent_note = (note.empty() ? "" : note + "; ") + "inventory failed: " +
                        inv.error().message;
 }
 
@@ -452,9 +451,9 @@ void Agent::runStep(const Assignment& a) {
     // Without a journal record a restart could run the step twice: do not run it.
     endRunning();
     log_->error("assignment {}: {}", a.id, st.error().message);
-    json body = baseBody(a);
-    body["spawn_error"] = "agent cannot write its journal: " + st.error().message;
-    reportUntilDone(a.id, a.lease, body);
+    StepReport body = baseBody(a);
+    body.spawn_error = "agent cannot write its journal: " + st.error().message;
+    reportUntilDone(a.id, a.lease, toJson(body));
     return;
   }
   exec::ProcessSpec spec;
@@ -479,13 +478,13 @@ void Agent::runStep(const Assignment& a) {
   });
   live.stop();  // the report carries the tails from here on
   const std::string note = endRunning();
-  json body = baseBody(a);
+  StepReport body = baseBody(a);
   addProcessResult(body, a, r);
-  body["agent_note"] = note;
+  body.agent_note = note;
   if (a.inventory_after) addInventory(body);
   log_->info("assignment {}: exit {} signal {}{}{}", a.id, r.exit_code, r.term_signal,
              r.timed_out ? " timed out" : "", r.cancelled ? " cancelled" : "");
-  finish(a.id, a.lease, std::move(body));
+  finish(a.id, a.lease, toJson(body));
 }
 
 void Agent::runReboot(const Assignment& a) {
@@ -494,18 +493,18 @@ void Agent::runReboot(const Assignment& a) {
   const std::string before = bootId();
   if (before.empty()) {
     endRunning();
-    json body = baseBody(a);
-    body["spawn_error"] = "cannot read the boot id: a reboot could not be detected";
-    finish(a.id, a.lease, std::move(body));
+    StepReport body = baseBody(a);
+    body.spawn_error = "cannot read the boot id: a reboot could not be detected";
+    finish(a.id, a.lease, toJson(body));
     return;
   }
   const std::int64_t started_at = clock_.wallMs();
   json started = startedRecord(a, before, started_at);
   if (auto st = journal_->started(started); !st) {
     endRunning();
-    json body = baseBody(a);
-    body["spawn_error"] = "agent cannot write its journal: " + st.error().message;
-    reportUntilDone(a.id, a.lease, body);
+    StepReport body = baseBody(a);
+    body.spawn_error = "agent cannot write its journal: " + st.error().message;
+    reportUntilDone(a.id, a.lease, toJson(body));
     return;
   }
   exec::ProcessSpec spec;
@@ -520,7 +519,7 @@ void Agent::runReboot(const Assignment& a) {
       log_->error("assignment {}: {}", a.id, st.error().message);
     }
   });
-  json body = baseBody(a);
+  StepReport body = baseBody(a);
   addProcessResult(body, a, r);
   if (stopping()) {
     // The machine is probably going down: the next start settles it by the boot id rule.
@@ -528,19 +527,19 @@ void Agent::runReboot(const Assignment& a) {
     return;
   }
   if (!r.succeeded()) {
-    body["agent_note"] = endRunning();
-    finish(a.id, a.lease, std::move(body));
+    body.agent_note = endRunning();
+    finish(a.id, a.lease, toJson(body));
     return;
   }
   auto done = awaitReboot(a, before, started_at, std::move(body), cancel);
   const std::string note = endRunning();
   if (!done) return;
-  if (!note.empty()) (*done)["agent_note"] = note;
-  finish(a.id, a.lease, std::move(*done));
+  if (!note.empty()) done->agent_note = note;
+  finish(a.id, a.lease, toJson(*done));
 }
 
-std::optional<json> Agent::awaitReboot(const Assignment& a, const std::string& boot_before,
-                                       std::int64_t started_at_ms, json body,
+std::optional<StepReport> Agent::awaitReboot(const Assignment& a, const std::string& boot_before,
+                                       std::int64_t started_at_ms, StepReport body,
                                        const std::shared_ptr<exec::CancelToken>& cancel) {
   const std::int64_t deadline = started_at_ms + a.timeout_ms;
   while (true) {
@@ -551,28 +550,28 @@ std::optional<json> Agent::awaitReboot(const Assignment& a, const std::string& b
         boot_id_ = *now_id;
       }
       log_->info("assignment {}: rebooted, boot id {}", a.id, *now_id);
-      body["started"] = true;
-      body["exit_code"] = 0;
-      body["signal"] = 0;
-      body["timed_out"] = false;
-      body["boot_id"] = *now_id;
-      body["duration_ms"] = std::max<std::int64_t>(0, clock_.wallMs() - started_at_ms);
+      body.started = true;
+      body.exit_code = 0;
+      body.signal = 0;
+      body.timed_out = false;
+      body.boot_id = *now_id;
+      body.duration_ms = std::max<std::int64_t>(0, clock_.wallMs() - started_at_ms);
       if (a.inventory_after) addInventory(body);
       return body;
     }
     if (!now_id) log_->warn("assignment {}: boot id: {}", a.id, now_id.error().message);
-    body["boot_id"] = boot_before;
-    body["duration_ms"] = std::max<std::int64_t>(0, clock_.wallMs() - started_at_ms);
+    body.boot_id = boot_before;
+    body.duration_ms = std::max<std::int64_t>(0, clock_.wallMs() - started_at_ms);
     if (cancel->cancelled()) {
-      body["cancelled"] = true;
-      body["exit_code"] = -1;
+      body.cancelled = true;
+      body.exit_code = -1;
       return body;
     }
     const std::int64_t left = deadline - clock_.wallMs();
     if (left <= 0) {
       log_->warn("assignment {}: boot id did not change within {} ms", a.id, a.timeout_ms);
-      body["timed_out"] = true;
-      body["exit_code"] = -1;
+      body.timed_out = true;
+      body.exit_code = -1;
       return body;
     }
     std::unique_lock lock(mu_);
@@ -597,11 +596,11 @@ void Agent::resume(const JournalEntry& entry) {
     return;
   }
   const Assignment& a = *assignment;
-  json body = baseBody(a);
+  StepReport body = baseBody(a);
   const int pid = entry.started.value("pid", 0);
   const std::int64_t started_at = entry.started.value("started_at_ms", std::int64_t{0});
-  body["started"] = pid != 0;
-  body["duration_ms"] = std::max<std::int64_t>(0, clock_.wallMs() - started_at);
+  body.started = pid != 0;
+  body.duration_ms = std::max<std::int64_t>(0, clock_.wallMs() - started_at);
   if (a.isReboot()) {
     log_->info("assignment {}: reboot step was running at the restart: checking the boot id",
                a.id);
@@ -610,14 +609,14 @@ void Agent::resume(const JournalEntry& entry) {
     auto done = awaitReboot(a, before, started_at, std::move(body), cancel);
     const std::string note = endRunning();
     if (!done) return;
-    if (!note.empty()) (*done)["agent_note"] = note;
-    finish(a.id, a.lease, std::move(*done));
+    if (!note.empty()) done->agent_note = note;
+    finish(a.id, a.lease, toJson(*done));
     return;
   }
   log_->warn("assignment {}: {} (pid {}): reported as failed, not run again", a.id,
              kRestartedNote, pid);
-  body["agent_note"] = kRestartedNote;
-  finish(a.id, a.lease, std::move(body));
+  body.agent_note = kRestartedNote;
+  finish(a.id, a.lease, toJson(body));
 }
 
 void Agent::finish(const std::string& id, std::int64_t lease, json body) {
@@ -633,7 +632,7 @@ bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const jso
   {
     // Holding no other step, the agent takes its next one with the acknowledgement.
     std::lock_guard lock(mu_);
-    sent["ready"] = queue_.empty() && !stopping_;
+    sent[protocol::report_field::kReady] = queue_.empty() && !stopping_;
   }
   const std::string text = dumpJson(sent);
   Backoff backoff(*this);

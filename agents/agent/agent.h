@@ -100,13 +100,13 @@ class Agent {
   void runReboot(const Assignment& a);
   void resume(const JournalEntry& entry);
   // nullopt: the agent is stopping (the reboot stays journaled as started).
-  std::optional<nlohmann::json> awaitReboot(const Assignment& a, const std::string& boot_before,
-                                            std::int64_t started_at_ms, nlohmann::json body,
+  std::optional<StepReport> awaitReboot(const Assignment& a, const std::string& boot_before,
+                                            std::int64_t started_at_ms, StepReport body,
                                             const std::shared_ptr<exec::CancelToken>& cancel);
-  nlohmann::json baseBody(const Assignment& a) const;
-  void addProcessResult(nlohmann::json& body, const Assignment& a,
+  StepReport baseBody(const Assignment& a) const;
+  void addProcessResult(StepReport& body, const Assignment& a,
                         const exec::ProcessResult& r) const;
-  void addInventory(nlohmann::json& body);
+  void addInventory(StepReport& body);
   void finish(const std::string& id, std::int64_t lease, nlohmann::json body);
   bool reportUntilDone(const std::string& id, std::int64_t lease, const nlohmann::json& body);
   // Queues the assignment a report's 200 answer handed out, if any.

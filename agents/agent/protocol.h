@@ -19,6 +19,7 @@ using protocol::pollAnswerFromBody;
 using protocol::registerPath;
 using protocol::outputPath;
 using protocol::resultPath;
+using protocol::StepReport;
 using protocol::toJson;
 using protocol::workPath;
 

@@ -96,6 +96,29 @@ TEST(AgentProtocolTest, APollAnswerKeepsTheRawAssignmentAndTheStringCancels) {
   EXPECT_FALSE(empty->assignment.has_value());
 }
 
+TEST(AgentProtocolTest, AStepReportEncodesEveryFieldAsTheGoldenFile) {
+  StepReport r;
+  r.lease = 3;
+  r.host = "prn-b01-p0001-h07";
+  r.started = true;
+  r.exit_code = 0;
+  r.duration_ms = 912345;
+  r.stdout_tail = "PercentComplete: 100\nOverall Time Taken: 0:15:12\n";
+  r.stdout_bytes = 2048;
+  r.parsed = json{{"gpus", 4}, {"healthy", true}};
+  r.boot_id = "8c1d2f0a-4b7e-4e59-9a21-5d3c0b6f7e18";
+  r.inventory = json{{"driver", "580.65.06"}, {"gpu_vbios", "97.00.82.00.5F"}};
+  EXPECT_EQ(toJson(r), golden("report_run.json"));
+
+  // A step that never started: every field still there, at the protocol's defaults.
+  const json none = toJson(StepReport{});
+  EXPECT_EQ(none.size(), golden("report_run.json").size());
+  EXPECT_EQ(none["exit_code"], -1);
+  EXPECT_EQ(none["started"], false);
+  EXPECT_TRUE(none["parsed"].is_null());
+  EXPECT_TRUE(none["inventory"].is_null());
+}
+
 TEST(AgentProtocolTest, PathsPercentEncodeEveryValue) {
   EXPECT_EQ(workPath("prn-b01-p0001-h01", 30, "", ""), "/api/v1/agents/prn-b01-p0001-h01/work?wait=30");
   EXPECT_EQ(workPath("h/1", 5, "boot id", "a 2"), "/api/v1/agents/h%2F1/work?wait=5&boot_id=boot%20id&running=a%202");

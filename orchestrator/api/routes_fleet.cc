@@ -206,7 +206,11 @@ void addFleetRoutes(Router& router, Services& s) {
                 }
                 const std::string platform = ctx.query("platform").empty() ? "clemente" : ctx.query("platform");
                 auto p = core::parsePlatform(platform);
-                if (!p) return invalidArgument("platform must be one of catalina, clemente, san_miguel");
+                if (!p) {
+                  std::string names;
+                  for (const auto& n : platformNames()) names += (names.empty() ? "" : ", ") + n;
+                  return invalidArgument("platform must be one of " + names).with("field", "platform");
+                }
                 req.platform = *p;
                 auto plan = core::planCapacity(req);
                 if (!plan.ok()) return plan.error();
@@ -218,6 +222,7 @@ void addFleetRoutes(Router& router, Services& s) {
                 j["requested_reserve_fraction"] = req.reserve_fraction;
                 j["healthy_pods_now"] = *healthy;
                 j["pod_shortfall"] = std::max<std::int64_t>(0, plan->pods - *healthy);
+                j["platforms"] = platformNames();  // what kilnd plans for (the console's menu)
                 return jsonResponse(200, j);
               }});
 }

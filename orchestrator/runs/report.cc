@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "common/agent_protocol.h"
+
 namespace kiln::runs {
 namespace {
 
@@ -56,6 +58,7 @@ constexpr std::int64_t kIntMin = std::numeric_limits<int>::min();
 }  // namespace
 
 Result<StepReport> decodeStepReport(const json& body) {
+  namespace f = protocol::report_field;
   if (!body.is_object()) {
     Error e = invalidContent("expected a JSON object");
     e.fields.push_back({"", "expected a JSON object"});
@@ -63,22 +66,22 @@ Result<StepReport> decodeStepReport(const json& body) {
   }
   StepReport r;
   Reader in(body);
-  if (!in.find("lease")) in.fail("lease", "the report needs its lease");
-  else in.whole("lease", r.lease, 0, kIntMax);
-  in.boolean("ready", r.ready);
+  if (!in.find(f::kLease)) in.fail(f::kLease, "the report needs its lease");
+  else in.whole(f::kLease, r.lease, 0, kIntMax);
+  in.boolean(f::kReady, r.ready);
   StepResult& s = r.result;
-  in.boolean("started", s.started);
-  in.text("spawn_error", s.spawn_error);
-  in.whole("exit_code", s.exit_code, kIntMin, kIntMax);
-  in.whole("signal", s.signal, 0, 255);
-  in.boolean("timed_out", s.timed_out);
-  in.boolean("cancelled", s.cancelled);
-  in.whole("duration_ms", s.duration_ms, 0, std::numeric_limits<std::int64_t>::max());
-  in.text("stdout_tail", s.stdout_tail);
-  in.text("stderr_tail", s.stderr_tail);
-  if (const json* parsed = in.find("parsed")) s.parsed = *parsed;
-  in.text("parse_error", s.parse_error);
-  in.text("agent_note", s.note);
+  in.boolean(f::kStarted, s.started);
+  in.text(f::kSpawnError, s.spawn_error);
+  in.whole(f::kExitCode, s.exit_code, kIntMin, kIntMax);
+  in.whole(f::kSignal, s.signal, 0, 255);
+  in.boolean(f::kTimedOut, s.timed_out);
+  in.boolean(f::kCancelled, s.cancelled);
+  in.whole(f::kDurationMs, s.duration_ms, 0, std::numeric_limits<std::int64_t>::max());
+  in.text(f::kStdoutTail, s.stdout_tail);
+  in.text(f::kStderrTail, s.stderr_tail);
+  if (const json* parsed = in.find(f::kParsed)) s.parsed = *parsed;
+  in.text(f::kParseError, s.parse_error);
+  in.text(f::kAgentNote, s.note);
   if (!in.errors().empty()) {
     Error e = invalidContent("invalid report: " + in.errors()[0].path + ": " + in.errors()[0].message);
     e.fields = std::move(in.errors());
@@ -90,6 +93,7 @@ Result<StepReport> decodeStepReport(const json& body) {
 }
 
 StepResult storedStepResult(const json& b, bool tails) {
+  namespace f = protocol::report_field;
   StepResult r;
   auto get = [&b]<typename T>(const char* key, T fallback) -> T {
     auto it = b.find(key);
@@ -98,20 +102,20 @@ StepResult storedStepResult(const json& b, bool tails) {
     else if constexpr (std::is_same_v<T, std::string>) return it->is_string() ? it->template get<std::string>() : fallback;
     else return it->is_number_integer() ? it->template get<T>() : fallback;
   };
-  r.started = get("started", true);
-  r.spawn_error = get("spawn_error", std::string());
-  r.exit_code = get("exit_code", -1);
-  r.signal = get("signal", 0);
-  r.timed_out = get("timed_out", false);
-  r.cancelled = get("cancelled", false);
-  r.duration_ms = get("duration_ms", std::int64_t{0});
+  r.started = get(f::kStarted, true);
+  r.spawn_error = get(f::kSpawnError, std::string());
+  r.exit_code = get(f::kExitCode, -1);
+  r.signal = get(f::kSignal, 0);
+  r.timed_out = get(f::kTimedOut, false);
+  r.cancelled = get(f::kCancelled, false);
+  r.duration_ms = get(f::kDurationMs, std::int64_t{0});
   if (tails) {
-    r.stdout_tail = get("stdout_tail", std::string());
-    r.stderr_tail = get("stderr_tail", std::string());
+    r.stdout_tail = get(f::kStdoutTail, std::string());
+    r.stderr_tail = get(f::kStderrTail, std::string());
   }
-  r.parsed = b.contains("parsed") ? b["parsed"] : json();
-  r.parse_error = get("parse_error", std::string());
-  r.note = get("agent_note", std::string());
+  r.parsed = b.contains(f::kParsed) ? b[f::kParsed] : json();
+  r.parse_error = get(f::kParseError, std::string());
+  r.note = get(f::kAgentNote, std::string());
   return r;
 }
 

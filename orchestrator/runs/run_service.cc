@@ -370,9 +370,10 @@ Result<json> RunService::runView(const std::string& id) {
         if (r.finished_at != core::TimePoint{}) j["finished_at"] = core::isoTime(r.finished_at);
         if (auto it = by_id.find(r.assignment_id); it != by_id.end() && it->second->result.is_object()) {
           const json& res = it->second->result;
-          j["stdout_tail"] = res.value("stdout_tail", "");
-          j["stderr_tail"] = res.value("stderr_tail", "");
-          if (StepResult sr = storedStepResult(res, /*tails=*/false); hasParsedOutput(sr)) parsed[r.step_id] = std::move(sr.parsed);
+          StepResult sr = storedStepResult(res);
+          j["stdout_tail"] = std::move(sr.stdout_tail);
+          j["stderr_tail"] = std::move(sr.stderr_tail);
+          if (hasParsedOutput(sr)) parsed[r.step_id] = std::move(sr.parsed);
         }
         steps.push_back(std::move(j));
       }

@@ -296,6 +296,11 @@ TEST_F(FleetApiTest, CapacityPlanMatchesThePublishedExample) {
   EXPECT_EQ(plan["gpus"], 37656);
   EXPECT_EQ(plan["platform"], "clemente");
   EXPECT_NEAR(plan["overhead_fraction"].get<double>(), 4888.0 / 37656, 1e-3);
+  // The platforms kilnd plans for, for the console's menu (no list of its own there).
+  EXPECT_EQ(plan["platforms"], json::parse(R"(["catalina", "clemente", "san_miguel"])"));
+  Reply hopper = call(*admin_, "GET", "/api/v1/capacity/plan?active_gpus=64&platform=hopper");
+  EXPECT_NE(hopper.doc()["error"]["message"].get<std::string>().find("catalina, clemente, san_miguel"), std::string::npos)
+      << hopper.body;
 
   Reply catalina = call(*admin_, "GET", "/api/v1/capacity/plan?active_gpus=32768&platform=catalina");
   ASSERT_EQ(catalina.status, 200) << catalina.body;

@@ -86,11 +86,11 @@ export function detailsText(details) {
     .join(' ');
 }
 
-export const PLATFORMS = ['catalina', 'clemente', 'san_miguel'];
-
 // The capacity planner's query from its form {active_gpus, reserve_percent, platform}; the
-// reserve is typed as a percentage (2 = 2 %) and sent as reserve_fraction. {params, errors}.
-export function capacityParams(form) {
+// reserve is typed as a percentage (2 = 2 %) and sent as reserve_fraction. `known`: the
+// platforms kilnd plans for (its last answer's `platforms`); until kilnd has answered, kilnd
+// alone judges the platform. {params, errors}.
+export function capacityParams(form, known) {
   const f = form || {};
   const params = {};
   const errors = {};
@@ -104,7 +104,7 @@ export function capacityParams(form) {
     else params.reserve_fraction = Math.round(x * 1e4) / 1e6;
   }
   if (f.platform) {
-    if (!PLATFORMS.includes(f.platform)) errors.platform = `one of ${PLATFORMS.join(', ')}`;
+    if (Array.isArray(known) && known.length && !known.includes(f.platform)) errors.platform = `one of ${known.join(', ')}`;
     else params.platform = f.platform;
   }
   return { params, errors };
@@ -147,4 +147,11 @@ export function visibleTokens(tokens, { showRevoked = true, showAgents = false }
     .filter((t) => (showAgents || t.role !== 'agent') && (showRevoked || !t.revoked_at))
     .slice()
     .sort((a, b) => (!!a.revoked_at - !!b.revoked_at) || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+}
+
+// The platform menu: the fleet's platforms, those kilnd plans for, and the chosen one, sorted.
+export function capacityPlatforms(fleet, known, chosen) {
+  const all = new Set([...(fleet || []), ...(known || [])]);
+  if (chosen) all.add(chosen);
+  return [...all].sort();
 }

@@ -4,7 +4,7 @@ import { api, fetchAll, qs } from './api.js';
 import { Actor, reloadActorNames, useActorNames } from './actors.jsx';
 import {
   AUDIT_ACTION_PREFIXES,
-  PLATFORMS,
+  capacityPlatforms,
   TOKEN_ROLES,
   auditParams,
   auditTargetHref,
@@ -16,7 +16,7 @@ import {
 } from './admin-model.js';
 import { ago, fmtInt, fmtTime, roleAtLeast } from './model.js';
 import { navigate } from './route.js';
-import { ConfirmDialog, ErrorBox, ErrorStatus } from './ui.jsx';
+import { ConfirmDialog, ErrorBox, ErrorStatus, useFleetPlatforms } from './ui.jsx';
 
 // A view a role may not use: said plainly, with what to do instead.
 function Refused({ what, need, role, testid }) {
@@ -45,13 +45,18 @@ export function CapacityView({ route }) {
   const [error, setError] = useState(null);
   const [errors, setErrors] = useState({});
   const [busy, setBusy] = useState(false);
+  // kilnd's own list comes with each plan; the fleet's platforms before the first one.
+  const [known, setKnown] = useState(null);
+  const fleetPlatforms = useFleetPlatforms();
   const ask = async (f) => {
-    const { params, errors: bad } = capacityParams(f);
+    const { params, errors: bad } = capacityParams(f, known);
     setErrors(bad);
     if (Object.keys(bad).length) return;
     setBusy(true);
     try {
-      setPlan(await api(`/capacity/plan${qs(params)}`));
+      const answer = await api(`/capacity/plan${qs(params)}`);
+      setPlan(answer);
+      if (Array.isArray(answer.platforms)) setKnown(answer.platforms);
       setError(null);
       navigate('/capacity', params, true);
     } catch (e) {
@@ -118,7 +123,7 @@ export function CapacityView({ route }) {
         <label class="filter">
           Platform
           <select name="platform" value={form.platform} onChange={set('platform')}>
-            {PLATFORMS.map((x) => (
+            {capacityPlatforms(fleetPlatforms, known, form.platform).map((x) => (
               <option value={x}>{x}</option>
             ))}
           </select>

@@ -6,6 +6,7 @@ import {
   auditParams,
   auditTargetHref,
   capacityParams,
+  capacityPlatforms,
   detailsText,
   fmtPercent,
   hasUnknownIds,
@@ -77,7 +78,11 @@ test('capacityParams checks the inputs and sends the reserve as a fraction', () 
   assert.ok(capacityParams({ active_gpus: '1.5' }).errors.active_gpus);
   assert.ok(capacityParams({ active_gpus: '100000001' }).errors.active_gpus);
   assert.ok(capacityParams({ active_gpus: '64', reserve_percent: '101' }).errors.reserve_percent);
-  assert.ok(capacityParams({ active_gpus: '64', platform: 'hopper' }).errors.platform);
+  assert.ok(capacityParams({ active_gpus: '64', platform: 'hopper' }, ['catalina', 'clemente']).errors.platform);
+  // Until kilnd has said which platforms it plans for, it judges the platform itself.
+  assert.deepEqual(capacityParams({ active_gpus: '64', platform: 'hopper' }).params, { active_gpus: 64, platform: 'hopper' });
+  assert.deepEqual(capacityPlatforms(['clemente'], ['catalina', 'clemente', 'san_miguel'], 'clemente'), ['catalina', 'clemente', 'san_miguel']);
+  assert.deepEqual(capacityPlatforms([], null, 'hopper'), ['hopper']);
   assert.equal(capacityParams({ active_gpus: '64', reserve_percent: '1.5' }).params.reserve_fraction, 0.015);
 });
 

@@ -418,7 +418,7 @@ void Fleet::sendReport(Host& h) {
   if (h.phase != Host::Phase::kActive) return;  // enrolling: onEnrolled sends it
   h.report->in_flight = true;
   // A host runs one step at a time: reporting, it holds none, so kilnd may answer with the next.
-  h.report->body["ready"] = !stopping_;
+  h.report->body[protocol::report_field::kReady] = !stopping_;
   HttpRequest req{"POST", protocol::resultPath(h.report->id), h.token, protocol::dumpJson(h.report->body),
                   Priority::kHigh};
   const auto sent = loop_.now();

@@ -70,15 +70,25 @@ json inventoryOf(const sim::HostState& state) {
   return out;
 }
 
+namespace {
+
+// The report of a step that never started (a field a real agent would fill stays at its
+// protocol default).
+protocol::StepReport notStarted(const std::string& host, std::int64_t lease, const std::string& boot_id,
+                                const std::string& why) {
+  protocol::StepReport r;
+  r.lease = lease;
+  r.host = host;
+  r.boot_id = boot_id;
+  r.spawn_error = why;
+  return r;
+}
+
+}  // namespace
+
 json invalidAssignmentBody(const std::string& host, std::int64_t lease, const std::string& boot_id,
                            const std::string& why) {
-  return json{{"lease", lease},     {"host", host},          {"started", false},
-              {"spawn_error", "invalid assignment: " + why}, {"exit_code", -1},
-              {"signal", 0},        {"timed_out", false},    {"cancelled", false},
-              {"duration_ms", 0},   {"stdout_tail", ""},     {"stderr_tail", ""},
-              {"stdout_bytes", 0},  {"stderr_bytes", 0},     {"parsed", nullptr},
-              {"parse_error", ""},  {"boot_id", boot_id},    {"inventory", nullptr},
-              {"agent_note", ""}};
+  return protocol::toJson(notStarted(host, lease, boot_id, "invalid assignment: " + why));
 }
 
 json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p, Ending ending,
@@ -101,47 +111,47 @@ json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p, En
     }
   }
   const bool is_reboot = a.type == "reboot";
-  json body = invalidAssignmentBody(state.host, a.lease, state.boot_id, "");
-  body["spawn_error"] = p.spawn_error;
-  body["started"] = p.started;
-  body["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  body["stdout_tail"] = tail(out, a.output_cap);
-  body["stderr_tail"] = tail(err, a.output_cap);
-  body["stdout_bytes"] = out.size();
-  body["stderr_bytes"] = err.size();
-  body["agent_note"] = note;
-  if (!p.started) return body;
+  protocol::StepReport body = notStarted(state.host, a.lease, state.boot_id, "");
+  body.spawn_error = p.spawn_error;
+  body.started = p.started;
+  body.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  body.stdout_tail = tail(out, a.output_cap);
+  body.stderr_tail = tail(err, a.output_cap);
+  body.stdout_bytes = out.size();
+  body.stderr_bytes = err.size();
+  body.agent_note = note;
+  if (!p.started) return protocol::toJson(body);
   switch (ending) {
     case Ending::kFinished:
-      body["exit_code"] = p.run.exit_code;
+      body.exit_code = p.run.exit_code;
       break;
     case Ending::kTimedOut:
-      body["timed_out"] = true;
+      body.timed_out = true;
       // A run step is killed (SIGTERM ends a simulated tool); a reboot that never came back
       // has nothing left to kill.
-      if (!is_reboot) body["signal"] = SIGTERM;
+      if (!is_reboot) body.signal = SIGTERM;
       break;
     case Ending::kCancelled:
-      body["cancelled"] = true;
-      body["signal"] = SIGTERM;
+      body.cancelled = true;
+      body.signal = SIGTERM;
       break;
   }
   if (ending == Ending::kFinished && !a.parse.empty()) {
     auto format = parsers::formatFromName(a.parse);
     if (!format.ok()) {
-      body["parse_error"] = format.error().message;
+      body.parse_error = format.error().message;
     } else if (out.size() > kParseCap) {
-      body["parse_error"] = "stdout is " + std::to_string(out.size()) +
+      body.parse_error = "stdout is " + std::to_string(out.size()) +
                             " bytes, over the agent's parse limit of " +
                             std::to_string(kParseCap) + " bytes";
     } else if (auto doc = parsers::parse(*format, out); doc.ok()) {
-      body["parsed"] = std::move(*doc);
+      body.parsed = std::move(*doc);
     } else {
-      body["parse_error"] = doc.error().message;
+      body.parse_error = doc.error().message;
     }
   }
-  if (a.inventory_after) body["inventory"] = inventoryOf(state);
-  return body;
+  if (a.inventory_after) body.inventory = inventoryOf(state);
+  return protocol::toJson(body);
 }
 
 }  // namespace kiln::vfleet

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "common/agent_protocol.h"
+
 namespace kiln::runs {
 namespace {
 
@@ -26,6 +30,34 @@ TEST(StepReportTest, DecodesEveryProtocolField) {
   EXPECT_EQ(r->result.stdout_tail, "out");
   EXPECT_EQ(r->result.parsed, json::parse(R"({"gpus": []})"));
   EXPECT_EQ(r->result.note, "restarted");
+}
+
+// The agents' encoding (common/agent_protocol.h, golden file report_run.json) is what this
+// decoder reads: the same field names, one spelling.
+TEST(StepReportTest, DecodesTheAgentsGoldenReportAndWhatTheEncoderWrites) {
+  std::ifstream in(std::string(KILN_PROTOCOL_TESTDATA) + "/report_run.json");
+  ASSERT_TRUE(in) << "report_run.json";
+  const json golden = json::parse(in);
+  auto r = decodeStepReport(golden);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->lease, 3);
+  EXPECT_TRUE(r->result.started);
+  EXPECT_EQ(r->result.exit_code, 0);
+  EXPECT_EQ(r->result.duration_ms, 912345);
+  EXPECT_EQ(r->result.stdout_tail, "PercentComplete: 100\nOverall Time Taken: 0:15:12\n");
+  EXPECT_EQ(r->result.parsed, json::parse(R"({"gpus": 4, "healthy": true})"));
+
+  protocol::StepReport sent;
+  sent.lease = 9;
+  sent.spawn_error = "no such file";
+  sent.agent_note = "restarted";
+  auto back = decodeStepReport(protocol::toJson(sent));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->lease, 9);
+  EXPECT_FALSE(back->result.started);
+  EXPECT_EQ(back->result.spawn_error, "no such file");
+  EXPECT_EQ(back->result.exit_code, -1);
+  EXPECT_EQ(back->result.note, "restarted");
 }
 
 TEST(StepReportTest, AbsentAndNullFieldsTakeTheirDefaults) {
