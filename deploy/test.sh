@@ -51,7 +51,7 @@ else
     BUILD=$KILN_ROOT/build-tsan
     # The code with threads of its own: the Executor (common), the agent gateway and the
     # rollout controller, the last two in a real kilnd (the api tier's agent-work and rollout
-    # tests) and the controller's own tests; the step executor's cancellation (agents/exec).
+    # tests) and the controller's own tests; the step executor's cancellation (common/exec).
     TARGETS=(kiln_common_tests kiln_rollout_controller_tests kiln_exec_process_test kilnd kiln_api_process_tests)
     CTEST_ARGS=(-R '^(ExecutorTest|RolloutControllerTest|BoostProcessRunnerTest|AgentWorkTest|AgentLivenessTest|RolloutsApiTest|KilndShutdownTest|KilndReplicasTest)\.' "${CTEST_ARGS[@]}")
   fi

@@ -30,7 +30,7 @@
 #include "agents/agent/live_output.h"
 #include "agents/agent/protocol.h"
 #include "agents/agent/transport.h"
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 #include "common/result.h"
 
 namespace kiln::agent {

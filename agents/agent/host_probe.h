@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 #include "common/result.h"
 
 namespace kiln::agent {

@@ -14,7 +14,7 @@
 #include "agents/agent/cli.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/transport.h"
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 #include "agents/parsers/parsers.h"
 
 extern char** environ;

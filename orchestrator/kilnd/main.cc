@@ -23,7 +23,7 @@
 #include "common/executor.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 #include "orchestrator/db/pg_drain_ledger.h"
 #include "orchestrator/db/pg_leader.h"
 #include "orchestrator/db/pg_notify.h"

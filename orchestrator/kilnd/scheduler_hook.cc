@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 #include "orchestrator/http/client.h"
 
 extern char** environ;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 
 namespace kiln::scheduler {
 namespace {

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "agents/agent/tests/fakes.h"
-#include "agents/exec/fake_process_runner.h"
+#include "common/exec/fake_process_runner.h"
 
 namespace kiln::agent {
 namespace {

@@ -21,7 +21,7 @@
 namespace kiln::vfleet {
 
 inline constexpr const char* kAgentVersion = "0.1.0-vfleet";
-// The agent reads at most this much stdout for its parsers (agents/exec parse_capture_cap).
+// The agent reads at most this much stdout for its parsers (common/exec parse_capture_cap).
 inline constexpr std::size_t kParseCap = 16u << 20;
 
 // The assignment as kilnd sends it: the same type and decoder as kiln-agent's

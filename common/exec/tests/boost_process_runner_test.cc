@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 
 namespace kiln::exec {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 
 namespace kiln::exec {
 

@@ -1,4 +1,4 @@
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 
 namespace kiln::exec {
 

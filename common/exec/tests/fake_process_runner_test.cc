@@ -1,4 +1,4 @@
-#include "agents/exec/fake_process_runner.h"
+#include "common/exec/fake_process_runner.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 
 namespace kiln::exec {
 namespace {

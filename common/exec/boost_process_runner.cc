@@ -33,7 +33,7 @@
 #include <system_error>
 #include <utility>
 
-#include "agents/exec/process_runner.h"
+#include "common/exec/process_runner.h"
 
 namespace kiln::exec {
 namespace {
