@@ -1,12 +1,14 @@
 #pragma once
-// /proc readings (CPU time, resident memory) and a child process with its output in a file,
-// for kiln-bench-dispatch. Linux only. Not thread-safe: one thread drives a ChildProcess.
+// /proc readings (CPU time, resident memory) for kiln-bench-dispatch, and its children
+// (tests/support/child_process.h). Linux only.
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "tests/support/child_process.h"
 
 namespace kiln::bench {
 
@@ -20,24 +22,11 @@ std::vector<pid_t> findProcesses(const std::string& program, const std::string& 
 // "1.23 0.98 0.77" from /proc/loadavg.
 std::string loadAverage();
 
-// A child (fork + execv) with stdout and stderr appended to `log_path`, in its own process
-// group. It gets SIGKILL when this process dies (PR_SET_PDEATHSIG) and from the destructor.
-class ChildProcess {
+// A child in its own process group, its output in a file (tests/support/child_process.h).
+class ChildProcess : public kiln::testing::ChildProcess {
  public:
-  ChildProcess(const std::vector<std::string>& argv, const std::string& log_path);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool running();
-  // SIGTERM, then SIGKILL after `grace`; returns the exit status (128 + signal).
-  int stop(std::chrono::milliseconds grace);
-
- private:
-  pid_t pid_ = -1;
-  bool alive_ = false;
-  int status_ = -1;
+  ChildProcess(const std::vector<std::string>& argv, const std::string& log_path)
+      : kiln::testing::ChildProcess(argv, log_path, {std::nullopt, true}) {}
 };
 
 }  // namespace kiln::bench

@@ -9,7 +9,6 @@
 // See bench/rollout/README.md.
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -39,6 +38,7 @@
 #include "orchestrator/http/client.h"
 #include "orchestrator/rollouts/bundle.h"
 #include "orchestrator/rollouts/policy.h"
+#include "tests/support/child_process.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
 
@@ -296,42 +296,14 @@ ApiPlan planThroughApi(const json& fleet, int repeats, bool keep) {
 // ---------------------------------------------------------------------------------------------
 // 2. The simulated rollout.
 
-// kiln-vfleet as a child process, output appended to a log file; SIGKILL when this process dies
-// (PR_SET_PDEATHSIG) and SIGTERM from the destructor.
+// kiln-vfleet as a child process (tests/support/child_process.h), output appended to a log
+// file; SIGTERM, then SIGKILL after 15 s, from the destructor.
 class VirtualFleet {
  public:
-  VirtualFleet(const std::vector<std::string>& args, const std::string& log) : log_(log) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::perror("execv kiln-vfleet");
-      ::_exit(127);
-    }
-  }
-  ~VirtualFleet() {
-    if (pid_ <= 0 || !running()) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 150 && running(); ++i) std::this_thread::sleep_for(100ms);
-    if (running()) ::kill(pid_, SIGKILL);
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-  }
-  bool running() {
-    if (exited_) return false;
-    int st = 0;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) exited_ = true;
-    return !exited_;
-  }
-  pid_t pid() const { return pid_; }
+  VirtualFleet(const std::vector<std::string>& args, const std::string& log) : log_(log), child_(args, log) {}
+  ~VirtualFleet() { child_.stop(std::chrono::seconds(15)); }
+  bool running() { return child_.running(); }
+  pid_t pid() const { return child_.pid(); }
   // The newest status line's "enrolled N", or -1 before the first one.
   long enrolled() const {
     std::ifstream in(log_);
@@ -356,8 +328,7 @@ class VirtualFleet {
 
  private:
   std::string log_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
+  kiln::testing::ChildProcess child_;
 };
 
 struct PodFigures {

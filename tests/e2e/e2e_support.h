@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "orchestrator/http/client.h"
+#include "tests/support/child_process.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
 
@@ -36,27 +37,12 @@ namespace kiln::e2e {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// A child process (fork + execve) with stdout and stderr appended to a log file. It gets
-// SIGKILL when the test process dies (PR_SET_PDEATHSIG) and from the destructor.
-class Child {
+// A child process with the environment given (tests/support/child_process.h).
+class Child : public kiln::testing::ChildProcess {
  public:
   Child(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-        const std::string& log_path);
-  ~Child();
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  pid_t pid() const { return pid_; }
-  void signal(int sig);
-  // The exit status (128 + signal when a signal ended it), or -1 when still running after
-  // `timeout`.
-  int waitExit(std::chrono::milliseconds timeout);
-  bool running();
-
- private:
-  pid_t pid_ = -1;
-  bool alive_ = false;
-  int status_ = -1;
+        const std::string& log_path)
+      : kiln::testing::ChildProcess(args, log_path, {env, false}) {}
 };
 
 // Runs a command to completion (at most `timeout`); its exit status and combined output.

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 
 #include "agents/sim/faults.h"
 #include "orchestrator/http/client.h"
+#include "tests/support/child_process.h"
 #include "tests/support/test_db.h"
 
 namespace kiln::vfleet {
@@ -49,56 +49,19 @@ std::string readAll(const std::string& path) {
   return buf.str();
 }
 
-// A child process with stdout and stderr in a log file; killed with the test process.
-class Child {
+// A child process with stdout and stderr in a log file (tests/support/child_process.h).
+class Child : public kiln::testing::ChildProcess {
  public:
-  Child(std::vector<std::string> args, std::string log) : log_(std::move(log)) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    KILN_CHECK(fd >= 0);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    KILN_CHECK(pid_ >= 0);
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(fd);
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
+  Child(std::vector<std::string> args, std::string log)
+      : kiln::testing::ChildProcess(args, log), log_(std::move(log)) {}
   // SIGTERM, then the exit status within `limit` (-1 if it had to be killed).
   int terminate(std::chrono::milliseconds limit) {
-    ::kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return -1;
-  }
-  bool running() {
-    int status = 0;
-    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
+    signal(SIGTERM);
+    return waitExit(limit);
   }
   std::string log() const { return readAll(log_); }
 
  private:
-  pid_t pid_ = -1;
   std::string log_;
 };
 
