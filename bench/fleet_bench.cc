@@ -24,6 +24,7 @@
 
 #include "orchestrator/core/fleet_generator.h"
 #include "orchestrator/http/client.h"
+#include "tests/support/bench_args.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
 
@@ -47,37 +48,24 @@ const char* kUsage =
     "                        [--url URL --token TOKEN [--pid PID]]\n"
     "Without --url it starts its own kilnd on a fresh database of the server in KILN_TEST_PG.\n";
 
-bool parseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << a << " needs a value\n" << kUsage;
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--url") o.url = next();
-    else if (a == "--token") o.token = next();
-    else if (a == "--pid") o.pid = std::stoi(next());
-    else if (a == "--gpus") o.gpus = std::stoll(next());
-    else if (a == "--random-pages") o.random_pages = std::stoi(next());
-    else if (a == "--host-queries") o.host_queries = std::stoi(next());
-    else if (a == "--healthz") o.healthz = std::stoi(next());
-    else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
-    else if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else {
-      std::cerr << "unknown argument " << a << "\n" << kUsage;
-      return false;
-    }
-  }
+// -1: go on; otherwise the exit status for main (0 after --help, 2 after a bad flag).
+int parseArgs(int argc, char** argv, Options& o) {
+  const int st = kiln::testing::BenchArgs(kUsage)
+                     .text("--url", &o.url)
+                     .text("--token", &o.token)
+                     .number("--pid", &o.pid)
+                     .number("--gpus", &o.gpus)
+                     .number("--random-pages", &o.random_pages)
+                     .number("--host-queries", &o.host_queries)
+                     .number("--healthz", &o.healthz)
+                     .number("--seed", &o.seed)
+                     .parse(argc, argv);
+  if (st != -1) return st;
   if (!o.url.empty() && o.token.empty()) {
     std::cerr << "--url needs --token (an admin token: the import needs the admin role)\n";
-    return false;
+    return 2;
   }
-  return true;
+  return -1;
 }
 
 // Peak and current resident memory of a process, in KiB, from /proc/PID/status.
@@ -174,7 +162,7 @@ std::string loadAverage() {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up when piped to a file
   Options o;
-  if (!parseArgs(argc, argv, o)) return 2;
+  if (const int st = parseArgs(argc, argv, o); st != -1) return st;
   const std::string load_at_start = loadAverage();
 
   std::unique_ptr<kiln::testing::TestDatabase> db;

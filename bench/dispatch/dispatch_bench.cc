@@ -36,6 +36,7 @@
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_generator.h"
 #include "orchestrator/http/client.h"
+#include "tests/support/bench_args.h"
 #include "tests/support/haproxy.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
@@ -85,57 +86,39 @@ const char* kUsage =
     "         [--skip-agent] [--keep] [--replicas N]\n"
     "Starts its own kilnd on a fresh database of the server in KILN_TEST_PG and kiln-vfleet as the hosts.\n";
 
-bool parseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << a << " needs a value\n" << kUsage;
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    try {
-      if (a == "--hosts") o.hosts = std::stol(next());
-      else if (a == "--steps") o.steps = std::stoi(next());
-      else if (a == "--step-argv") o.step_argv = next();
-      else if (a == "--time-scale") o.time_scale = std::stod(next());
-      else if (a == "--health-time-scale") o.health_time_scale = std::stod(next());
-      else if (a == "--connections") o.connections = std::stoi(next());
-      else if (a == "--idle-poll") o.idle_poll_s = std::stoi(next());
-      else if (a == "--poll-wait") o.poll_wait_s = std::stoi(next());
-      else if (a == "--idle-window") o.idle_window_s = std::stoi(next());
-      else if (a == "--queue-workers") o.queue_workers = std::stoi(next());
-      else if (a == "--run-timeout") o.run_timeout_s = std::stoi(next());
-      else if (a == "--kilnd-bin") o.kilnd_bin = next();
-      else if (a == "--vfleet-bin") o.vfleet_bin = next();
-      else if (a == "--kilnd-log-level") o.kilnd_log_level = next();
-      else if (a == "--kilnd-arg") o.kilnd_args.push_back(next());
-      else if (a == "--skip-baseline") o.skip_baseline = true;
-      else if (a == "--skip-dispatch") o.skip_dispatch = true;
-      else if (a == "--skip-idle") o.skip_idle = true;
-      else if (a == "--skip-health") o.skip_health = true;
-      else if (a == "--skip-agent") o.skip_agent = true;
-      else if (a == "--keep") o.keep = true;
-      else if (a == "--replicas") o.replicas = std::stoi(next());
-      else if (a == "--help" || a == "-h") {
-        std::cout << kUsage;
-        std::exit(0);
-      } else {
-        std::cerr << "unknown argument " << a << "\n" << kUsage;
-        return false;
-      }
-    } catch (const std::exception&) {
-      std::cerr << a << ": not a number\n" << kUsage;
-      return false;
-    }
-  }
+// -1: go on; otherwise the exit status for main (0 after --help, 2 after a bad flag).
+int parseArgs(int argc, char** argv, Options& o) {
+  const int st = kiln::testing::BenchArgs(kUsage)
+                     .number("--hosts", &o.hosts)
+                     .number("--steps", &o.steps)
+                     .text("--step-argv", &o.step_argv)
+                     .number("--time-scale", &o.time_scale)
+                     .number("--health-time-scale", &o.health_time_scale)
+                     .number("--connections", &o.connections)
+                     .number("--idle-poll", &o.idle_poll_s)
+                     .number("--poll-wait", &o.poll_wait_s)
+                     .number("--idle-window", &o.idle_window_s)
+                     .number("--queue-workers", &o.queue_workers)
+                     .number("--run-timeout", &o.run_timeout_s)
+                     .text("--kilnd-bin", &o.kilnd_bin)
+                     .text("--vfleet-bin", &o.vfleet_bin)
+                     .text("--kilnd-log-level", &o.kilnd_log_level)
+                     .texts("--kilnd-arg", &o.kilnd_args)
+                     .flag("--skip-baseline", &o.skip_baseline)
+                     .flag("--skip-dispatch", &o.skip_dispatch)
+                     .flag("--skip-idle", &o.skip_idle)
+                     .flag("--skip-health", &o.skip_health)
+                     .flag("--skip-agent", &o.skip_agent)
+                     .flag("--keep", &o.keep)
+                     .number("--replicas", &o.replicas)
+                     .parse(argc, argv);
+  if (st != -1) return st;
   if (o.hosts < 1 || o.steps < 1 || o.steps > 50 || o.idle_window_s < 1 || o.queue_workers < 1) {
     std::cerr << "--hosts, --steps (<= 50), --idle-window and --queue-workers must be positive\n";
-    return false;
+    return 2;
   }
   if (o.vfleet_bin.empty()) o.vfleet_bin = KILN_VFLEET_BIN;
-  return true;
+  return -1;
 }
 
 [[noreturn]] void die(const std::string& msg) {
@@ -526,7 +509,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
   Options o;
-  if (!parseArgs(argc, argv, o)) return 2;
+  if (const int st = parseArgs(argc, argv, o); st != -1) return st;
   const std::string load_at_start = kiln::bench::loadAverage();
   std::vector<std::string> report;  // the figures, printed together at the end
   auto add = [&](const char* fmt, auto... args) {

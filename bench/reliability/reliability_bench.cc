@@ -26,6 +26,7 @@
 
 #include "orchestrator/core/fleet_generator.h"
 #include "orchestrator/http/client.h"
+#include "tests/support/bench_args.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
 
@@ -56,42 +57,29 @@ const char* kUsage =
     "         [--reports N] [--healthz N] [--from 2025-12-01T00:00:00Z] [--seed X] [--keep]\n"
     "Starts its own kilnd on a fresh database of the server in KILN_TEST_PG.\n";
 
-bool parseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << a << " needs a value\n" << kUsage;
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--gpus") o.gpus = std::stoll(next());
-    else if (a == "--interruptions") o.interruptions = std::stoll(next());
-    else if (a == "--linked-share") o.linked_share = std::stod(next());
-    else if (a == "--rollouts") o.rollouts = std::stoi(next());
-    else if (a == "--retire-share") o.retire_share = std::stod(next());
-    else if (a == "--requarantine-share") o.requarantine_share = std::stod(next());
-    else if (a == "--lemons") o.lemons = std::stoi(next());
-    else if (a == "--lemon-share") o.lemon_share = std::stod(next());
-    else if (a == "--reports") o.reports = std::stoi(next());
-    else if (a == "--healthz") o.healthz = std::stoi(next());
-    else if (a == "--from") o.from = next();
-    else if (a == "--seed") o.seed = std::stod(next());
-    else if (a == "--keep") o.keep = true;
-    else if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else {
-      std::cerr << "unknown argument " << a << "\n" << kUsage;
-      return false;
-    }
-  }
+// -1: go on; otherwise the exit status for main (0 after --help, 2 after a bad flag).
+int parseArgs(int argc, char** argv, Options& o) {
+  const int st = kiln::testing::BenchArgs(kUsage)
+                     .number("--gpus", &o.gpus)
+                     .number("--interruptions", &o.interruptions)
+                     .number("--linked-share", &o.linked_share)
+                     .number("--rollouts", &o.rollouts)
+                     .number("--retire-share", &o.retire_share)
+                     .number("--requarantine-share", &o.requarantine_share)
+                     .number("--lemons", &o.lemons)
+                     .number("--lemon-share", &o.lemon_share)
+                     .number("--reports", &o.reports)
+                     .number("--healthz", &o.healthz)
+                     .text("--from", &o.from)
+                     .number("--seed", &o.seed)
+                     .flag("--keep", &o.keep)
+                     .parse(argc, argv);
+  if (st != -1) return st;
   if (o.rollouts < 0 || o.rollouts > 13 || o.seed < -1 || o.seed > 1 || o.lemons < 1 || o.reports < 1) {
     std::cerr << "--rollouts is 0-13, --seed -1..1, --lemons and --reports at least 1\n";
-    return false;
+    return 2;
   }
-  return true;
+  return -1;
 }
 
 // ---- Seeding. All of it is SQL run in one session (temp tables, setseed). ----
@@ -357,7 +345,7 @@ struct Series {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up when piped to a file
   Options o;
-  if (!parseArgs(argc, argv, o)) return 2;
+  if (const int st = parseArgs(argc, argv, o); st != -1) return st;
   const std::string load_at_start = loadAverage();
   const std::int64_t from = parseIso(o.from);
   const std::int64_t to = from + 365LL * 86400;

@@ -38,6 +38,7 @@
 #include "orchestrator/http/client.h"
 #include "orchestrator/rollouts/bundle.h"
 #include "orchestrator/rollouts/policy.h"
+#include "tests/support/bench_args.h"
 #include "tests/support/child_process.h"
 #include "tests/support/kilnd_process.h"
 #include "tests/support/test_db.h"
@@ -69,42 +70,30 @@ const char* kUsage =
     "                          [--state-dir DIR] [--idle-poll S] [--connections N] [--skip-rollout] [--keep]\n"
     "Starts its own kilnd (and kiln-vfleet) on fresh databases of the server in KILN_TEST_PG.\n";
 
-bool parseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << a << " needs a value\n" << kUsage;
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--gpus") o.gpus = std::stoll(next());
-    else if (a == "--api-plan") o.api_plan = true;
-    else if (a == "--plan-repeats") o.plan_repeats = std::max(1, std::stoi(next()));
-    else if (a == "--pods") o.pods = std::stoi(next());
-    else if (a == "--max-concurrent") o.max_concurrent = std::stoi(next());
-    else if (a == "--time-scale") o.time_scale = std::stod(next());
-    else if (a == "--timeout-min") o.timeout_min = std::stoi(next());
-    else if (a == "--state-dir") o.state_dir = next();
-    else if (a == "--idle-poll") o.idle_poll = std::stoi(next());
-    else if (a == "--connections") o.connections = std::stoi(next());
-    else if (a == "--skip-plan") o.skip_plan = true;
-    else if (a == "--skip-rollout") o.skip_rollout = true;
-    else if (a == "--keep") o.keep = true;
-    else if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else {
-      std::cerr << "unknown argument " << a << "\n" << kUsage;
-      return false;
-    }
-  }
+// -1: go on; otherwise the exit status for main (0 after --help, 2 after a bad flag).
+int parseArgs(int argc, char** argv, Options& o) {
+  const int st = kiln::testing::BenchArgs(kUsage)
+                     .number("--gpus", &o.gpus)
+                     .flag("--api-plan", &o.api_plan)
+                     .number("--plan-repeats", &o.plan_repeats)
+                     .number("--pods", &o.pods)
+                     .number("--max-concurrent", &o.max_concurrent)
+                     .number("--time-scale", &o.time_scale)
+                     .number("--timeout-min", &o.timeout_min)
+                     .text("--state-dir", &o.state_dir)
+                     .number("--idle-poll", &o.idle_poll)
+                     .number("--connections", &o.connections)
+                     .flag("--skip-plan", &o.skip_plan)
+                     .flag("--skip-rollout", &o.skip_rollout)
+                     .flag("--keep", &o.keep)
+                     .parse(argc, argv);
+  if (st != -1) return st;
+  o.plan_repeats = std::max(1, o.plan_repeats);
   if (o.pods < 1 || o.max_concurrent < 1 || o.gpus < 72 || o.time_scale <= 0) {
     std::cerr << "--pods, --max-concurrent >= 1, --gpus >= 72, --time-scale > 0\n";
-    return false;
+    return 2;
   }
-  return true;
+  return -1;
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -706,7 +695,7 @@ void printSimulated(const Options& o, const SimFigures& s) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up when piped to a file
   Options o;
-  if (!parseArgs(argc, argv, o)) return 2;
+  if (const int st = parseArgs(argc, argv, o); st != -1) return st;
   const std::string load_at_start = loadAverage();
 
   std::optional<InProcessPlan> in_process;
