@@ -1,6 +1,7 @@
 #pragma once
 // /proc readings (CPU time, resident memory) for kiln-bench-dispatch, and its children
-// (tests/support/child_process.h). Linux only.
+// (tests/support/child_process.h). The readers live in tests/support/proc_stats.h, shared with
+// kiln-bench-rollout. Linux only.
 
 #include <sys/types.h>
 
@@ -9,18 +10,14 @@
 #include <vector>
 
 #include "tests/support/child_process.h"
+#include "tests/support/proc_stats.h"
 
 namespace kiln::bench {
 
-// User + system CPU time of a process so far, in seconds; -1 when it cannot be read (gone).
-double cpuSeconds(pid_t pid);
-// VmRSS of a process in KiB; 0 when it cannot be read.
-long rssKib(pid_t pid);
-// Pids whose command line is exactly a program ending in `program` plus, somewhere, the
-// consecutive arguments `arg` and `value` (e.g. "--host", "h1").
-std::vector<pid_t> findProcesses(const std::string& program, const std::string& arg, const std::string& value);
-// "1.23 0.98 0.77" from /proc/loadavg.
-std::string loadAverage();
+using kiln::testing::cpuSeconds;
+using kiln::testing::findProcesses;
+using kiln::testing::loadAverage;
+using kiln::testing::rssKib;
 
 // A child in its own process group, its output in a file (tests/support/child_process.h).
 class ChildProcess : public kiln::testing::ChildProcess {

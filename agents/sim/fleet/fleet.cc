@@ -364,7 +364,9 @@ void Fleet::startStep(Host& h, const json& assignment) {
   }
   h.dirty = true;
   sim::ToolContext ctx{settings_.timestamp(), settings_.read_file};
-  SimProcess p = startProcess(h.state, *a, settings_.time_scale, ctx);
+  const double factor =
+      durationFactor(settings_.seed, h.state.host, a->id, settings_.duration_spread);
+  SimProcess p = startProcess(h.state, *a, settings_.time_scale, ctx, factor);
   if (!p.started) {
     counters_.steps_done++;
     queueReport(h, a->id, finishProcess(h.state, *a, p, Ending::kFinished, SteadyClock::duration(0)));

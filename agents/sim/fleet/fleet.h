@@ -35,6 +35,9 @@ namespace kiln::vfleet {
 struct FleetSettings {
   PollPolicySettings poll;
   double time_scale = 1.0;                           // tool durations x this
+  // Shape of the log-normal factor on each step's tool time (durationFactor, drawn from `seed`,
+  // the host and the assignment id); 0: every step takes its nominal time.
+  double duration_spread = 0;
   std::chrono::milliseconds ramp{1000};              // first enrolments/polls spread over this
   std::chrono::milliseconds hot_window{120000};      // a host with work this recently is hot
   std::chrono::milliseconds poll_request_slack{20000};  // request timeout = wait + this
@@ -42,7 +45,7 @@ struct FleetSettings {
   // thousands at once would only queue there and hold connections polls need.
   int max_enrolling = 32;
   std::string enroll_token;
-  std::uint64_t seed = 1;                            // jitter; a run is reproducible on fakes
+  std::uint64_t seed = 1;                            // jitter and spread; a run is reproducible on fakes
   // nvidia-smi's timestamp for a step that starts now.
   std::function<std::string()> timestamp = [] { return std::string("Mon Jun  2 10:00:00 2025"); };
   // Reads nvfwupd package manifests named in argv; nullopt when unreadable.

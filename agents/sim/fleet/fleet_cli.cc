@@ -48,6 +48,9 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+// Wider than this, most of the tail sits at kMaxDurationFactor and the spread is mostly the cap.
+constexpr double kMaxDurationSpread = 2.0;
+
 }  // namespace
 
 std::string usage() {
@@ -56,6 +59,10 @@ std::string usage() {
          "  --token-file F         viewer/admin token: lists hosts for all/pod:, reads pod versions\n"
          "  --state-dir DIR        keep agent tokens and simulated host state across restarts\n"
          "  --time-scale X         tool durations x X (default 1; 0.001 = a 10 s diag in 10 ms)\n"
+         "  --duration-spread S    each step's tool time x a log-normal factor of median 1 and\n"
+         "                         shape S, 0-2 (default 0: nominal times; 0.25: ~95% of steps\n"
+         "                         within 0.6x-1.6x), at most 4x and short of the step's\n"
+         "                         timeout; drawn from --seed, the host and the assignment id\n"
          "  --poll-wait S          long-poll wait, 0-60 (default 25)\n"
          "  --connections N        HTTP keep-alive connections at most (default 1024)\n"
          "  --idle-poll S          idle hosts without a long-poll slot poll this often (default 30)\n"
@@ -142,6 +149,13 @@ Result<CliOptions> parseCli(const std::vector<std::string>& args) {
       if (!d.ok()) return d.error();
       if (*d < 0) return invalidArgument("--time-scale must be >= 0");
       o.time_scale = *d;
+    } else if (flag == "--duration-spread") {
+      auto d = toDouble(flag, v);
+      if (!d.ok()) return d.error();
+      // Also refuses nan and inf, which std::stod reads.
+      if (!(*d >= 0 && *d <= kMaxDurationSpread))
+        return invalidArgument("--duration-spread must be within 0..2, got '" + v + "'");
+      o.duration_spread = *d;
     } else if (flag == "--poll-wait") {
       auto n = toInt(flag, v, 0, 60);
       if (!n.ok()) return n.error();

@@ -26,6 +26,7 @@ struct CliOptions {
   std::string hosts;            // all | pod:ID[,ID...] | FILE
   std::string state_dir;        // tokens and simulated state survive restarts here
   double time_scale = 1.0;
+  double duration_spread = 0;   // log-normal shape of each step's tool time factor; 0 = nominal
   int poll_wait_s = 25;
   int connections = 1024;
   int idle_poll_s = 30;

@@ -158,6 +158,7 @@ int run(const CliOptions& opt, std::shared_ptr<spdlog::logger> logger) {
   settings.poll.long_poll_slots = std::max(1, opt.connections - std::max(1, opt.connections / 4));
   settings.poll.idle_interval = std::chrono::seconds(opt.idle_poll_s);
   settings.time_scale = opt.time_scale;
+  settings.duration_spread = opt.duration_spread;
   const double ramp_s = opt.ramp_s.value_or(std::min(30.0, static_cast<double>(hosts.size()) / 500.0));
   settings.ramp = std::chrono::milliseconds(static_cast<std::int64_t>(ramp_s * 1000));
   settings.enroll_token = *enroll;
@@ -196,9 +197,9 @@ int run(const CliOptions& opt, std::shared_ptr<spdlog::logger> logger) {
     fleet.addHost(std::move(state), e.pod);
   }
   logger->info("virtual fleet: {} hosts ({} reloaded from {}), {} with start-up faults, "
-               "{} connections, time scale {}, url {}",
+               "{} connections, time scale {}, duration spread {}, seed {}, url {}",
                hosts.size(), reloaded, opt.state_dir.empty() ? "-" : opt.state_dir, faulty,
-               opt.connections, opt.time_scale, opt.url);
+               opt.connections, opt.time_scale, opt.duration_spread, settings.seed, opt.url);
 
   // ---- run
   io.restart();

@@ -1,9 +1,13 @@
 #include "agents/sim/fleet/step.h"
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <numbers>
 
 #include "agents/parsers/parsers.h"
+#include "agents/sim/ids.h"
 #include "agents/sim/render.h"
 
 namespace kiln::vfleet {
@@ -16,7 +20,8 @@ std::chrono::nanoseconds seconds(double s) {
   // Clamp far beyond any step timeout (a hang is 7 days) without overflowing.
   if (s > 1e9) s = 1e9;
   if (s < 0) s = 0;
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+  // Rounded, not truncated: 240 s x 0.02 is 4.8 s, not 4.799999999 s.
+  return std::chrono::nanoseconds(std::llround(s * 1e9));
 }
 
 double chunkSeconds(const sim::OutputChunk& c, double scale) {
@@ -25,8 +30,22 @@ double chunkSeconds(const sim::OutputChunk& c, double scale) {
 
 }  // namespace
 
+double durationFactor(std::uint64_t seed, std::string_view host, std::string_view assignment_id,
+                      double sigma) {
+  KILN_CHECK(sigma >= 0 && std::isfinite(sigma));
+  if (sigma == 0) return 1.0;
+  // Box-Muller over two hashes of the same key: a standard normal z, then exp(sigma z).
+  const std::string key =
+      std::to_string(seed) + "/duration/" + std::string(host) + "/" + std::string(assignment_id);
+  const double u1 = 1.0 - sim::unitInterval(sim::fnv1a64(key + "/1"));  // (0, 1]: log is finite
+  const double u2 = sim::unitInterval(sim::fnv1a64(key + "/2"));
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  return std::min(kMaxDurationFactor, std::exp(sigma * z));
+}
+
 SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_scale,
-                        const sim::ToolContext& ctx) {
+                        const sim::ToolContext& ctx, double duration_factor) {
+  KILN_CHECK(time_scale >= 0 && duration_factor > 0);
   SimProcess p;
   p.time_scale = time_scale;
   p.timeout = std::chrono::milliseconds(a.timeout_ms);
@@ -42,8 +61,19 @@ SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_
   const std::vector<std::string> args(a.argv.begin() + 1, a.argv.end());
   const std::string boot_before = state.boot_id;
   p.run = sim::runTool(state, tool, args, ctx);
+  double scaled = 0, fixed = 0;
+  for (const auto& c : p.run.chunks) (c.scaled ? scaled : fixed) += chunkSeconds(c, time_scale);
+  double factor = duration_factor;
+  const double timeout_s = std::chrono::duration<double>(p.timeout).count();
+  if (factor > 1 && timeout_s > 0 && scaled > 0 && scaled + fixed < timeout_s) {
+    factor = std::min(factor, std::max(1.0, (0.9 * timeout_s - fixed) / scaled));
+  }
+  // The factor goes into the scale, so the output's elapsed stamps and a cancelled step's
+  // output so far follow the stretched time too.
+  p.duration_factor = factor;
+  p.time_scale = time_scale * factor;
   double total = 0;
-  for (const auto& c : p.run.chunks) total += chunkSeconds(c, time_scale);
+  for (const auto& c : p.run.chunks) total += chunkSeconds(c, p.time_scale);
   p.natural_end = seconds(total);
   if (a.type == "reboot" && p.run.exit_code == 0) {
     // A reboot step ends when the boot id changes; a command that does not reboot waits for

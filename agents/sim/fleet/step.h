@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,8 @@ struct SimProcess {
   bool started = false;
   std::string spawn_error;      // set when argv[0] is not a simulated tool
   sim::ToolRun run;             // what the tool prints and when (nominal seconds)
-  double time_scale = 1.0;
+  double time_scale = 1.0;      // the fleet's time scale x duration_factor
+  double duration_factor = 1.0;  // the spread applied to this run (durationFactor, clamped)
   std::chrono::nanoseconds natural_end{0};  // when the tool ends by itself (scaled)
   std::chrono::nanoseconds timeout{0};      // 0 = none
 
@@ -43,10 +45,25 @@ struct SimProcess {
   std::chrono::nanoseconds end() const { return timesOut() ? timeout : natural_end; }
 };
 
+// The largest factor durationFactor() returns (see there).
+inline constexpr double kMaxDurationFactor = 4.0;
+
+// How much longer (or shorter) than its nominal time one step's tools take: a log-normal draw
+// with median 1 and shape `sigma` (sigma 0.25: ~95% of steps within 0.61x-1.63x), capped at
+// kMaxDurationFactor. Deterministic in (seed, host, assignment id): the same assignment handed
+// out again (a retry after a lost answer, a re-lease) takes the same time, and two runs with
+// the same seed draw alike. Exactly 1 when sigma is 0. Pre-condition: 0 <= sigma, finite.
+double durationFactor(std::uint64_t seed, std::string_view host, std::string_view assignment_id,
+                      double sigma);
+
 // Starts `a.argv` on `state` (state changes that happen at the start, e.g. counters that grow,
-// happen now; run.on_complete is applied by finishProcess). Pre-condition: time_scale >= 0.
+// happen now; run.on_complete is applied by finishProcess). The tool's scaled delays (the
+// simulated reboot included; hangs are not scaled) are stretched by `duration_factor`, but
+// never past 90% of the step's timeout when the tool would end in time without it: the spread
+// moves time, not outcomes (a tool slow enough to time out is a fault, --fault-kind slow).
+// Pre-condition: time_scale >= 0, duration_factor > 0.
 SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_scale,
-                        const sim::ToolContext& ctx);
+                        const sim::ToolContext& ctx, double duration_factor = 1.0);
 
 // How a process ended.
 enum class Ending { kFinished, kTimedOut, kCancelled };

@@ -47,6 +47,26 @@ TEST(FleetCliTest, RejectsMissingAndBadFlags) {
   EXPECT_EQ(parseCli({"--help"}).error().message, "help");
 }
 
+TEST(FleetCliTest, DurationSpreadIsASigmaFromZeroToTwo) {
+  auto o = parseCli(base());
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->duration_spread, 0);  // fixed durations unless asked
+  auto args = base();
+  args.push_back("--duration-spread=0.25");
+  o = parseCli(args);
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_DOUBLE_EQ(o->duration_spread, 0.25);
+  for (const char* bad : {"-0.1", "nan", "NaN", "inf", "2.5", "wide", "0.25x", ""}) {
+    args = base();
+    args.push_back("--duration-spread");
+    args.push_back(bad);
+    auto r = parseCli(args);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("--duration-spread"), std::string::npos) << r.error().message;
+  }
+  EXPECT_NE(usage().find("--duration-spread"), std::string::npos);
+}
+
 TEST(FleetCliTest, FaultSpecOptions) {
   auto f = parseFaultSpec("hang:tool=dcgmi,count=2");
   ASSERT_TRUE(f.ok());

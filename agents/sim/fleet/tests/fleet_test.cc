@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -130,6 +131,38 @@ TEST_F(FleetTest, RunsAnAssignmentForItsScaledDurationAndReportsLikeTheAgent) {
   EXPECT_FALSE(transport_.has(pollPrefix("h1")));
   EXPECT_EQ(fleet_->counters().reports_ok, 1u);
   EXPECT_EQ(fleet_->counters().steps_done, 1u);
+}
+
+TEST_F(FleetTest, WithASpreadAStepTakesItsDrawnTimeAndTheSameAgainWhenHandedOutAgain) {
+  settings_.duration_spread = 0.5;
+  settings_.seed = 3;
+  const double factor = durationFactor(3, "h1", "r-1:h1:1", 0.5);
+  ASSERT_NE(factor, 1.0);
+  const auto expected = milliseconds(std::llround(1000 * factor));  // 10 s x 0.1 x factor
+  startEnrolled({"h1"});
+  std::int64_t reported_ms = -1;
+  for (std::int64_t lease : {1, 2}) {
+    while (transport_.has(pollPrefix("h1"))) {
+      auto poll = transport_.take(pollPrefix("h1"));
+      if (poll.req.target.find("running=") == std::string::npos) {
+        poll.done(reply(200, {{"assignment", diagAssignment("r-1:h1:1", lease)}}));
+        break;
+      }
+    }
+    loop_.advance(expected - milliseconds(2));
+    EXPECT_FALSE(transport_.has("/api/v1/assignments/")) << "lease " << lease;
+    loop_.advance(milliseconds(2));
+    auto report = transport_.take("/api/v1/assignments/r-1%3Ah1%3A1/result");
+    const auto ms = json::parse(report.req.body)["duration_ms"].get<std::int64_t>();
+    EXPECT_NEAR(ms, expected.count(), 1);
+    if (reported_ms >= 0) {
+      EXPECT_EQ(ms, reported_ms);  // the same assignment, the same time
+    }
+    reported_ms = ms;
+    // Its answer was lost: kilnd hands the same assignment out again with a new lease.
+    report.done(reply(409, {{"error", {{"code", "conflict"}}}}));
+    loop_.advance(milliseconds(0));
+  }
 }
 
 TEST_F(FleetTest, StartsTheStepAReportsAnswerHandsOutAndSaysItIsReady) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <set>
+
 #include "agents/sim/host_sim.h"
 
 namespace kiln::vfleet {
@@ -122,6 +126,85 @@ TEST_F(StepTest, RebootStepThatDoesNotRebootWaitsForItsTimeout) {
   json body = finishProcess(state_, *assignmentFromJson(j), p, Ending::kTimedOut, p.end());
   EXPECT_EQ(body["timed_out"], true);
   EXPECT_EQ(body["signal"], 0);
+}
+
+// σ 0.25 over 20,000 assignments: the log-normal's median, shape and central 95%.
+TEST(DurationFactorTest, IsLogNormalWithMedianOne) {
+  std::vector<double> f;
+  double sum_log = 0, sum_log2 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    f.push_back(durationFactor(7, "prn-b01-p01-h01", "r-" + std::to_string(i) + ":h:1", 0.25));
+    sum_log += std::log(f.back());
+    sum_log2 += std::log(f.back()) * std::log(f.back());
+  }
+  std::sort(f.begin(), f.end());
+  EXPECT_NEAR(f[f.size() / 2], 1.0, 0.02);
+  const double mean_log = sum_log / f.size();
+  EXPECT_NEAR(mean_log, 0.0, 0.01);
+  EXPECT_NEAR(std::sqrt(sum_log2 / f.size() - mean_log * mean_log), 0.25, 0.01);
+  const auto inside = std::count_if(f.begin(), f.end(), [](double x) { return x > 0.613 && x < 1.632; });
+  EXPECT_NEAR(static_cast<double>(inside) / f.size(), 0.95, 0.01);
+}
+
+TEST(DurationFactorTest, IsTheSameForTheSameAssignmentAndDiffersAcrossThem) {
+  const double a = durationFactor(7, "h1", "r-1:h1:3", 0.25);
+  EXPECT_EQ(durationFactor(7, "h1", "r-1:h1:3", 0.25), a);  // a retry takes the same time
+  EXPECT_NE(durationFactor(7, "h1", "r-1:h1:4", 0.25), a);
+  EXPECT_NE(durationFactor(7, "h2", "r-1:h1:3", 0.25), a);
+  EXPECT_NE(durationFactor(8, "h1", "r-1:h1:3", 0.25), a);
+  std::set<double> seen;
+  for (int i = 0; i < 100; ++i) seen.insert(durationFactor(7, "h1", "r-1:h1:" + std::to_string(i), 0.25));
+  EXPECT_EQ(seen.size(), 100u);
+}
+
+TEST(DurationFactorTest, ZeroSpreadIsExactlyOne) {
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(durationFactor(i, "h1", "r-" + std::to_string(i), 0), 1.0);
+}
+
+TEST(DurationFactorTest, IsCapped) {
+  int capped = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const double f = durationFactor(1, "h1", "r-" + std::to_string(i), 2.0);
+    EXPECT_GT(f, 0);
+    EXPECT_LE(f, kMaxDurationFactor);
+    capped += f == kMaxDurationFactor;
+  }
+  EXPECT_GT(capped, 300);  // P(exp(2z) > 4) = P(z > 0.69) ~ 0.24
+}
+
+TEST_F(StepTest, FactorStretchesTheToolTimeAndItsOutput) {
+  Assignment a = assignment({"dcgmi", "diag", "-r", "1", "-j"}, "dcgmi-diag-json");
+  SimProcess p = startProcess(state_, a, 0.001, ctx_, 1.5);
+  EXPECT_EQ(p.end(), std::chrono::nanoseconds(15'000'000));  // 10 s x 0.001 x 1.5
+  EXPECT_DOUBLE_EQ(p.duration_factor, 1.5);
+  json body = finishProcess(state_, a, p, Ending::kFinished, p.end());
+  EXPECT_EQ(body["duration_ms"], 15);
+  p = startProcess(state_, a, 0.001, ctx_, 0.5);
+  EXPECT_EQ(p.end(), std::chrono::nanoseconds(5'000'000));
+}
+
+TEST_F(StepTest, FactorStretchesTheSimulatedReboot) {
+  json j = {{"id", "a-9"}, {"lease", 1}, {"type", "reboot"}, {"argv", {"kiln-reboot"}},
+            {"timeout_ms", 600000}};
+  SimProcess p = startProcess(state_, *assignmentFromJson(j), 0.01, ctx_, 2.0);
+  EXPECT_EQ(p.end(), milliseconds(4800));  // 240 s x 0.01 x 2
+}
+
+TEST_F(StepTest, FactorNeverPushesAToolPastItsTimeout) {
+  // diag -r 1 is 10 s; its timeout 20 s. 4x would be 40 s: it stops at 90% of the timeout.
+  Assignment a = assignment({"dcgmi", "diag", "-r", "1", "-j"}, "dcgmi-diag-json", 20000);
+  SimProcess p = startProcess(state_, a, 1, ctx_, 4.0);
+  EXPECT_FALSE(p.timesOut());
+  EXPECT_EQ(p.end(), milliseconds(18000));
+  EXPECT_DOUBLE_EQ(p.duration_factor, 1.8);
+  // A hang is not scaled: the timeout still ends it.
+  sim::HostSim sim(state_);
+  sim::Fault hang{sim::FaultKind::kHang};
+  hang.tool = "dcgmi";
+  ASSERT_TRUE(sim.setFault(hang).ok());
+  p = startProcess(state_, a, 0.001, ctx_, 4.0);
+  EXPECT_TRUE(p.timesOut());
+  EXPECT_EQ(p.end(), milliseconds(20000));
 }
 
 TEST_F(StepTest, TailKeepsTheEnd) {

@@ -1,20 +1,13 @@
-#include "bench/dispatch/proc_stats.h"
+#include "tests/support/proc_stats.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
-#include <thread>
 
-namespace kiln::bench {
+namespace kiln::testing {
 
 double cpuSeconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -71,4 +64,21 @@ std::string loadAverage() {
   return one + " " + five + " " + fifteen;
 }
 
-}  // namespace kiln::bench
+MachineCpu machineCpu() {
+  MachineCpu m;
+  m.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  std::ifstream in("/proc/stat");
+  std::string label;
+  if (!(in >> label) || label != "cpu") return m;
+  // user nice system idle iowait irq softirq steal (guest time is already inside user and nice)
+  unsigned long long v[8] = {};
+  for (auto& x : v) in >> x;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  unsigned long long total = 0;
+  for (auto x : v) total += x;
+  m.total_s = static_cast<double>(total) / tick;
+  m.busy_s = static_cast<double>(total - v[3] - v[4]) / tick;
+  return m;
+}
+
+}  // namespace kiln::testing
