@@ -1,5 +1,5 @@
 // Small shared pieces: state chips, error boxes, tables of key/values, modal dialogs.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { inertOutside, trapTab } from './a11y.js';
 import { api } from './api.js';
 import { Actor } from './actors.jsx';
@@ -18,7 +18,10 @@ export function useDialog(onCancel) {
   const [opener] = useState(() => (typeof document !== 'undefined' ? document.activeElement : null));
   const cancel = useRef(onCancel);
   cancel.current = onCancel;
-  useEffect(() => {
+  // A layout effect: it runs as the dialog enters the DOM, before the browser paints it or
+  // handles another key. With useEffect (after paint) a Tab pressed the moment the dialog
+  // showed still moved focus on the page behind it (the browser tier caught it under load).
+  useLayoutEffect(() => {
     const el = ref.current;
     // The page behind the dialog: no focus, no clicks, not read out (the backdrop only dims it).
     const behind = el ? inertOutside(el, document.body) : [];
