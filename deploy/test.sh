@@ -49,11 +49,12 @@ else
     CTEST_ARGS=(-L '^(unit|exec|store|api)$' "${CTEST_ARGS[@]}")
   else
     BUILD=$KILN_ROOT/build-tsan
-    # The code with threads of its own: the Executor (common), the agent gateway and the
-    # rollout controller, the last two in a real kilnd (the api tier's agent-work and rollout
-    # tests) and the controller's own tests; the step executor's cancellation (common/exec).
-    TARGETS=(kiln_common_tests kiln_rollout_controller_tests kiln_exec_process_test kilnd kiln_api_process_tests)
-    CTEST_ARGS=(-R '^(ExecutorTest|RolloutControllerTest|BoostProcessRunnerTest|AgentWorkTest|AgentLivenessTest|RolloutsApiTest|KilndShutdownTest|KilndReplicasTest)\.' "${CTEST_ARGS[@]}")
+    # The code with threads of its own: the Executor (common), the agent gateway (alone on an
+    # executor: kiln_runs_tests) and the rollout controller, the last two in a real kilnd (the
+    # api tier's agent-work and rollout tests) and the controller's own tests; the step
+    # executor's cancellation (common/exec).
+    TARGETS=(kiln_common_tests kiln_rollout_controller_tests kiln_runs_tests kiln_exec_process_test kilnd kiln_api_process_tests)
+    CTEST_ARGS=(-R '^(ExecutorTest|RolloutControllerTest|AgentGatewayTest|BoostProcessRunnerTest|AgentWorkTest|AgentLivenessTest|RolloutsApiTest|KilndShutdownTest|KilndReplicasTest)\.' "${CTEST_ARGS[@]}")
   fi
   log "building in $BUILD with KILN_SANITIZE=$SANITIZE"
   cmake -S "$KILN_ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE="$SANITIZE" \

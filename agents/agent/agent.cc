@@ -446,7 +446,7 @@ std::string Agent::endRunning() {
 
 void Agent::runStep(const Assignment& a) {
   auto cancel = beginRunning(a);
-  json started = startedRecord(a, bootId(), clock_.wallMs());
+  json started = startedRecord(a, bootId(), wallMs(clock_));
   if (auto st = journal_->started(started); !st) {
     // Without a journal record a restart could run the step twice: do not run it.
     endRunning();
@@ -498,7 +498,7 @@ void Agent::runReboot(const Assignment& a) {
     finish(a.id, a.lease, toJson(body));
     return;
   }
-  const std::int64_t started_at = clock_.wallMs();
+  const std::int64_t started_at = wallMs(clock_);
   json started = startedRecord(a, before, started_at);
   if (auto st = journal_->started(started); !st) {
     endRunning();
@@ -555,19 +555,19 @@ std::optional<StepReport> Agent::awaitReboot(const Assignment& a, const std::str
       body.signal = 0;
       body.timed_out = false;
       body.boot_id = *now_id;
-      body.duration_ms = std::max<std::int64_t>(0, clock_.wallMs() - started_at_ms);
+      body.duration_ms = std::max<std::int64_t>(0, wallMs(clock_) - started_at_ms);
       if (a.inventory_after) addInventory(body);
       return body;
     }
     if (!now_id) log_->warn("assignment {}: boot id: {}", a.id, now_id.error().message);
     body.boot_id = boot_before;
-    body.duration_ms = std::max<std::int64_t>(0, clock_.wallMs() - started_at_ms);
+    body.duration_ms = std::max<std::int64_t>(0, wallMs(clock_) - started_at_ms);
     if (cancel->cancelled()) {
       body.cancelled = true;
       body.exit_code = -1;
       return body;
     }
-    const std::int64_t left = deadline - clock_.wallMs();
+    const std::int64_t left = deadline - wallMs(clock_);
     if (left <= 0) {
       log_->warn("assignment {}: boot id did not change within {} ms", a.id, a.timeout_ms);
       body.timed_out = true;
@@ -600,7 +600,7 @@ void Agent::resume(const JournalEntry& entry) {
   const int pid = entry.started.value("pid", 0);
   const std::int64_t started_at = entry.started.value("started_at_ms", std::int64_t{0});
   body.started = pid != 0;
-  body.duration_ms = std::max<std::int64_t>(0, clock_.wallMs() - started_at);
+  body.duration_ms = std::max<std::int64_t>(0, wallMs(clock_) - started_at);
   if (a.isReboot()) {
     log_->info("assignment {}: reboot step was running at the restart: checking the boot id",
                a.id);

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
-#include "agents/agent/clock.h"
+#include "common/clock.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/journal.h"
 #include "agents/agent/live_output.h"

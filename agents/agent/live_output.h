@@ -24,7 +24,7 @@
 
 #include <spdlog/logger.h>
 
-#include "agents/agent/clock.h"
+#include "common/clock.h"
 #include "agents/agent/transport.h"
 
 namespace kiln::agent {

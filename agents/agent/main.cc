@@ -89,7 +89,7 @@ int runAgent(const std::vector<std::string>& args) {
   auto runner = kiln::exec::makeBoostProcessRunner();
   CommandHostProbe probe(*runner, splitCommand(o.inventory_command), settings.step_env,
                          o.boot_id_file, !o.boot_id_file.empty());
-  SystemClock clock;
+  kiln::SystemClock clock;
   Agent agent(settings, *transport, *runner, probe, clock, log);
 
   std::thread([&agent, stop_signals, log] {

@@ -1,6 +1,6 @@
 #pragma once
-// Workflow-run documents shaped like GET /api/v1/workflow-runs/{id} (RunService::runView), for
-// the run, gate and JUnit tests.
+// Workflow-run documents shaped like GET /api/v1/workflow-runs/{id} (orchestrator/api/run_views.h
+// renders RunService::runView), for the run, gate and JUnit tests.
 
 #include <cstdint>
 #include <string>

@@ -34,7 +34,7 @@ json toJson(const core::PodSummary& p) {
           {"site", p.site},
           {"building", p.building},
           {"platform", p.platform},
-          {"state", p.state},
+          {"state", std::string(core::podStateName(p.state))},
           {"labels", p.labels},
           {"racks", p.racks},
           {"hosts_by_state", p.hosts_by_state},
@@ -44,7 +44,7 @@ json toJson(const core::PodSummary& p) {
 json toJson(const core::HostSummary& h) {
   json j = {{"id", h.id},       {"pod", h.pod},           {"rack", h.rack},
             {"building", h.building}, {"site", h.site},   {"platform", h.platform},
-            {"tray", h.tray},   {"spare", h.spare},       {"state", h.state},
+            {"tray", h.tray},   {"spare", h.spare},       {"state", std::string(core::hostStateName(h.state))},
             {"state_since", isoTime(h.state_since)},      {"state_reason", h.state_reason}};
   j["last_seen"] = h.last_seen ? json(isoTime(*h.last_seen)) : json();
   return j;

@@ -30,6 +30,12 @@ std::vector<std::string> platformNames() {
   return out;
 }
 
+std::vector<std::string> podStateNames() {
+  std::vector<std::string> out;
+  for (auto s : core::allPodStates()) out.emplace_back(core::podStateName(s));
+  return out;
+}
+
 std::vector<std::string> hostStateNames() {
   std::vector<std::string> out;
   for (auto s : core::allHostStates()) out.emplace_back(core::hostStateName(s));
@@ -73,8 +79,8 @@ void addFleetRoutes(Router& router, Services& s) {
                 if (!pods.ok()) return pods.error();
                 json rows = json::array();
                 for (const auto& p : *pods)
-                  rows.push_back({p.id, p.site, p.building, p.platform, p.state, p.healthy_gpus,
-                                  p.labels.empty() ? json() : json(p.labels), p.hosts_out});
+                  rows.push_back({p.id, p.site, p.building, p.platform, std::string(core::podStateName(p.state)),
+                                  p.healthy_gpus, p.labels.empty() ? json() : json(p.labels), p.hosts_out});
                 // hosts_out last: clients that read rows by position before it came see the same.
                 return jsonResponse(200, {{"count", pods->size()},
                                           {"columns", {"id", "site", "building", "platform", "state", "healthy_gpus", "labels",
@@ -87,14 +93,13 @@ void addFleetRoutes(Router& router, Services& s) {
                 if (auto q = ctx.onlyQuery({"site", "building", "platform", "state", "label", "limit", "cursor"}); !q.ok())
                   return q.error();
                 if (auto c = decodeChoice(ctx.query("platform"), "platform", platformNames()); !c.ok()) return c.error();
-                if (auto c = decodeChoice(ctx.query("state"), "state",
-                                          {"in_service", "degraded", "maintenance", "incoming", "down", "retired"});
-                    !c.ok())
+                if (auto c = decodeChoice(ctx.query("state"), "state", podStateNames()); !c.ok())
                   return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
+                // A state that is not one was refused above (400); none: any state.
                 return okPage(s.store->listPods({ctx.query("site"), ctx.query("building"), ctx.query("platform"),
-                                                 ctx.query("state"), ctx.query("label")},
+                                                 core::parsePodState(ctx.query("state")), ctx.query("label")},
                                                 *page));
               }});
 
@@ -180,7 +185,7 @@ void addFleetRoutes(Router& router, Services& s) {
                   q.hosts = {ctx.param("id")};
                   q.purpose = "quarantine";
                   auto run = s.runs->startRun(q, ctx.actor);
-                  if (run.ok()) out["quarantine_run"] = (*run)["id"];
+                  if (run.ok()) out["quarantine_run"] = run->row.id;
                   else out["quarantine_run_error"] = run.error().message;
                 }
                 return jsonResponse(200, out);

@@ -1,8 +1,10 @@
 // Workflows, workflow runs, the quarantine queue, and the agent endpoints.
 
+#include "common/agent_protocol.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
+#include "orchestrator/api/run_views.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/live_output.h"
@@ -46,6 +48,24 @@ json sliceJson(const runs::LiveStream& s, std::int64_t since) {
   return {{"offset", slice.offset}, {"end", slice.end}, {"data", std::move(slice.data)}};
 }
 
+// A service answer rendered by `render` (run_views.h).
+template <typename T, typename F>
+Result<json> rendered(Result<T> r, F render) {
+  if (!r.ok()) return r.error();
+  return render(*r);
+}
+
+Result<json> runJson(Result<runs::RunView> r) {
+  return rendered(std::move(r), [](const runs::RunView& v) { return toJson(v); });
+}
+
+// A workflow's answer with its version's ETag (If-Match on PUT takes it back).
+http::Response withWorkflowEtag(const json& body, const std::string& hash) {
+  http::Response resp = jsonResponse(200, body);
+  resp.headers.emplace_back("ETag", runs::workflowEtag(hash));
+  return resp;
+}
+
 }  // namespace
 
 void addRunRoutes(Router& router, Services& s) {
@@ -53,16 +73,15 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
                 // Without limit: every workflow (the console and kilnctl read the list whole).
-                return pagedResult(ctx, s.runs->listWorkflows(), [](const json& i) { return json::array({i["name"]}); });
+                return pagedResult(ctx, rendered(s.runs->listWorkflows(), workflowListJson),
+                                   [](const json& i) { return json::array({i["name"]}); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
                 auto workflow = s.runs->getWorkflow(ctx.param("name"));
                 if (!workflow.ok()) return workflow.error();
-                http::Response resp = jsonResponse(200, *workflow);
-                resp.headers.emplace_back("ETag", runs::workflowEtag((*workflow)["hash"].get<std::string>()));
-                return resp;
+                return withWorkflowEtag(workflowJson(*workflow), workflow->row.hash);
               }});
   router.add({.method = "PUT", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kOperator,
               .body_limit = 1 << 20,
@@ -72,9 +91,7 @@ void addRunRoutes(Router& router, Services& s) {
                 if (!if_match.ok()) return if_match.error();
                 auto put = s.runs->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor, *if_match);
                 if (!put.ok()) return put.error();
-                http::Response resp = jsonResponse(200, *put);
-                resp.headers.emplace_back("ETag", runs::workflowEtag((*put)["hash"].get<std::string>()));
-                return resp;
+                return withWorkflowEtag(toJson(*put), put->hash);
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/workflow-runs", .role = core::Role::kOperator,
@@ -87,9 +104,9 @@ void addRunRoutes(Router& router, Services& s) {
                     ctx, *s.store, "workflow_run",
                     [&](const std::optional<core::IdempotencyClaim>& claim) -> Result<http::Response> {
                       req->claim = claim;
-                      return jsonResult(s.runs->startRun(*req, ctx.actor), 201);
+                      return jsonResult(runJson(s.runs->startRun(*req, ctx.actor)), 201);
                     },
-                    [&](const std::string& id) { return s.runs->runView(id); });
+                    [&](const std::string& id) { return runJson(s.runs->runView(id)); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflow-runs", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -99,24 +116,25 @@ void addRunRoutes(Router& router, Services& s) {
                 if (auto c = decodeChoice(ctx.query("purpose"), "purpose", runs::runPurposes()); !c.ok()) return c.error();
                 auto page = ctx.page();
                 if (!page.ok()) return page.error();
-                return jsonResult(s.runs->listRuns(
-                    {ctx.query("workflow"), ctx.query("state"), ctx.query("host"), ctx.query("purpose")}, *page));
+                return jsonResult(rendered(
+                    s.runs->listRuns({ctx.query("workflow"), ctx.query("state"), ctx.query("host"), ctx.query("purpose")}, *page),
+                    runListJson));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflow-runs/{id}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                return jsonResult(s.runs->runView(ctx.param("id")));
+                return jsonResult(runJson(s.runs->runView(ctx.param("id"))));
               }});
   router.add({.method = "POST", .pattern = "/api/v1/workflow-runs/{id}/cancel", .role = core::Role::kOperator,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
-                return jsonResult(s.runs->cancelRun(ctx.param("id"), ctx.actor));
+                return jsonResult(runJson(s.runs->cancelRun(ctx.param("id"), ctx.actor)));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/quarantine", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
                 // Longest in quarantine first, as before. Without limit: the whole queue (the
                 // console and kilnctl read it whole).
-                return pagedResult(ctx, s.runs->quarantineView(),
+                return pagedResult(ctx, rendered(s.runs->quarantineView(), quarantineJson),
                                    [](const json& i) { return json::array({i["since_ms"], i["host"]}); });
               }});
 
@@ -222,7 +240,7 @@ void addRunRoutes(Router& router, Services& s) {
                                      return done(conflict("the lease of assignment " + id +
                                                           " is stale: the step was reassigned or expired; drop this report"));
                                    json reply = {{"acknowledged", true}, {"outcome", outcome}};
-                                   if (answer->next) reply["assignment"] = std::move(*answer->next);
+                                   if (answer->next) reply["assignment"] = protocol::toJson(*answer->next);
                                    done(jsonResponse(200, reply));
                                  });
               }});

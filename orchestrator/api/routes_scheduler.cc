@@ -2,6 +2,7 @@
 // pre-job check a Slurm prolog asks for (POST /scheduler/checks, kilnctl slurm prolog).
 
 #include "orchestrator/api/api.h"
+#include "orchestrator/api/run_views.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/scheduler/slurm_driver.h"
@@ -14,7 +15,7 @@ using nlohmann::json;
 json nodeJson(const scheduler::NodeStatus& n) {
   json j = {{"node", n.node},
             {"host", n.host.empty() ? json(nullptr) : json(n.host)},
-            {"host_state", n.host_state.empty() ? json(nullptr) : json(n.host_state)},
+            {"host_state", n.host_state ? json(std::string(core::hostStateName(*n.host_state))) : json(nullptr)},
             {"known_to_slurm", n.known},
             {"slurm_state", n.slurm_state.empty() ? json(nullptr) : json(n.slurm_state)},
             {"reason", n.reason},
@@ -115,10 +116,10 @@ void addSchedulerRoutes(Router& router, Services& s) {
                 req.purpose = "pre_job";
                 auto run = s.runs->startRun(req, ctx.actor);
                 if (!run.ok()) return run.error();
-                json answer = *run;
+                json answer = toJson(*run);
                 answer["nodes"] = mapping;
                 answer["job"] = job.empty() ? json(nullptr) : json(job);
-                (void)s.store->audit(ctx.actor, "scheduler.check", answer.value("id", ""),
+                (void)s.store->audit(ctx.actor, "scheduler.check", run->row.id,
                                      json{{"job", job}, {"nodes", nodes}}.dump());  // the run's own audit is the record
                 return jsonResponse(201, answer);
               }});

@@ -1,6 +1,7 @@
 #include "orchestrator/core/fleet_model.h"
 
 #include <cstdio>
+#include <ostream>
 
 #include "common/result.h"
 
@@ -83,7 +84,60 @@ std::string gpuId(std::string_view host_id, int index) { return suffixed(host_id
 
 namespace kiln::core {
 
-std::string_view podState(const std::map<HostState, int>& by_state, const PlatformGeometry& g) {
+namespace {
+struct PodStateName {
+  PodState state;
+  std::string_view name;
+};
+constexpr std::array kPodStateNames = {
+    PodStateName{PodState::kInService, "in_service"}, PodStateName{PodState::kDegraded, "degraded"},
+    PodStateName{PodState::kMaintenance, "maintenance"}, PodStateName{PodState::kIncoming, "incoming"},
+    PodStateName{PodState::kDown, "down"},             PodStateName{PodState::kRetired, "retired"},
+};
+}  // namespace
+
+std::string_view podStateName(PodState s) {
+  for (const auto& n : kPodStateNames)
+    if (n.state == s) return n.name;
+  return "unknown";
+}
+
+std::optional<PodState> parsePodState(std::string_view name) {
+  for (const auto& n : kPodStateNames)
+    if (n.name == name) return n.state;
+  return std::nullopt;
+}
+
+const std::vector<PodState>& allPodStates() {
+  static const std::vector<PodState> all = [] {
+    std::vector<PodState> v;
+    for (const auto& n : kPodStateNames) v.push_back(n.state);
+    return v;
+  }();
+  return all;
+}
+
+std::ostream& operator<<(std::ostream& os, PodState s) { return os << podStateName(s); }
+
+bool podInService(PodState s) { return s == PodState::kInService || s == PodState::kDegraded; }
+
+const std::vector<PodState>& inServicePodStates() {
+  static const std::vector<PodState> states = [] {
+    std::vector<PodState> v;
+    for (auto s : allPodStates())
+      if (podInService(s)) v.push_back(s);
+    return v;
+  }();
+  return states;
+}
+
+std::string podStateSqlList(const std::vector<PodState>& states) {
+  std::string out = "(";
+  for (auto s : states) out += (out.size() == 1 ? "'" : ", '") + std::string(podStateName(s)) + "'";
+  return out + ")";
+}
+
+PodState podState(const std::map<HostState, int>& by_state, const PlatformGeometry& g) {
   auto count = [&](HostState s) {
     auto it = by_state.find(s);
     return it == by_state.end() ? 0 : it->second;
@@ -91,13 +145,13 @@ std::string_view podState(const std::map<HostState, int>& by_state, const Platfo
   int total = 0;
   for (const auto& [_, n] : by_state) total += n;
   const int serving = count(HostState::kAvailable) + count(HostState::kAllocated);
-  if (total > 0 && count(HostState::kRetired) == total) return "retired";
+  if (total > 0 && count(HostState::kRetired) == total) return PodState::kRetired;
   if (count(HostState::kDraining) + count(HostState::kMaintenance) + count(HostState::kValidating) > 0)
-    return "maintenance";
-  if (serving == 0 && count(HostState::kIncoming) + count(HostState::kBurnIn) > 0) return "incoming";
-  if (serving * g.gpus_per_tray >= g.active_gpus_per_pod()) return "in_service";
-  if (serving > 0) return "degraded";
-  return "down";
+    return PodState::kMaintenance;
+  if (serving == 0 && count(HostState::kIncoming) + count(HostState::kBurnIn) > 0) return PodState::kIncoming;
+  if (serving * g.gpus_per_tray >= g.active_gpus_per_pod()) return PodState::kInService;
+  if (serving > 0) return PodState::kDegraded;
+  return PodState::kDown;
 }
 
 }  // namespace kiln::core

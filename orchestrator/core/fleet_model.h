@@ -78,5 +78,18 @@ namespace kiln::core {
 // retired (all hosts retired), incoming (new hardware not yet in service), maintenance (a host
 // draining, in maintenance or validating), in_service (>= 64 GPUs can serve jobs: the spares
 // cover the rest), degraded (fewer), down (none).
-std::string_view podState(const std::map<HostState, int>& hosts_by_state, const PlatformGeometry& g);
+enum class PodState { kInService, kDegraded, kMaintenance, kIncoming, kDown, kRetired };
+std::string_view podStateName(PodState s);
+std::optional<PodState> parsePodState(std::string_view name);
+const std::vector<PodState>& allPodStates();  // in the order GET /pods documents them
+// Writes podStateName (test failures print the name).
+std::ostream& operator<<(std::ostream& os, PodState s);
+// In service (in_service or degraded: some GPUs serve jobs): the pods a rollout plans and the
+// building's capacity counts as up.
+bool podInService(PodState s);
+const std::vector<PodState>& inServicePodStates();
+// "('in_service', 'degraded')": a set of pod states as an SQL list of text literals.
+std::string podStateSqlList(const std::vector<PodState>& states);
+
+PodState podState(const std::map<HostState, int>& hosts_by_state, const PlatformGeometry& g);
 }  // namespace kiln::core

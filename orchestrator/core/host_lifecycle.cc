@@ -2,6 +2,7 @@
 
 #include <array>
 #include <initializer_list>
+#include <ostream>
 
 namespace kiln::core {
 namespace {
@@ -86,6 +87,8 @@ std::string_view hostStateName(HostState s) {
   return "unknown";
 }
 
+std::ostream& operator<<(std::ostream& os, HostState s) { return os << hostStateName(s); }
+
 std::optional<HostState> parseHostState(std::string_view name) {
   for (const auto& n : kStateNames)
     if (n.name == name) return n.state;
@@ -131,6 +134,42 @@ bool outOfService(HostState s) {
     default:
       return false;
   }
+}
+
+bool unservableAfterMaintenance(HostState s) {
+  switch (s) {
+    case S::kFailed: case S::kRepair: case S::kQuarantine:
+    case S::kIncoming: case S::kBurnIn: case S::kRetired:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+std::vector<HostState> statesWhere(bool (*in)(HostState)) {
+  std::vector<HostState> out;
+  for (S s : allHostStates())
+    if (in(s)) out.push_back(s);
+  return out;
+}
+}  // namespace
+
+const std::vector<HostState>& servingHostStates() {
+  static const std::vector<HostState> states = statesWhere(servesJobs);
+  return states;
+}
+
+const std::vector<HostState>& outOfServiceHostStates() {
+  static const std::vector<HostState> states = statesWhere(outOfService);
+  return states;
+}
+
+std::string hostStateSqlList(const std::vector<HostState>& states) {
+  // Host state names are lowercase words: nothing to escape.
+  std::string out = "(";
+  for (S s : states) out += (out.size() == 1 ? "'" : ", '") + std::string(hostStateName(s)) + "'";
+  return out + ")";
 }
 
 Result<HostState> nextState(HostState from, HostAction action,

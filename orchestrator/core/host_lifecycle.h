@@ -5,6 +5,7 @@
 //
 // Pure: no I/O, no clock. Thread-safe (immutable tables).
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +58,8 @@ enum class HostAction {
 enum class ActionKind { kOperator, kAdmin, kSystem };
 
 std::string_view hostStateName(HostState s);
+// Writes hostStateName (test failures print the name).
+std::ostream& operator<<(std::ostream& os, HostState s);
 std::optional<HostState> parseHostState(std::string_view name);
 const std::vector<HostState>& allHostStates();
 
@@ -73,6 +76,16 @@ bool servesJobs(HostState s);
 // quarantine). New hardware (incoming, burn_in) and retired hosts are not counted: they are not
 // missing from the pool, they were never in it or are gone for good.
 bool outOfService(HostState s);
+// True for states from which no drain, upgrade or validation brings a host back to serve jobs: a
+// fault (failed, repair, quarantine), new hardware (incoming, burn_in) or retired. Rollout
+// admission counts these against the hosts a pod needs after its upgrade.
+bool unservableAfterMaintenance(HostState s);
+
+// The sets above as lists, in allHostStates() order (the stores write their SQL from them).
+const std::vector<HostState>& servingHostStates();       // servesJobs
+const std::vector<HostState>& outOfServiceHostStates();  // outOfService
+// "('available', 'allocated')": a set of host states as an SQL list of text literals.
+std::string hostStateSqlList(const std::vector<HostState>& states);
 
 // The state an action leads to from `from`, or kConflict naming the current state and the
 // actions allowed from it. `override_to` is required for kOverride and ignored otherwise.

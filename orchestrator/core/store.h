@@ -15,6 +15,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/preconditions.h"
 #include "orchestrator/core/fleet_spec.h"
+#include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/host_lifecycle.h"
 #include "orchestrator/core/roles.h"
 
@@ -45,11 +46,14 @@ struct SiteSummary {
 };
 
 struct PodFilter {
-  std::string site, building, platform, state, label;  // label as "key=value"
+  std::string site, building, platform;
+  std::optional<PodState> state;
+  std::string label;  // "key=value"
 };
 
 struct PodSummary {
-  std::string id, site, building, platform, state;
+  std::string id, site, building, platform;
+  PodState state = PodState::kInService;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::int64_t> hosts_by_state;
   std::int64_t healthy_gpus = 0;  // GPUs on hosts that can serve jobs
@@ -58,7 +62,8 @@ struct PodSummary {
 };
 
 struct HostSummary {
-  std::string id, pod, rack, building, site, platform, state;
+  std::string id, pod, rack, building, site, platform;
+  HostState state = HostState::kIncoming;
   int tray = 0;
   bool spare = false;
   TimePoint state_since;
@@ -195,10 +200,37 @@ struct ActorName {
   std::string id, name;
 };
 
-class Store {
+// What the rollout controller needs of the fleet: a pod with its hosts, and moving hosts
+// through their lifecycle.
+class FleetHosts {
  public:
-  virtual ~Store() = default;
+  virtual ~FleetHosts() = default;
 
+  virtual Result<PodDetail> getPod(const std::string& id) = 0;
+  // Applies many transitions in ONE transaction: each one as Store::transitionHost would
+  // (checked by core::nextState under the host's row lock, with its host event and audit
+  // record), in the order given (so one host may take several steps, e.g. drain then drained);
+  // the hosts are locked in id order first, so concurrent batches cannot deadlock. A refused
+  // transition (kNotFound, kConflict) is reported in its slot and the others still apply; the
+  // batch fails as a whole only when the database does. Returns, per transition and in input
+  // order, the state it led to or why it was refused.
+  virtual Result<std::vector<Result<HostState>>> transitionHosts(const std::vector<HostTransition>& transitions,
+                                                                 const Actor& actor) = 0;
+};
+
+// The audit log, as services that record what an operator did write to it.
+class AuditLog {
+ public:
+  virtual ~AuditLog() = default;
+
+  // `details_json`: a JSON object.
+  virtual Status audit(const Actor& actor, const std::string& action, const std::string& target,
+                       const std::string& details_json) = 0;
+};
+
+// Everything else of the fleet store, and the narrow parts above (the interface most of kilnd holds).
+class Store : public FleetHosts, public AuditLog {
+ public:
   virtual Status ping() = 0;
 
   // The create an Idempotency-Key was used for, if any (issue 19).
@@ -213,7 +245,6 @@ class Store {
   // Every pod in id order, in one query, for the console's heatmap: id, site, building,
   // platform, state, labels, healthy_gpus and hosts_out (hosts_by_state and racks are left empty).
   virtual Result<std::vector<PodSummary>> heatmapPods() = 0;
-  virtual Result<PodDetail> getPod(const std::string& id) = 0;
   // The hosts of many pods in tray order, in one query: pod id -> hosts, for every pod of `ids`
   // that exists (an unknown id is simply absent).
   virtual Result<std::map<std::string, std::vector<HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) = 0;
@@ -229,15 +260,6 @@ class Store {
   // Applies one lifecycle transition (checked by core::nextState under a row lock), writes the
   // host event and audit record, and refreshes the pod's state. kNotFound, kConflict.
   virtual Result<HostSummary> transitionHost(const HostTransition& t, const Actor& actor) = 0;
-  // Applies many transitions in ONE transaction: each one as transitionHost would (checked by
-  // core::nextState under the host's row lock, with its host event and audit record), in the
-  // order given (so one host may take several steps, e.g. drain then drained); the hosts are
-  // locked in id order first, so concurrent batches cannot deadlock. A refused transition
-  // (kNotFound, kConflict) is reported in its slot and the others still apply; the batch fails
-  // as a whole only when the database does. Returns, per transition and in input order, the
-  // state it led to or why it was refused.
-  virtual Result<std::vector<Result<HostState>>> transitionHosts(const std::vector<HostTransition>& transitions,
-                                                                 const Actor& actor) = 0;
 
   // Pods of a platform that can run a full 64-GPU slice now.
   virtual Result<std::int64_t> countHealthyPods(const std::string& platform) = 0;
@@ -264,9 +286,6 @@ class Store {
   virtual Result<Revocations> tokensRevokedSince(TimePoint since) = 0;
   // True if any unrevoked admin token exists.
   virtual Result<bool> hasAdminToken() = 0;
-
-  virtual Status audit(const Actor& actor, const std::string& action, const std::string& target,
-                       const std::string& details_json) = 0;
 
   // Audit records matching `filter`, newest first, at most filter.limit of them. Not pure so
   // stores without an audit log (test fakes) need not implement it: they answer kUnavailable.

@@ -1,6 +1,7 @@
 #include "orchestrator/db/pg_internal.h"
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "orchestrator/core/fleet_model.h"
 
@@ -37,10 +38,10 @@ void refreshPodState(pqxx::work& txn, const std::string& pod_id) {
       pod_id);
   if (rows.empty()) return;
   std::map<core::HostState, int> by_state;
-  for (const auto& r : rows) by_state[*core::parseHostState(r[0].as<std::string>())] = r[1].as<int>();
+  for (const auto& r : rows) by_state[hostStateColumn(r[0])] = r[1].as<int>();
   const auto& g = core::geometry(*core::parsePlatform(rows[0][2].as<std::string>()));
   txn.exec_params("UPDATE pods SET state = $2 WHERE id = $1 AND state <> $2", pod_id,
-                  std::string(core::podState(by_state, g)));
+                  std::string(core::podStateName(core::podState(by_state, g))));
 }
 
 double toEpoch(core::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
@@ -66,6 +67,23 @@ const char* const kHostColumns =
     " extract(epoch from h.state_since)::float8, h.state_reason,"
     " extract(epoch from h.last_seen)::float8";
 
+core::HostState hostStateFromDb(const std::string& name, const std::string& where) {
+  if (auto s = core::parseHostState(name)) return *s;
+  // The hosts table's CHECK allows only known states: a row that is not one is a store error
+  // (the transaction turns it into kInternal), never a crash.
+  throw std::runtime_error("unknown host state '" + name + "' in " + where);
+}
+
+core::HostState hostStateColumn(const pqxx::field& f) { return hostStateFromDb(f.as<std::string>(), f.name()); }
+
+core::PodState podStateColumn(const pqxx::field& f, const std::string& pod_id) {
+  const auto name = f.as<std::string>();
+  if (auto s = core::parsePodState(name)) return *s;
+  // Written only by refreshPodState, so a name this binary does not know came from another
+  // one (an older or newer kilnd): a store error, never a crash.
+  throw std::runtime_error("unknown pod state '" + name + "' of pod " + pod_id);
+}
+
 core::HostSummary hostFromRow(const pqxx::row& r) {
   core::HostSummary h;
   h.id = r[0].as<std::string>();
@@ -74,7 +92,7 @@ core::HostSummary hostFromRow(const pqxx::row& r) {
   h.building = r[3].as<std::string>();
   h.site = r[4].as<std::string>();
   h.platform = r[5].as<std::string>();
-  h.state = r[6].as<std::string>();
+  h.state = hostStateColumn(r[6]);
   h.tray = r[7].as<int>();
   h.spare = r[8].as<bool>();
   h.state_since = fromEpoch(r[9].as<double>());
@@ -84,13 +102,14 @@ core::HostSummary hostFromRow(const pqxx::row& r) {
 }
 
 
-Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
+Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
                                     std::string* defer_pod_refresh) {
   auto rows = txn.exec_params("SELECT state, pod_id FROM hosts WHERE id = $1 FOR UPDATE", t.host);
   if (rows.empty()) return notFound("no host '" + t.host + "'");
-  const std::string from = rows[0][0].as<std::string>();
+  const core::HostState from_state = hostStateColumn(rows[0][0]);
+  const std::string from(core::hostStateName(from_state));
   const std::string pod = rows[0][1].as<std::string>();
-  auto next = core::nextState(*core::parseHostState(from), t.action, t.override_to);
+  auto next = core::nextState(from_state, t.action, t.override_to);
   if (!next.ok()) {
     next.error().with("host", t.host);
     return next.error();
@@ -109,7 +128,7 @@ Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition&
              nlohmann::json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
   if (defer_pod_refresh) *defer_pod_refresh = pod;
   else refreshPodState(txn, pod);
-  if (from == "allocated" && to == "failed") {
+  if (from_state == core::HostState::kAllocated && *next == core::HostState::kFailed) {
     // A job was running on the host: record an interruption candidate for triage.
     const std::string id = "cand-" + txn.exec1("SELECT nextval('interruption_candidate_seq')")[0].as<std::string>();
     txn.exec_params(
@@ -118,7 +137,7 @@ Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition&
         id, pod, "host " + t.host + " failed while allocated: " + t.reason, actor.token_id);
     txn.exec_params("INSERT INTO interruption_hosts (interruption_id, host_id) VALUES ($1, $2)", id, t.host);
   }
-  return to;
+  return *next;
 }
 
 }  // namespace kiln::db

@@ -18,6 +18,14 @@ Result<std::int64_t> numericCursor(const std::string& cursor);
 // Columns of a host summary, for "SELECT <kHostColumns> FROM hosts h JOIN pods p ON p.id = h.pod_id".
 extern const char* const kHostColumns;
 core::HostSummary hostFromRow(const pqxx::row& r);
+// A host state column; an unknown name throws std::runtime_error, which PgPool's transaction
+// turns into a kInternal error.
+core::HostState hostStateColumn(const pqxx::field& f);
+// The same for a state name read some other way (a JSON aggregate); `where` names it in the error.
+core::HostState hostStateFromDb(const std::string& name, const std::string& where);
+// A pod state column, the same way (the pods table has no CHECK on it: refreshPodState writes
+// it from core::podState).
+core::PodState podStateColumn(const pqxx::field& f, const std::string& pod_id);
 void writeAudit(pqxx::work& txn, const core::Actor& actor, const std::string& action,
                 const std::string& target, const std::string& details_json);
 // Records a create's Idempotency-Key with the object it made, in the creating transaction.
@@ -31,7 +39,7 @@ void refreshPodState(pqxx::work& txn, const std::string& pod_id);
 // host event and audit record, and the pod's state refreshed. kNotFound, kConflict. With
 // `defer_pod_refresh`, the pod is not refreshed here: its id is written there, for a caller
 // applying many transitions to refresh each pod once.
-Result<std::string> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
+Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
                                     std::string* defer_pod_refresh = nullptr);
 
 }  // namespace kiln::db

@@ -205,10 +205,11 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       std::unordered_map<std::string, std::size_t> index;  // pod id -> position in out
       for (const auto& r : txn.exec_params(
                "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
-               " EXISTS (SELECT 1 FROM hosts h WHERE h.pod_id = p.id AND h.state = 'allocated'),"
+               " EXISTS (SELECT 1 FROM hosts h WHERE h.pod_id = p.id AND h.state IN " +
+               core::hostStateSqlList({core::HostState::kAllocated}) + "),"
                " coalesce((SELECT rp.rollout_id FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
                "   WHERE rp.pod_id = p.id AND ro.state IN " + unfinishedStatesSql() +
-               "   AND rp.phase NOT IN ('succeeded', 'failed', 'skipped', 'aborted') LIMIT 1), ''),"
+               "   AND rp.phase IN " + unfinishedPhasesSql() + " LIMIT 1), ''),"
                " (SELECT count(*) FROM hosts h WHERE h.pod_id = p.id),"
                " (SELECT count(*) FROM switch_trays t WHERE t.pod_id = p.id)"
                " FROM pods p" + where + " ORDER BY p.id",
@@ -218,7 +219,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         ps.site = r[1].as<std::string>();
         ps.building = r[2].as<std::string>();
         ps.platform = r[3].as<std::string>();
-        ps.state = r[4].as<std::string>();
+        ps.state = podStateColumn(r[4], ps.id);
         const json labels = json::parse(r[5].c_str());
         for (const auto& [k, v] : labels.items()) ps.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
         ps.allocated = r[6].as<bool>();
@@ -453,13 +454,6 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     });
   }
 
-  Status setPreviousWaveFinished(const std::string& id, core::TimePoint t) override {
-    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
-      txn.exec_params("UPDATE rollouts SET previous_wave_finished = to_timestamp($2) WHERE id = $1", id, toEpoch(t));
-      return Ok{};
-    });
-  }
-
   Result<std::map<std::string, rollouts::BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) override {
     return pool_.transact<std::map<std::string, rollouts::BuildingLoad>>(
         [&](pqxx::work& txn) -> Result<std::map<std::string, rollouts::BuildingLoad>> {
@@ -470,7 +464,8 @@ class PgRolloutStore final : public rollouts::RolloutStore {
               "WITH flight AS (SELECT rp.pod_id, rp.phase FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
               "   WHERE rp.phase IN " + inFlightPhasesSql() + ")"
               " SELECT p.building_id, count(*),"
-              " count(*) FILTER (WHERE p.state NOT IN ('in_service', 'degraded') OR p.id IN (SELECT pod_id FROM flight)),"
+              " count(*) FILTER (WHERE p.state NOT IN " + core::podStateSqlList(core::inServicePodStates()) +
+              " OR p.id IN (SELECT pod_id FROM flight)),"
               " count(*) FILTER (WHERE p.id IN (SELECT pod_id FROM flight WHERE phase IN " +
               rollouts::phaseSqlList({PodPhase::kDraining, PodPhase::kUpgrading}) + "))"
               " FROM pods p WHERE p.building_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY p.building_id";
@@ -486,14 +481,14 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       States out;
       const std::string list = json(std::vector<std::string>(pods.begin(), pods.end())).dump();
       // The states listed, not "NOT IN (available, ...)": hosts_state finds the few such hosts.
-      for (const auto& r : txn.exec_params(
-               "SELECT h.pod_id, p.platform, h.state, count(*) FROM hosts h JOIN pods p ON p.id = h.pod_id"
-               " WHERE h.state IN ('allocated', 'failed', 'repair', 'quarantine', 'retired', 'incoming', 'burn_in')"
-               " AND h.pod_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY h.pod_id, p.platform, h.state",
-               list)) {
+      static const std::string query =
+          "SELECT h.pod_id, p.platform, h.state, count(*) FROM hosts h JOIN pods p ON p.id = h.pod_id"
+          " WHERE h.state IN " + core::hostStateSqlList(rollouts::admissionHostStates()) +
+          " AND h.pod_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY h.pod_id, p.platform, h.state";
+      for (const auto& r : txn.exec_params(query, list)) {
         auto& pod = out[r[0].as<std::string>()];
         pod.platform = r[1].as<std::string>();
-        pod.hosts[r[2].as<std::string>()] = r[3].as<int>();
+        pod.hosts[hostStateColumn(r[2])] = r[3].as<int>();
       }
       return out;
     });

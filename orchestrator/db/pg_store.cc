@@ -57,14 +57,6 @@ class Where {
 
 int clampLimit(int limit) { return std::clamp(limit, 1, 1000); }
 
-// "'draining', 'maintenance', ..." : the host states core::outOfService counts, for SQL.
-std::string outOfServiceList() {
-  std::string out;
-  for (auto st : core::allHostStates())
-    if (core::outOfService(st)) out += (out.empty() ? "'" : ", '") + std::string(core::hostStateName(st)) + "'";
-  return out;
-}
-
 constexpr const char* kPodColumns =
     "p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
     " (SELECT coalesce(json_object_agg(state, n), '{}')::text FROM"
@@ -77,7 +69,7 @@ core::PodSummary podFromRow(const pqxx::row& r) {
   p.site = r[1].as<std::string>();
   p.building = r[2].as<std::string>();
   p.platform = r[3].as<std::string>();
-  p.state = r[4].as<std::string>();
+  p.state = podStateColumn(r[4], p.id);
   const json labels = json::parse(r[5].c_str());
   for (const auto& [k, v] : labels.items())
     p.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
@@ -85,7 +77,7 @@ core::PodSummary podFromRow(const pqxx::row& r) {
   const json by_state = json::parse(r[6].c_str());
   for (const auto& [state, n] : by_state.items()) {
     p.hosts_by_state[state] = n.get<std::int64_t>();
-    if (state == "available" || state == "allocated") p.healthy_gpus += n.get<int>() * g.gpus_per_tray;
+    if (core::servesJobs(hostStateFromDb(state, "pod " + p.id + "'s hosts"))) p.healthy_gpus += n.get<int>() * g.gpus_per_tray;
   }
   p.racks = r[7].as<std::int64_t>();
   return p;
@@ -180,7 +172,7 @@ class PgStore final : public core::Store {
     w.addIf("p.site_id = ?", f.site);
     w.addIf("p.building_id = ?", f.building);
     w.addIf("p.platform = ?", f.platform);
-    w.addIf("p.state = ?", f.state);
+    if (f.state) w.add("p.state = ?", std::string(core::podStateName(*f.state)));
     if (!f.label.empty()) {
       auto eq = f.label.find('=');
       if (eq == std::string::npos) return invalidArgument("label filter must be key=value");
@@ -203,8 +195,9 @@ class PgStore final : public core::Store {
       auto rows = txn.exec(
           "SELECT p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text, coalesce(h.serving, 0),"
           " coalesce(h.out_of_service, 0)"
-          " FROM pods p LEFT JOIN (SELECT pod_id, count(*) FILTER (WHERE state IN ('available', 'allocated')) serving,"
-          " count(*) FILTER (WHERE state IN (" + outOfServiceList() + ")) out_of_service"
+          " FROM pods p LEFT JOIN (SELECT pod_id, count(*) FILTER (WHERE state IN " +
+          core::hostStateSqlList(core::servingHostStates()) + ") serving,"
+          " count(*) FILTER (WHERE state IN " + core::hostStateSqlList(core::outOfServiceHostStates()) + ") out_of_service"
           " FROM hosts GROUP BY pod_id) h ON h.pod_id = p.id ORDER BY p.id");
       std::vector<core::PodSummary> out;
       out.reserve(rows.size());
@@ -214,7 +207,7 @@ class PgStore final : public core::Store {
         p.site = r[1].as<std::string>();
         p.building = r[2].as<std::string>();
         p.platform = r[3].as<std::string>();
-        p.state = r[4].as<std::string>();
+        p.state = podStateColumn(r[4], p.id);
         const json labels = json::parse(r[5].c_str());
         for (const auto& [k, v] : labels.items()) p.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
         p.healthy_gpus = r[6].as<std::int64_t>() * core::geometry(*core::parsePlatform(p.platform)).gpus_per_tray;
@@ -355,7 +348,7 @@ class PgStore final : public core::Store {
       for (const auto& r : txn.exec_params(
                "SELECT kind, version FROM components WHERE target_id = $1 ORDER BY kind", id))
         d.components[r[0].as<std::string>()] = r[1].as<std::string>();
-      for (auto a : core::allowedActions(*core::parseHostState(d.host.state)))
+      for (auto a : core::allowedActions(d.host.state))
         d.allowed_actions.emplace_back(core::hostActionName(a));
       return d;
     });
@@ -426,7 +419,7 @@ class PgStore final : public core::Store {
           continue;
         }
         pods.insert(pod);
-        out.emplace_back(*core::parseHostState(*applied));
+        out.emplace_back(*applied);
       }
       for (const auto& pod : pods) refreshPodState(txn, pod);
       return out;
@@ -435,8 +428,10 @@ class PgStore final : public core::Store {
 
   Result<std::int64_t> countHealthyPods(const std::string& platform) override {
     return pool_.transact<std::int64_t>([&](pqxx::work& txn) -> Result<std::int64_t> {
-      return txn.exec_params1("SELECT count(*) FROM pods WHERE state = 'in_service' AND ($1 = '' OR platform = $1)",
-                              platform)[0]
+      static const std::string query = "SELECT count(*) FROM pods WHERE state IN " +
+                                       core::podStateSqlList({core::PodState::kInService}) +
+                                       " AND ($1 = '' OR platform = $1)";
+      return txn.exec_params1(query, platform)[0]
           .as<std::int64_t>();
     });
   }
@@ -451,7 +446,7 @@ class PgStore final : public core::Store {
         c.hosts_by_building[building][state] += hosts;
         const auto platform = core::parsePlatform(r[2].as<std::string>());
         c.gpus_by_state[state] += hosts * (platform ? core::geometry(*platform).gpus_per_tray : 0);
-        if (state != "retired") {
+        if (hostStateFromDb(state, "the fleet counts") != core::HostState::kRetired) {
           c.agents_by_building[building].reachable += r[4].as<std::int64_t>();
           c.agents_by_building[building].unreachable += r[5].as<std::int64_t>();
         }
@@ -624,7 +619,7 @@ Result<core::ImportSummary> PgStore::importIn(pqxx::work& txn, const core::Fleet
       std::map<core::HostState, int> by_state{{p.initial_state, 18}};
       pods << std::make_tuple(p.id, p.building, p.site, std::string(core::platformName(p.platform)),
                               json(p.labels).dump(),
-                              std::string(core::podState(by_state, core::geometry(p.platform))));
+                              std::string(core::podStateName(core::podState(by_state, core::geometry(p.platform)))));
       ++sum.pods_created;
     }
     pods.complete();

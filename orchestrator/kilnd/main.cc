@@ -170,7 +170,9 @@ int main(int argc, char** argv) {
   auto run_store = db::makePgRunStore({config->database_url, config->db_pool});
   // Running steps' live output (issue 18): small, one primary-key read or write per call.
   auto live_output = db::makePgLiveOutputStore({config->database_url, 2});
-  runs::AgentGateway* gateway_ptr = nullptr;
+  // The run service tells of new work through the relay, which the gateway joins once it
+  // exists (runs/agent_work.h); the gateway asks the run service for work as its AgentWork.
+  runs::WorkRelay work_relay;
   runs::RunServiceOptions run_options;
   run_options.on_run_complete = wakeController;
   run_options.lease_grace_ms = config->lease_grace_s * 1000LL;
@@ -182,7 +184,7 @@ int main(int argc, char** argv) {
   db::PgNotifier notifier(
       config->database_url,
       [&](const std::string& channel, const std::string& payload) {
-        if (channel == "kiln_work" && gateway_ptr) gateway_ptr->notify(payload);
+        if (channel == "kiln_work") work_relay.notify(payload);
         if (channel == "kiln_tokens") revoked_now = true;
       },
       [&] { revoked_now = true; },
@@ -190,12 +192,12 @@ int main(int argc, char** argv) {
         if (warning) log->warn("{}", line);
         else log->info("{}", line);
       });
-  runs::RunService run_service(*store, *run_store, clock, run_options, [&gateway_ptr, &notifier](const std::string& host) {
-    if (gateway_ptr) gateway_ptr->notify(host);
+  runs::RunService run_service(*store, *run_store, clock, run_options, [&work_relay, &notifier](const std::string& host) {
+    work_relay.notify(host);
     notifier.publishWork(host);
   });
-  runs::AgentGateway gateway(run_service, *run_store, executor, clock, {});
-  gateway_ptr = &gateway;
+  runs::AgentGateway gateway(run_service, *run_store, executor, clock, *core_log, {});
+  work_relay.attach(&gateway);
   if (!config->workflows_dir.empty()) {
     auto loaded = run_service.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"});
     if (!loaded.ok()) {

@@ -21,7 +21,7 @@ double hostGpuHours(const std::vector<StateChange>& history, TimePoint from, Tim
   double seconds = 0;
   for (std::size_t i = 0; i < history.size(); ++i) {
     const auto& s = history[i];
-    if (s.state != "available" && s.state != "allocated") continue;
+    if (!core::servesJobs(s.state)) continue;
     const TimePoint start = std::max(s.at, from);
     const TimePoint end = std::min(i + 1 < history.size() ? history[i + 1].at : to, to);
     if (end > start) seconds += std::chrono::duration<double>(end - start).count();

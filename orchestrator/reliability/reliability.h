@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "orchestrator/core/clock.h"
+#include "orchestrator/core/host_lifecycle.h"
 
 namespace kiln::reliability {
 
+using core::HostState;
 using core::TimePoint;
 
 // Interruption causes (docs/FACTS.md interruption classes).
@@ -27,7 +29,7 @@ bool isCause(const std::string& c);
 // service" while in a state that serves jobs (available, allocated).
 struct StateChange {
   TimePoint at;
-  std::string state;
+  HostState state = HostState::kIncoming;
 };
 
 // GPU-hours a host contributed to [from, to): time in serving states x GPUs per host.

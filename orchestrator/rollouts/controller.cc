@@ -14,7 +14,7 @@ namespace kiln::rollouts {
 
 using nlohmann::json;
 
-RolloutController::RolloutController(core::Store& fleet, RolloutStore& store, runs::RunService& runs,
+RolloutController::RolloutController(core::FleetHosts& fleet, RolloutControllerStore& store, runs::RunService& runs,
                                      core::Clock& clock, ControllerOptions options)
     : fleet_(fleet),
       store_(store),
@@ -47,7 +47,7 @@ int RolloutController::admitPods(const LoadedRollout& ro, const std::vector<Roll
       auto it = states->find(p.id);
       if (it == states->end()) continue;
       for (const auto& [state, n] : it->second.hosts) {
-        if (state == "allocated")
+        if (state == core::HostState::kAllocated)
           p.allocated = true;
         else
           p.hosts.out[state] = n;
@@ -82,7 +82,7 @@ int RolloutController::admitPods(const LoadedRollout& ro, const std::vector<Roll
           std::vector<std::string> allocated;
           if (auto detail = fleet_.getPod(id); detail.ok())
             for (const auto& h : detail->hosts)
-              if (h.state == "allocated") allocated.push_back(h.id);
+              if (h.state == core::HostState::kAllocated) allocated.push_back(h.id);
           return allocated;
         },
         schedulerReason(ro.row.id, ro.bundle));
@@ -140,7 +140,7 @@ int RolloutController::tick() {
   if (!noted(ids, "the controller pass: active rollouts")) return 0;
   int changes = 0;
   for (const auto& id : *ids) {
-    auto ro = loadRollout(store_, id);
+    auto ro = loadRollout(store_, store_, id);
     if (!noted(ro, "rollout " + id)) continue;
     auto rows = store_.rolloutPods(id);
     if (!noted(rows, "rollout " + id + ": its pods")) continue;

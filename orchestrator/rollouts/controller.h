@@ -69,7 +69,7 @@ std::string schedulerReason(const std::string& rollout, const Bundle& bundle);
 
 class RolloutController {
  public:
-  RolloutController(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
+  RolloutController(core::FleetHosts& fleet, RolloutControllerStore& store, runs::RunService& runs, core::Clock& clock,
                     ControllerOptions options);
 
   // One pass over every active rollout. Returns how many changes it made.
@@ -99,7 +99,7 @@ class RolloutController {
     void move(const std::string& host, core::HostAction a, const std::string& reason);
     // Applies the moves and folds the states they led to into `states` (host -> state); false
     // when the store could not be reached (nothing applied).
-    bool applyMoves(std::map<std::string, std::string>& states);
+    bool applyMoves(std::map<std::string, core::HostState>& states);
     // The run's state from the pass's one query; runStatus (every group's state) only once it
     // finished (a run the query did not see is read directly). While aborting, a running run
     // is asked to stop. nullopt: not finished (or not readable).
@@ -121,8 +121,8 @@ class RolloutController {
     return failures_.noted(r, what);
   }
 
-  core::Store& fleet_;
-  RolloutStore& store_;
+  core::FleetHosts& fleet_;
+  RolloutControllerStore& store_;
   runs::RunService& runs_;
   core::Clock& clock_;
   ControllerOptions options_;

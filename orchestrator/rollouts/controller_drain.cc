@@ -23,14 +23,14 @@ int RolloutController::drain(PodStep& step) {
   if (aborting) {
     // Say what the operator finds: a pod aborted right after admission has nothing drained.
     const auto out = std::count_if(detail->hosts.begin(), detail->hosts.end(), [](const core::HostSummary& h) {
-      return h.state == "draining" || h.state == "maintenance";
+      return h.state == core::HostState::kDraining || h.state == core::HostState::kMaintenance;
     });
     return step.finish(PodPhase::kDraining, PodPhase::kAborted,
                        out == 0 ? std::string("aborted while draining, before any host was drained")
                                 : "aborted while draining: " + std::to_string(out) + " of " +
                                       std::to_string(detail->hosts.size()) + " hosts left draining or in maintenance");
   }
-  std::map<std::string, std::string> states;
+  std::map<std::string, core::HostState> states;
   std::vector<std::string> allocated;
   // The job scheduler's gate: a drained host goes to maintenance only once no job can run
   // on it (Slurm: its node is drained and empty). Held hosts stay draining.
@@ -47,12 +47,12 @@ int RolloutController::drain(PodStep& step) {
   };
   for (const auto& h : detail->hosts) {
     states[h.id] = h.state;
-    if (h.state == "available") {
+    if (h.state == core::HostState::kAvailable) {
       step.move(h.id, core::HostAction::kDrain, "drain for upgrade");
       drained(h);
-    } else if (h.state == "draining") {
+    } else if (h.state == core::HostState::kDraining) {
       drained(h);
-    } else if (h.state == "allocated") {
+    } else if (h.state == core::HostState::kAllocated) {
       allocated.push_back(h.id);
     }
   }
@@ -76,7 +76,7 @@ int RolloutController::drain(PodStep& step) {
   }
   std::vector<std::string> ready;
   for (const auto& h : detail->hosts)  // tray order
-    if (states[h.id] == "maintenance") ready.push_back(h.id);
+    if (states[h.id] == core::HostState::kMaintenance) ready.push_back(h.id);
   if (ready.empty()) return step.finish(PodPhase::kDraining, PodPhase::kFailed, "no host of the pod could be drained");
   auto declared = runs_.workflowParams(ro.bundle.workflow);
   if (!declared.ok()) return step.finish(PodPhase::kDraining, PodPhase::kFailed, declared.error().message);
@@ -91,7 +91,7 @@ int RolloutController::drain(PodStep& step) {
     return step.finish(PodPhase::kDraining, PodPhase::kFailed,
                        "cannot start " + req.workflow + ": " + run.error().message);
   PodUpdate u{pod.pod, PodPhase::kDraining, PodPhase::kUpgrading};
-  u.run_id = (*run)["id"].get<std::string>();
+  u.run_id = run->row.id;
   u.waiting_reason = "";
   noted(store_.updatePods(
             ro.row.id, {u},

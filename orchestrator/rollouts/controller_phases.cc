@@ -38,12 +38,12 @@ void RolloutController::PodStep::move(const std::string& host, core::HostAction 
   moves.push_back({host, a, std::nullopt, tag + reason});
 }
 
-bool RolloutController::PodStep::applyMoves(std::map<std::string, std::string>& states) {
+bool RolloutController::PodStep::applyMoves(std::map<std::string, core::HostState>& states) {
   if (moves.empty()) return true;
   auto outcomes = controller.fleet_.transitionHosts(moves, kController);
   if (!controller.noted(outcomes, tag + pod.pod + ": moving " + std::to_string(moves.size()) + " hosts")) return false;
   for (std::size_t i = 0; i < moves.size() && i < outcomes->size(); ++i)
-    if ((*outcomes)[i].ok()) states[moves[i].host] = std::string(core::hostStateName(*(*outcomes)[i]));
+    if ((*outcomes)[i].ok()) states[moves[i].host] = *(*outcomes)[i];
   moves.clear();
   return true;
 }

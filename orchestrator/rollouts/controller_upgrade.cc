@@ -38,7 +38,7 @@ int RolloutController::upgrade(PodStep& step) {
   // now, as the validation's end would have sent them.
   if (aborting || passed.empty())
     for (const auto& h : failed) step.move(h, core::HostAction::kRepair, "failed during the upgrade");
-  std::map<std::string, std::string> states;
+  std::map<std::string, core::HostState> states;
   if (!step.applyMoves(states)) return 0;
   if (aborting)
     return step.finish(PodPhase::kUpgrading, PodPhase::kAborted,
@@ -56,9 +56,9 @@ int RolloutController::upgrade(PodStep& step) {
   if (!run.ok())
     return step.finish(PodPhase::kUpgrading, PodPhase::kFailed, "cannot start validation: " + run.error().message);
   PodUpdate u{pod.pod, PodPhase::kUpgrading, PodPhase::kValidating};
-  u.validation_run_id = (*run)["id"].get<std::string>();
+  u.validation_run_id = run->row.id;
   noted(store_.updatePods(ro.row.id, {u},
-                          {{pod.pod, "validating",
+                          {{pod.pod, podPhaseName(PodPhase::kValidating),
                             std::to_string(passed.size()) + " hosts upgraded, " + std::to_string(failed.size()) +
                                 " failed; validation " + *u.validation_run_id + " started"}}),
         tag + pod.pod + " to validating");

@@ -20,7 +20,7 @@ int RolloutController::validate(PodStep& step) {
   if (!status) return 0;
   auto detail = fleet_.getPod(pod.pod);
   if (!noted(detail, tag + "pod " + pod.pod)) return 0;
-  std::map<std::string, std::string> states;
+  std::map<std::string, core::HostState> states;
   for (const auto& h : detail->hosts) states[h.id] = h.state;
   std::set<std::string> to_repair;
   int withdrawn = 0;
@@ -41,12 +41,12 @@ int RolloutController::validate(PodStep& step) {
   // Hosts that failed the upgrade or the validation go to repair; the spares cover them
   // while 64 GPUs of the pod serve.
   for (const auto& h : detail->hosts)
-    if (h.state == "failed") to_repair.insert(h.id);
+    if (h.state == core::HostState::kFailed) to_repair.insert(h.id);
   for (const auto& h : to_repair) step.move(h, core::HostAction::kRepair, "failed during the upgrade");
   if (!step.applyMoves(states)) return 0;
   int serving = 0;
   for (const auto& [_, state] : states)
-    if (state == "available" || state == "allocated") ++serving;
+    if (core::servesJobs(state)) ++serving;
   const auto& g = core::geometry(*core::parsePlatform(detail->pod.platform));
   const int gpus = serving * g.gpus_per_tray;
   if (withdrawn > 0)

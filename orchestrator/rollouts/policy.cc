@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 
+#include "orchestrator/core/fleet_model.h"
 #include "orchestrator/workflow/spec.h"
 
 namespace kiln::rollouts {
@@ -39,14 +40,18 @@ std::optional<std::string> shortOfHosts(const PodHostFacts& h) {
   int out = 0;
   for (const auto& [_, n] : h.out) out += n;
   if (h.total - out >= h.needed) return std::nullopt;
-  // Repair first: the usual reason, and the word the reason's class is named by.
-  std::vector<std::pair<std::string, int>> states(h.out.begin(), h.out.end());
-  std::stable_partition(states.begin(), states.end(), [](const auto& s) { return s.first == "repair"; });
+  // Repair first: the usual reason, and the word the reason's class is named by; the others
+  // in the order of their names.
+  std::vector<std::pair<core::HostState, int>> states(h.out.begin(), h.out.end());
+  std::sort(states.begin(), states.end(),
+            [](const auto& a, const auto& b) { return core::hostStateName(a.first) < core::hostStateName(b.first); });
+  std::stable_partition(states.begin(), states.end(), [](const auto& s) { return s.first == core::HostState::kRepair; });
   std::string list;
   for (const auto& [state, n] : states) {
-    const std::string what = state == "repair" || state == "quarantine" ? "in " + state
-                             : state == "burn_in"                      ? "in burn-in"
-                                                                        : state;
+    const std::string name(core::hostStateName(state));
+    const std::string what = state == core::HostState::kRepair || state == core::HostState::kQuarantine ? "in " + name
+                             : state == core::HostState::kBurnIn                                           ? "in burn-in"
+                                                                                                           : name;
     list += (list.empty() ? std::to_string(n) + (n == 1 ? " host " : " hosts ") : ", " + std::to_string(n) + " ") + what;
   }
   return "repair: " + list + "; the pod needs " + std::to_string(h.needed) + " of " + std::to_string(h.total) +
@@ -387,8 +392,8 @@ Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy) {
   for (const auto& p : selected) {
     if (!p.other_rollout.empty()) {
       plan.excluded.push_back({p.id, "in rollout " + p.other_rollout});
-    } else if (p.state != "in_service" && p.state != "degraded") {
-      plan.excluded.push_back({p.id, "not in service (pod is " + p.state + ")"});
+    } else if (!core::podInService(p.state)) {
+      plan.excluded.push_back({p.id, "not in service (pod is " + std::string(core::podStateName(p.state)) + ")"});
     } else if (p.compliance.state == Compliance::kCompliant) {
       plan.excluded.push_back({p.id, "compliant"});
     } else if (p.compliance.state == Compliance::kIncompatible) {
@@ -508,6 +513,18 @@ const std::vector<PodPhase>& unfinishedPhases() {
 }
 
 std::string phaseSqlList(const std::vector<PodPhase>& phases) { return sqlList(phases, podPhaseName); }
+
+bool admissionCounts(core::HostState s) { return s == core::HostState::kAllocated || core::unservableAfterMaintenance(s); }
+
+const std::vector<core::HostState>& admissionHostStates() {
+  static const std::vector<core::HostState> states = [] {
+    std::vector<core::HostState> out;
+    for (auto s : core::allHostStates())
+      if (admissionCounts(s)) out.push_back(s);
+    return out;
+  }();
+  return states;
+}
 
 const char* rolloutStateName(RolloutState s) {
   switch (s) {

@@ -14,6 +14,8 @@
 
 #include "common/result.h"
 #include "orchestrator/core/clock.h"
+#include "orchestrator/core/fleet_model.h"
+#include "orchestrator/core/host_lifecycle.h"
 #include "orchestrator/rollouts/bundle.h"
 
 namespace kiln::rollouts {
@@ -87,7 +89,8 @@ nlohmann::json toJson(const Selector& s);
 
 // What the planner knows of a selected pod.
 struct PodFacts {
-  std::string id, site, building, platform, state;
+  std::string id, site, building, platform;
+  core::PodState state = core::PodState::kInService;
   std::map<std::string, std::string> labels;
   bool allocated = false;       // a host of the pod runs a job
   std::string other_rollout;    // id of another active rollout holding the pod
@@ -156,11 +159,16 @@ std::string stateList(const std::vector<RolloutState>& states);
 // failure budget, until repair and quarantine validation return enough hosts (or an operator
 // skips it). This is what keeps a resumed or retried pod whose hosts are still in repair from
 // failing again. total == 0: not known, not checked.
+// The host states admission reads of a pending pod (RolloutStore::podHostStates): allocated
+// (the pod waits for the job scheduler) and those core::unservableAfterMaintenance counts.
+bool admissionCounts(core::HostState s);
+const std::vector<core::HostState>& admissionHostStates();
+
 struct PodHostFacts {
   int total = 0;                     // compute trays (18)
   int needed = 0;                    // that must serve for a slice (16 of 18: 64 GPUs)
   int slice_gpus = 0;                // 64
-  std::map<std::string, int> out;    // host state -> hosts
+  std::map<core::HostState, int> out;  // host state -> hosts (core::unservableAfterMaintenance)
 };
 
 struct LivePod {

@@ -10,10 +10,10 @@ using nlohmann::json;
 
 const core::Actor kController{"system", "rollout controller"};
 
-Result<LoadedRollout> loadRollout(RolloutStore& store, const std::string& id) {
-  auto row = store.getRollout(id);
+Result<LoadedRollout> loadRollout(BundleCatalog& bundles, RolloutRecords& rollouts, const std::string& id) {
+  auto row = rollouts.getRollout(id);
   if (!row.ok()) return row.error();
-  auto b = store.getBundle(row->bundle_id);
+  auto b = bundles.getBundle(row->bundle_id);
   if (!b.ok()) return b.error();
   if (!*b) return notFound("no bundle '" + row->bundle_id + "'");
   auto p = parsePolicy(row->policy);

@@ -24,7 +24,7 @@ struct LoadedRollout {
   Bundle bundle;
   Policy policy;
 };
-Result<LoadedRollout> loadRollout(RolloutStore& store, const std::string& id);
+Result<LoadedRollout> loadRollout(BundleCatalog& bundles, RolloutRecords& rollouts, const std::string& id);
 
 // The install workflow's parameters from the bundle: firmware-upgrade's names for its
 // components (tray package, NIC image, target versions), plus generic <kind>_version /

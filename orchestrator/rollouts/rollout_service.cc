@@ -196,107 +196,58 @@ const std::vector<std::string>& rolloutStates() {
   return all;
 }
 
-RolloutService::RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
-                               RolloutServiceOptions options)
-    : fleet_(fleet),
+RolloutService::RolloutService(core::AuditLog& audit, RolloutServiceStore& store, runs::RunService& runs,
+                               core::Clock& clock, RolloutServiceOptions options)
+    : audit_(audit),
       store_(store),
       runs_(runs),
       clock_(clock),
       options_(std::move(options)),
       failures_(options_.log ? *options_.log : nullLogger(), clock_) {}
 
-Result<json> RolloutService::putBundle(const json& doc, const core::Actor& actor, bool* created,
-                                       const std::optional<core::IfMatch>& if_match) {
-  // The workflow is checked with the rest, so one 422 names every bad field.
-  std::string workflow = Bundle{}.workflow;
-  if (doc.is_object() && doc.contains("workflow") && doc["workflow"].is_string()) workflow = doc["workflow"].get<std::string>();
-  const bool no_workflow = !workflow.empty() && !runs_.workflowParams(workflow).ok();
-  const std::string no_workflow_message = "bundle workflow '" + workflow + "' does not exist";
-  auto b = parseBundle(doc);
-  if (!b.ok()) {
-    Error e = b.error();
-    if (no_workflow && !e.fields.empty()) e.fields.push_back({"workflow", no_workflow_message});
-    return e;
-  }
-  if (no_workflow) return Error(invalidContent(no_workflow_message)).with("field", "workflow");
-  auto row = store_.putBundle(*b, actor, if_match);
+Result<PutBundleResult> RolloutService::putBundle(const Bundle& bundle, const core::Actor& actor,
+                                                  const std::optional<core::IfMatch>& if_match) {
+  auto row = store_.putBundle(bundle, actor, if_match);
   if (!row.ok()) return row.error();
-  using Outcome = RolloutStore::PutOutcome;
-  *created = row->second == Outcome::kCreated;
-  json j = toJson(row->first.bundle);
-  j["used"] = row->first.used;
-  j["etag"] = bundleEtag(row->first.bundle);
-  // What the call did, as a script re-publishing bundles needs to know (201 says created).
-  j["outcome"] = row->second == Outcome::kCreated ? "created" : row->second == Outcome::kUpdated ? "updated" : "unchanged";
-  return j;
+  return PutBundleResult{std::move(row->first), row->second};
 }
 
-Result<json> RolloutService::listBundles() {
-  auto rows = store_.listBundles();
-  if (!rows.ok()) return rows.error();
-  json items = json::array();
-  for (const auto& r : *rows) {
-    json j = toJson(r.bundle);
-    j["used"] = r.used;
-    core::putTime(j, "created_at", r.created_at);
-    j["created_by"] = r.created_by;
-    items.push_back(j);
-  }
-  return json{{"items", items}, {"next_cursor", nullptr}};
-}
+bool RolloutService::workflowExists(const std::string& name) { return runs_.workflowParams(name).ok(); }
+
+Result<std::vector<BundleRow>> RolloutService::listBundles() { return store_.listBundles(); }
 
 Result<Bundle> RolloutService::bundleFor(const std::string& ref) {
+  auto row = getBundle(ref);
+  if (!row.ok()) return row.error();
+  return row->bundle;
+}
+
+Result<BundleRow> RolloutService::getBundle(const std::string& ref) {
   auto row = store_.getBundle(ref);
   if (!row.ok()) return row.error();
   if (!*row) return notFound("no bundle '" + ref + "'");
-  return (*row)->bundle;
+  return std::move(**row);
 }
 
-Result<json> RolloutService::getBundle(const std::string& ref) {
-  auto row = store_.getBundle(ref);
-  if (!row.ok()) return row.error();
-  if (!*row) return notFound("no bundle '" + ref + "'");
-  json j = toJson((*row)->bundle);
-  j["used"] = (*row)->used;
-  j["etag"] = bundleEtag((*row)->bundle);
-  core::putTime(j, "created_at", (*row)->created_at);
-  return j;
-}
-
-Result<json> RolloutService::compliance(const std::string& ref, const Selector& selector) {
+Result<ComplianceReport> RolloutService::compliance(const std::string& ref, const Selector& selector) {
   auto b = bundleFor(ref);
   if (!b.ok()) return b.error();
   auto snaps = store_.podSnapshots(selector);
   if (!snaps.ok()) return snaps.error();
-  json pods = json::array();
-  std::map<std::string, int> counts = {{"compliant", 0}, {"needs_upgrade", 0}, {"needs_downgrade", 0}, {"incompatible", 0}};
-  int hosts_compliant = 0, hosts_upgrade = 0, hosts_downgrade = 0, hosts_incompatible = 0;
+  ComplianceReport out;
+  out.bundle = b->id;
+  for (auto c : {Compliance::kCompliant, Compliance::kNeedsUpgrade, Compliance::kNeedsDowngrade, Compliance::kIncompatible})
+    out.pods[c] = out.hosts[c] = 0;
   for (const auto& s : *snaps) {
     auto c = complianceFromCounts(*b, s);
-    ++counts[complianceName(c.state)];
-    hosts_compliant += c.hosts_compliant;
-    hosts_upgrade += c.hosts_needing_upgrade;
-    hosts_downgrade += c.hosts_needing_downgrade;
-    hosts_incompatible += c.hosts_incompatible;
-    // Per component kind: each version the pod runs, and whether the bundle is newer, the same or older.
-    json components = json::array();
-    for (const auto& cc : c.components) {
-      json current = json::array();
-      for (const auto& [ver, n] : cc.current)
-        current.push_back({{"version", ver}, {"targets", n}, {"bundle_is", bundleIs(cc.version, ver)}});
-      components.push_back({{"kind", cc.kind}, {"version", cc.version}, {"current", current}});
-    }
-    pods.push_back({{"pod", s.id}, {"building", s.building}, {"platform", s.platform}, {"state", complianceName(c.state)},
-                    {"reasons", c.reasons}, {"hosts_compliant", c.hosts_compliant},
-                    {"hosts_needing_upgrade", c.hosts_needing_upgrade},
-                    {"hosts_needing_downgrade", c.hosts_needing_downgrade}, {"hosts_incompatible", c.hosts_incompatible},
-                    {"components", components}});
+    ++out.pods[c.state];
+    out.hosts[Compliance::kCompliant] += c.hosts_compliant;
+    out.hosts[Compliance::kNeedsUpgrade] += c.hosts_needing_upgrade;
+    out.hosts[Compliance::kNeedsDowngrade] += c.hosts_needing_downgrade;
+    out.hosts[Compliance::kIncompatible] += c.hosts_incompatible;
+    out.items.push_back({s.building, s.platform, std::move(c)});
   }
-  return json{{"bundle", b->id},
-              {"counts", counts},
-              {"host_counts", {{"compliant", hosts_compliant}, {"needs_upgrade", hosts_upgrade},
-                               {"needs_downgrade", hosts_downgrade}, {"incompatible", hosts_incompatible}}},
-              {"pods", pods}};
+  return out;
 }
 
 Result<Plan> RolloutService::plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts) {
@@ -313,51 +264,13 @@ Result<Plan> RolloutService::plan(const Bundle& b, const Selector& s, const Poli
   return plan;
 }
 
-Result<json> RolloutService::create(const json& body, const core::Actor& actor, bool* dry_run,
-                                    const std::string& rollback_of, const std::optional<core::IdempotencyClaim>& claim) {
-  if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run, start, allow_downgrade, reason}");
-  // Every bad field of the request in one 422, and nothing written before all are checked.
-  Error bad = invalidContent("invalid rollout");
-  auto fail = [&](const std::string& path, const std::string& message) { bad.fields.push_back({path, message}); };
-  auto take = [&](const Error& e, const char* part) {
-    if (e.fields.empty()) fail(part, e.message);
-    for (const auto& f : e.fields) bad.fields.push_back(f);
-  };
-  for (const auto& [k, _] : body.items())
-    if (k != "bundle" && k != "selector" && k != "policy" && k != "dry_run" && k != "start" && k != "allow_downgrade" &&
-        k != "reason")
-      fail(k, "unknown field");
-  for (const char* flag : {"dry_run", "start", "allow_downgrade"})
-    if (body.contains(flag) && !body[flag].is_boolean()) fail(flag, "expected true or false");
-  if (body.contains("reason") && !body["reason"].is_string()) fail("reason", "expected text");
-  const bool allow_downgrade = body.value("allow_downgrade", false) == true;
-  const std::string reason = body.contains("reason") && body["reason"].is_string() ? body["reason"].get<std::string>() : "";
-  if (allow_downgrade && reason.find_first_not_of(" \t\r\n") == std::string::npos)
-    fail("reason", "allow_downgrade needs a reason: why these pods go back to older versions (it is audited)");
-  std::optional<Bundle> b;
-  if (!body.contains("bundle") || !body["bundle"].is_string()) {
-    fail("bundle", "required: a bundle id like b-3 or name@version");
-  } else {
-    auto found = bundleFor(body["bundle"].get<std::string>());
-    if (found.ok()) b = std::move(*found);
-    else if (found.error().code == ErrorCode::kNotFound) fail("bundle", found.error().message);
-    else return found.error();
-  }
-  auto selector = parseSelector(body.contains("selector") ? body["selector"] : json());
-  if (!selector.ok()) take(selector.error(), "selector");
-  auto policy = parsePolicy(body.contains("policy") ? body["policy"] : json());
-  if (!policy.ok()) take(policy.error(), "policy");
-  if (!bad.fields.empty()) {
-    bad.message = "invalid rollout: " + bad.fields[0].path + ": " + bad.fields[0].message;
-    // The one-field form as well (details.field), as the console and scripts read it.
-    if (bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
-    return bad;
-  }
-  *dry_run = body.value("dry_run", false);
-  const bool start = body.value("start", false);
-  auto p = plan(*b, *selector, *policy, nullptr);
+Result<CreateOutcome> RolloutService::create(const CreateRequest& req, const core::Actor& actor,
+                                             const std::string& rollback_of,
+                                             const std::optional<core::IdempotencyClaim>& claim) {
+  auto p = plan(req.bundle, req.selector, req.policy, nullptr);
   if (!p.ok()) return p.error();
-  json out = {{"bundle", toJson(*b)}, {"selector", toJson(*selector)}, {"policy", toJson(*policy)}, {"plan", toJson(*p)}};
+  CreateOutcome out;
+  out.dry_run = req.dry_run;
   // A downgrade is never created as if it were an upgrade: one rule, here, for REST, kilnctl
   // and the console (issue 18). Rollbacks go back on purpose.
   std::string downgrade_summary;
@@ -367,31 +280,38 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
                         " would move to older versions (" + first.pod +
                         (first.reasons.empty() ? "" : ": " + first.reasons.front()) +
                         (p->downgrades.size() > 1 ? ", ..." : "") + ")";
-    out["warnings"] = json::array({downgrade_summary});
+    out.warnings.push_back(downgrade_summary);
   }
-  if (*dry_run) {
-    out["dry_run"] = true;
+  if (req.dry_run) {
+    out.bundle = req.bundle;
+    out.selector = req.selector;
+    out.policy = req.policy;
+    out.plan = std::move(*p);
     return out;
   }
-  if (!p->downgrades.empty() && rollback_of.empty() && !allow_downgrade) {
+  if (!p->downgrades.empty() && rollback_of.empty() && !req.allow_downgrade) {
     Error e = invalidContent("refused: " + downgrade_summary +
                              "; this is a downgrade, not an upgrade: roll back the rollout that upgraded them, or say "
                              "allow_downgrade: true with a reason");
     e.fields.push_back({"allow_downgrade", downgrade_summary + ": set allow_downgrade: true with a reason, or roll back"});
     return e.with("downgrade_pods", std::to_string(p->downgrades.size()));
   }
+  // An allowed downgrade is audited with its reason (decodeCreateRollout names it in its 422).
+  if (!p->downgrades.empty() && rollback_of.empty() && req.reason.find_first_not_of(" \t\r\n") == std::string::npos)
+    return Error(invalidContent("allow_downgrade needs a reason: why these pods go back to older versions (it is audited)"))
+        .with("field", "reason");
   if (p->eligible == 0) return Error(conflict("nothing to roll out: no selected pod needs this bundle")).with("excluded", std::to_string(p->excluded.size()));
   auto id = store_.nextRolloutId();
   if (!id.ok()) return id.error();
   RolloutRow row;
   row.id = *id;
-  row.bundle_id = b->id;
-  row.selector = toJson(*selector);
-  row.policy = toJson(*policy);
+  row.bundle_id = req.bundle.id;
+  row.selector = toJson(req.selector);
+  row.policy = toJson(req.policy);
   row.plan = toJson(*p);
   row.rollback_of = rollback_of;
   row.claim = claim;
-  if (!p->downgrades.empty() && rollback_of.empty()) row.downgrade_reason = reason;
+  if (!p->downgrades.empty() && rollback_of.empty()) row.downgrade_reason = req.reason;
   std::vector<RolloutPodRow> pods;
   int position = 0;
   for (std::size_t w = 0; w < p->waves.size(); ++w)
@@ -404,52 +324,42 @@ Result<json> RolloutService::create(const json& body, const core::Actor& actor, 
     }
   auto created = store_.createRollout(row, pods, actor);
   if (!created.ok()) return created.error();
-  if (start) {
+  if (req.start) {
     auto started = store_.transition(*id, {RolloutState::kCreated}, RolloutState::kRunning, "started by " + actor.token_id, actor);
     if (!started.ok()) return started.error();
   }
-  return view(*id);
+  auto v = view(*id);
+  if (!v.ok()) return v.error();
+  out.rollout = std::move(*v);
+  return out;
 }
 
-Result<json> RolloutService::pods(const std::string& id) {
+Result<std::vector<RolloutPodRow>> RolloutService::pods(const std::string& id) {
   auto rows = store_.rolloutPods(id);
   if (!rows.ok()) return rows.error();
   if (rows->empty()) {
     auto ro = store_.getRollout(id);
     if (!ro.ok()) return ro.error();
   }
-  json items = json::array();
-  for (const auto& p : *rows) {
-    json j = {{"pod", p.pod},         {"building", p.building},     {"wave", p.wave},
-              {"phase", podPhaseName(p.phase)}, {"waiting_reason", p.waiting_reason}, {"message", p.message},
-              {"position", p.position},
-              {"attempt", p.attempt}, {"run_id", p.run_id},         {"validation_run_id", p.validation_run_id}};
-    core::putTime(j, "started_at", p.started_at);
-    core::putTime(j, "finished_at", p.finished_at);
-    j["duration_s"] = p.started_at && p.finished_at ? json(std::chrono::duration<double>(*p.finished_at - *p.started_at).count())
-                                                     : json();
-    items.push_back(j);
-  }
-  return json{{"items", items}, {"next_cursor", nullptr}};
+  return rows;
 }
 
-Result<json> RolloutService::view(const std::string& id) {
-  auto ro = loadRollout(store_, id);
+Result<RolloutView> RolloutService::view(const std::string& id) {
+  auto ro = loadRollout(store_, store_, id);
   if (!ro.ok()) return ro.error();
   auto rows = store_.rolloutPods(id);
   if (!rows.ok()) return rows.error();
-  std::map<std::string, int> counts;
+  RolloutView v;
   for (auto ph : {PodPhase::kPending, PodPhase::kDraining, PodPhase::kUpgrading, PodPhase::kValidating,
                   PodPhase::kSucceeded, PodPhase::kFailed, PodPhase::kSkipped, PodPhase::kAborted})
-    counts[podPhaseName(ph)] = 0;
+    v.counts[ph] = 0;
   const std::vector<double> durations = podSeconds(*rows);
   std::map<int, std::pair<int, int>> waves;  // wave -> (pods, finished)
-  std::map<std::string, int> waiting;
   std::set<int> started_waves;
   std::map<int, std::optional<core::TimePoint>> last_finish;  // wave -> its last pod's finish
   int remaining = 0;
   for (const auto& p : *rows) {
-    ++counts[podPhaseName(p.phase)];
+    ++v.counts[p.phase];
     auto& w = waves[p.wave];
     ++w.first;
     if (finished(p.phase)) ++w.second;
@@ -457,18 +367,17 @@ Result<json> RolloutService::view(const std::string& id) {
     if (p.phase != PodPhase::kPending) started_waves.insert(p.wave);
     if (p.finished_at && (!last_finish[p.wave] || *p.finished_at > *last_finish[p.wave])) last_finish[p.wave] = p.finished_at;
     if (p.phase == PodPhase::kPending && !p.waiting_reason.empty())
-      ++waiting[p.waiting_reason.substr(0, p.waiting_reason.find(':'))];
+      ++v.waiting[p.waiting_reason.substr(0, p.waiting_reason.find(':'))];
   }
-  json wave_list = json::array();
   int current = -1;
   for (const auto& [w, c] : waves) {
     const bool done = c.first == c.second;
     if (!done && current < 0) current = w;
-    wave_list.push_back({{"index", w}, {"name", w == 0 ? "canary" : "wave " + std::to_string(w)}, {"pods", c.first},
-                         {"finished", c.second}, {"state", done ? "done" : (current == w ? "current" : "pending")}});
+    v.waves.push_back({w, c.first, c.second,
+                       done ? RolloutView::WaveState::kDone
+                            : (current == w ? RolloutView::WaveState::kCurrent : RolloutView::WaveState::kPending)});
   }
   const double p50 = percentile(durations, 50), p90 = percentile(durations, 90);
-  json eta = nullptr;
   if (!durations.empty() && remaining > 0) {
     const int later_waves = std::max(0, static_cast<int>(waves.size()) - std::max(current, 0) - 1);
     const int rounds = static_cast<int>(std::ceil(static_cast<double>(remaining) / ro->policy.max_concurrent_pods));
@@ -485,62 +394,37 @@ Result<json> RolloutService::view(const std::string& id) {
       if (!open) break;
       t = *open + std::chrono::duration_cast<core::Clock_::duration>(std::chrono::duration<double>(p50));
     }
-    eta = std::chrono::duration<double>(t - now).count() + static_cast<double>(later_waves * ro->policy.soak.count());
+    v.eta_s = std::chrono::duration<double>(t - now).count() + static_cast<double>(later_waves * ro->policy.soak.count());
   }
   auto events = store_.rolloutEvents(id, 20);
-  json j = {{"id", ro->row.id},
-            {"bundle", {{"id", ro->bundle.id}, {"name", ro->bundle.name}, {"version", ro->bundle.version}}},
-            {"state", rolloutStateName(ro->row.state)},
-            {"halt_reason", ro->row.halt_reason},
-            {"rollback_of", ro->row.rollback_of.empty() ? json() : json(ro->row.rollback_of)},
-            {"selector", ro->row.selector},
-            {"policy", ro->row.policy},
-            {"plan", ro->row.plan},
-            {"created_by", ro->row.created_by},
-            {"counts", counts},
-            {"total", rows->size()},
-            {"waves", wave_list},
-            {"current_wave", current < 0 ? json() : json(current)},
-            {"waiting", waiting},
-            {"pod_durations", {{"count", durations.size()}, {"p50_s", p50}, {"p90_s", p90}}},
-            {"eta_s", eta},
-            {"events", events.ok() ? *events : json::array()}};
-  core::putTime(j, "created_at", ro->row.created_at);
-  core::putTime(j, "started_at", ro->row.started_at);
-  core::putTime(j, "finished_at", ro->row.finished_at);
-  return j;
+  v.total = rows->size();
+  if (current >= 0) v.current_wave = current;
+  v.durations_count = durations.size();
+  v.p50_s = p50;
+  v.p90_s = p90;
+  if (events.ok()) v.events = std::move(*events);
+  v.row = std::move(ro->row);
+  v.bundle = std::move(ro->bundle);
+  return v;
 }
 
-Result<json> RolloutService::list(const std::string& state, const core::PageRequest& page) {
+Result<core::Page<RolloutRow>> RolloutService::list(const std::string& state, const core::PageRequest& page) {
   std::optional<RolloutState> filter;
   if (!state.empty()) {
     filter = parseRolloutState(state);
     if (!filter) return invalidArgument("state: no rollout state '" + state + "'").with("field", "state");
   }
-  auto rows = store_.listRollouts(filter, page);
-  if (!rows.ok()) return rows.error();
-  json items = json::array();
-  for (const auto& r : rows->items) {
-    json j = {{"id", r.id},          {"bundle", r.bundle_id},  {"state", rolloutStateName(r.state)}, {"halt_reason", r.halt_reason},
-              {"created_by", r.created_by}, {"pods", r.plan.value("eligible", 0)}};
-    core::putTime(j, "created_at", r.created_at);
-    core::putTime(j, "started_at", r.started_at);
-    core::putTime(j, "finished_at", r.finished_at);
-    items.push_back(std::move(j));
-  }
-  return json{{"items", items}, {"next_cursor", rows->next_cursor ? json(*rows->next_cursor) : json()}};
+  return store_.listRollouts(filter, page);
 }
 
 Result<json> RolloutService::events(const std::string& id) {
   auto ro = store_.getRollout(id);
   if (!ro.ok()) return ro.error();
   // Every event: the API pages them (newest 1000 by default).
-  auto e = store_.rolloutEvents(id, std::numeric_limits<int>::max());
-  if (!e.ok()) return e.error();
-  return json{{"items", *e}, {"next_cursor", nullptr}};
+  return store_.rolloutEvents(id, std::numeric_limits<int>::max());
 }
 
-Result<json> RolloutService::verb(const std::string& id, const std::string& verb, const core::Actor& actor,
+Result<RolloutView> RolloutService::verb(const std::string& id, const std::string& verb, const core::Actor& actor,
                                   const std::string& reason) {
   const std::string why = reason.empty() ? "" : ": " + reason;
   Result<RolloutRow> r = notFound("");
@@ -587,7 +471,7 @@ Result<json> RolloutService::verb(const std::string& id, const std::string& verb
   return view(id);
 }
 
-Result<json> RolloutService::podVerb(const std::string& id, const std::string& pod, const std::string& verb,
+Result<RolloutView> RolloutService::podVerb(const std::string& id, const std::string& pod, const std::string& verb,
                                      const core::Actor& actor, const std::string& reason) {
   const std::string why = reason.empty() ? "" : ": " + reason;
   auto rows = store_.rolloutPods(id);
@@ -622,13 +506,13 @@ Result<json> RolloutService::podVerb(const std::string& id, const std::string& p
     return notFound("no pod verb '" + verb + "'");
   }
   if (auto st = store_.updatePods(id, {u}, {{pod, verb, verb + " by " + actor.token_id + why}}); !st.ok()) return st.error();
-  noted(fleet_.audit(actor, "rollout.pod." + verb, id + "/" + pod, reason.empty() ? "{}" : json{{"reason", reason}}.dump()),
+  noted(audit_.audit(actor, "rollout.pod." + verb, id + "/" + pod, reason.empty() ? "{}" : json{{"reason", reason}}.dump()),
         "rollout " + id + ": audit of " + verb + " of " + pod);
   return view(id);
 }
 
-Result<json> RolloutService::rollback(const std::string& id, const core::Actor& actor, const std::string& reason) {
-  auto ro = loadRollout(store_, id);
+Result<RolloutView> RolloutService::rollback(const std::string& id, const core::Actor& actor, const std::string& reason) {
+  auto ro = loadRollout(store_, store_, id);
   if (!ro.ok()) return ro.error();
   if (ro->row.state == RolloutState::kRunning || ro->row.state == RolloutState::kAborting || ro->row.state == RolloutState::kCreated)
     return conflict("pause, abort or finish rollout " + id + " before rolling it back").with("state", rolloutStateName(ro->row.state));
@@ -684,22 +568,28 @@ Result<json> RolloutService::rollback(const std::string& id, const core::Actor& 
         .with("pod", unknown.front());
   if (bundles.size() != 1)
     return conflict("the changed pods came from " + std::to_string(bundles.size()) + " different bundles: roll them back one rollout per bundle");
-  json body = {{"bundle", *bundles.begin()}, {"selector", {{"pods", changed}}}, {"policy", ro->row.policy}, {"start", true}};
-  bool dry = false;
-  auto created = create(body, actor, &dry, id);
-  if (!created.ok()) return created.error();
+  CreateRequest req;
+  auto previous = bundleFor(*bundles.begin());
+  if (!previous.ok()) return previous.error();
+  req.bundle = std::move(*previous);
+  req.selector.pods = changed;
+  req.policy = ro->policy;
+  req.start = true;
+  auto outcome = create(req, actor, id);
+  if (!outcome.ok()) return outcome.error();
+  const RolloutView& created = *outcome->rollout;
   // Record the link both ways: the new rollout's rollback_of, this one's event.
   std::string left;
   for (const auto& pod : unknown) left += (left.empty() ? "" : ", ") + pod;
   noted(store_.updatePods(id, {},
                           {{"", "rollback",
-                            "rolled back by " + (*created)["id"].get<std::string>() + " (" + actor.token_id +
+                            "rolled back by " + created.row.id + " (" + actor.token_id +
                                 (reason.empty() ? "" : ": " + reason) + ")" +
                                 (left.empty() ? "" : "; not " + left + ": no earlier bundle known")}}), "rollout " + id + ": the rollback event");
-  json detail = {{"rollback", (*created)["id"]}};
+  json detail = {{"rollback", created.row.id}};
   if (!reason.empty()) detail["reason"] = reason;
-  noted(fleet_.audit(actor, "rollout.rollback", id, detail.dump()), "rollout " + id + ": audit of the rollback");
-  return created;
+  noted(audit_.audit(actor, "rollout.rollback", id, detail.dump()), "rollout " + id + ": audit of the rollback");
+  return std::move(*outcome->rollout);
 }
 
 std::string RolloutService::metrics() {

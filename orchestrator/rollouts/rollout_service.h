@@ -29,50 +29,120 @@ struct RolloutServiceOptions {
 // The values a rollout's `state` takes (the rollouts table's CHECK; GET /rollouts filters on it).
 const std::vector<std::string>& rolloutStates();
 
+// What the API's calls give and take: domain values; the REST shapes are api/rollout_views.h,
+// the request decoding api/rollout_codecs.h.
+
+// POST /bundles' outcome: the stored row and what the call did.
+struct PutBundleResult {
+  BundleRow row;
+  BundleCatalog::PutOutcome outcome = BundleCatalog::PutOutcome::kUnchanged;
+};
+
+// GET /bundles/{id}/compliance: per pod, and counted.
+struct PodComplianceView {
+  std::string building, platform;
+  PodCompliance compliance;  // compliance.pod: the pod's id
+};
+struct ComplianceReport {
+  std::string bundle;                   // the bundle's id
+  std::map<Compliance, int> pods;       // pods by state (every state, 0 for none)
+  std::map<Compliance, int> hosts;      // hosts by state (every state)
+  std::vector<PodComplianceView> items;
+};
+
+// POST /rollouts, decoded (api::decodeCreateRollout): the bundle already looked up.
+struct CreateRequest {
+  Bundle bundle;
+  Selector selector;
+  Policy policy;
+  bool dry_run = false;
+  bool start = false;
+  bool allow_downgrade = false;
+  std::string reason;  // allow_downgrade's (required with it)
+};
+
+// GET /rollouts/{id}: the rollout with its progress.
+struct RolloutView {
+  RolloutRow row;
+  Bundle bundle;
+  std::map<PodPhase, int> counts;  // every phase, 0 for none
+  std::size_t total = 0;           // pods
+  enum class WaveState { kDone, kCurrent, kPending };
+  struct Wave {
+    int index = 0;
+    int pods = 0, finished = 0;
+    WaveState state = WaveState::kPending;
+  };
+  std::vector<Wave> waves;
+  std::optional<int> current_wave;
+  std::map<std::string, int> waiting;  // pending pods by the first word of their waiting reason
+  std::size_t durations_count = 0;     // finished pods' times (podSeconds)
+  double p50_s = 0, p90_s = 0;
+  std::optional<double> eta_s;
+  nlohmann::json events = nlohmann::json::array();  // the newest 20, as the store renders them
+};
+
+// POST /rollouts: the rollout created, or (dry run) the plan.
+struct CreateOutcome {
+  bool dry_run = false;
+  std::optional<RolloutView> rollout;  // not a dry run
+  // A dry run's plan and what it was planned from.
+  Bundle bundle;
+  Selector selector;
+  Policy policy;
+  Plan plan;
+  std::vector<std::string> warnings;  // a dry run's: the downgrade it would be
+};
+
 class RolloutService {
  public:
-  RolloutService(core::Store& fleet, RolloutStore& store, runs::RunService& runs, core::Clock& clock,
+  // `audit`: where the pod verbs and rollback record who acted (the store records the rest).
+  RolloutService(core::AuditLog& audit, RolloutServiceStore& store, runs::RunService& runs, core::Clock& clock,
                  RolloutServiceOptions options);
 
-  // POST /bundles. The answer and GET's carry `etag`; with `if_match`, only over that version.
-  Result<nlohmann::json> putBundle(const nlohmann::json& doc, const core::Actor& actor, bool* created,
-                                   const std::optional<core::IfMatch>& if_match = std::nullopt);
-  Result<nlohmann::json> listBundles();
-  Result<nlohmann::json> getBundle(const std::string& ref);
-  Result<nlohmann::json> compliance(const std::string& ref, const Selector& selector);
+  // POST /bundles (decoded by api::decodeBundle). With `if_match`, only over that version.
+  Result<PutBundleResult> putBundle(const Bundle& bundle, const core::Actor& actor,
+                                    const std::optional<core::IfMatch>& if_match = std::nullopt);
+  // Whether the bundle workflow `name` exists (decodeBundle's check).
+  bool workflowExists(const std::string& name);
+  Result<std::vector<BundleRow>> listBundles();
+  Result<BundleRow> getBundle(const std::string& ref);
+  // By id ("b-3") or name@version: kNotFound "no bundle '<ref>'".
+  Result<Bundle> bundleFor(const std::string& ref);
+  Result<ComplianceReport> compliance(const std::string& ref, const Selector& selector);
 
-  // POST /rollouts: {bundle, selector, policy, dry_run, start}. A dry run writes nothing.
+  // POST /rollouts. A dry run writes nothing.
   // `rollback_of`: the rollout this one rolls back (rollback()). `claim`: the request's
   // Idempotency-Key, recorded with the rollout in the transaction that creates it.
-  Result<nlohmann::json> create(const nlohmann::json& body, const core::Actor& actor, bool* dry_run,
-                                const std::string& rollback_of = "",
-                                const std::optional<core::IdempotencyClaim>& claim = std::nullopt);
-  Result<nlohmann::json> view(const std::string& id);
-  Result<nlohmann::json> pods(const std::string& id);
-  Result<nlohmann::json> list(const std::string& state, const core::PageRequest& page);
+  Result<CreateOutcome> create(const CreateRequest& request, const core::Actor& actor, const std::string& rollback_of = "",
+                               const std::optional<core::IdempotencyClaim>& claim = std::nullopt);
+  Result<RolloutView> view(const std::string& id);
+  // Plan order.
+  Result<std::vector<RolloutPodRow>> pods(const std::string& id);
+  Result<core::Page<RolloutRow>> list(const std::string& state, const core::PageRequest& page);
+  // Every event, newest first, as the store renders them (a JSON array).
   Result<nlohmann::json> events(const std::string& id);
   // start | pause | resume | abort. `reason` (the operator's words, may be empty) goes into the
   // event and the audit record after who did it: "aborted by t-3: CX7 firmware bricks NICs".
-  Result<nlohmann::json> verb(const std::string& id, const std::string& verb, const core::Actor& actor,
-                              const std::string& reason = "");
+  Result<RolloutView> verb(const std::string& id, const std::string& verb, const core::Actor& actor,
+                           const std::string& reason = "");
   // retry | skip of one pod.
-  Result<nlohmann::json> podVerb(const std::string& id, const std::string& pod, const std::string& verb,
-                                 const core::Actor& actor, const std::string& reason = "");
-  // A new rollout of the previous bundle over the pods this rollout upgraded.
-  Result<nlohmann::json> rollback(const std::string& id, const core::Actor& actor, const std::string& reason = "");
+  Result<RolloutView> podVerb(const std::string& id, const std::string& pod, const std::string& verb,
+                              const core::Actor& actor, const std::string& reason = "");
+  // A new rollout of the previous bundle over the pods this rollout upgraded: its view.
+  Result<RolloutView> rollback(const std::string& id, const core::Actor& actor, const std::string& reason = "");
   // Prometheus lines: rollouts by state, rollout pods by phase.
   std::string metrics();
 
  private:
-  Result<Bundle> bundleFor(const std::string& ref);
   Result<Plan> plan(const Bundle& b, const Selector& s, const Policy& p, std::vector<PodFacts>* facts);
   template <typename R>
   bool noted(const R& r, const std::string& what) {
     return failures_.noted(r, what);
   }
 
-  core::Store& fleet_;
-  RolloutStore& store_;
+  core::AuditLog& audit_;
+  RolloutServiceStore& store_;
   runs::RunService& runs_;
   core::Clock& clock_;
   RolloutServiceOptions options_;

@@ -25,7 +25,8 @@ struct BundleRow {
 
 // A pod with its versions aggregated: kind -> version -> how many hosts (or switch trays).
 struct PodSnapshot {
-  std::string id, site, building, platform, state;
+  std::string id, site, building, platform;
+  core::PodState state = core::PodState::kInService;
   std::map<std::string, std::string> labels;
   bool allocated = false;
   std::string other_rollout;
@@ -56,7 +57,9 @@ struct RolloutPodRow {
 
 struct PodHostStates {
   std::string platform;
-  std::map<std::string, int> hosts;  // state -> hosts
+  // state -> hosts, for the states admission reads: allocated, and those no drain or upgrade
+  // brings back (core::unservableAfterMaintenance)
+  std::map<core::HostState, int> hosts;
 };
 
 struct RolloutEvent {
@@ -92,9 +95,14 @@ struct MetricRollout {
   std::vector<Pod> pods;
 };
 
-class RolloutStore {
+// The store is cut by consumer: RolloutService (the API's side) holds a RolloutServiceStore,
+// RolloutController (the passes) a RolloutControllerStore; both share the bundle catalog and
+// the rollout records. RolloutStore is all of it (db/pg_rollout_store.cc). All thread-safe.
+
+// Bundles: published through the API, read by both sides (a rollout's bundle).
+class BundleCatalog {
  public:
-  virtual ~RolloutStore() = default;
+  virtual ~BundleCatalog() = default;
 
   // Creates a bundle, or returns the existing one with the same name and version when its
   // content is the same, or updates it in place when no rollout used it yet; kConflict when it
@@ -106,22 +114,21 @@ class RolloutStore {
                                                              const std::optional<core::IfMatch>& if_match) = 0;
   // By id ("b-3") or "name@version".
   virtual Result<std::optional<BundleRow>> getBundle(const std::string& ref) = 0;
+  // Newest first.
   virtual Result<std::vector<BundleRow>> listBundles() = 0;
+};
+
+// What both sides read and write of a rollout: its row, its pods, its state and its pods'
+// phases, and the pods it is planned and admitted from.
+class RolloutRecords {
+ public:
+  virtual ~RolloutRecords() = default;
 
   // Every pod the selector matches (SQL does the coarse filtering), with versions aggregated.
   virtual Result<std::vector<PodSnapshot>> podSnapshots(const Selector& selector) = 0;
-
-  virtual Result<std::string> nextRolloutId() = 0;
-  virtual Result<RolloutRow> createRollout(const RolloutRow& r, const std::vector<RolloutPodRow>& pods,
-                                           const core::Actor& actor) = 0;
   virtual Result<RolloutRow> getRollout(const std::string& id) = 0;
+  // Plan order.
   virtual Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) = 0;
-  // All states when `state` is empty.
-  virtual Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState> state, const core::PageRequest& page) = 0;
-  virtual Result<nlohmann::json> rolloutEvents(const std::string& id, int limit) = 0;
-  // Rollouts the controller works on: running, paused, halted, aborting.
-  virtual Result<std::vector<std::string>> activeRollouts() = 0;
-
   // A verb: moves the rollout from one of `from` to `to` (kConflict naming the current state
   // otherwise), with an event and an audit record. `completed` also needs every pod finished
   // and `aborted` no pod in flight, checked under the same row lock that a pod verb
@@ -130,17 +137,20 @@ class RolloutStore {
                                         const std::string& reason, const core::Actor& actor) = 0;
   virtual Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
                             const std::vector<RolloutEvent>& events) = 0;
-  virtual Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) = 0;
-  virtual Status setPreviousWaveFinished(const std::string& id, core::TimePoint t) = 0;
+};
 
-  // Per building: pods, pods out of service (pod state not in service, or in flight in any
-  // rollout), and pods draining or upgrading in any rollout (power).
-  virtual Result<std::map<std::string, BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) = 0;
-  // Pods of the set with a host allocated to a job or out of service (failed, repair,
-  // quarantine, retired, incoming, burn_in), with their platform and those hosts by state;
-  // pods with neither are left out. One query, on every controller pass.
-  virtual Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) = 0;
-  // Rollouts by state and active rollouts' pods by phase, for /metrics.
+// What RolloutService reads and writes: the catalog, the records, and creating, listing,
+// rolling back and counting rollouts.
+class RolloutServiceStore : public virtual BundleCatalog, public virtual RolloutRecords {
+ public:
+  virtual Result<std::string> nextRolloutId() = 0;
+  virtual Result<RolloutRow> createRollout(const RolloutRow& r, const std::vector<RolloutPodRow>& pods,
+                                           const core::Actor& actor) = 0;
+  // Newest first (by the id's number); all states when `state` is empty.
+  virtual Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState> state, const core::PageRequest& page) = 0;
+  // The newest `limit` events, newest first, as a JSON array of {id, at, pod, kind, message}.
+  virtual Result<nlohmann::json> rolloutEvents(const std::string& id, int limit) = 0;
+  // Rollouts by state and unfinished rollouts' pods by phase, for /metrics.
   virtual Result<std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>> counts() = 0;
   // Rollouts not finished (created, running, paused, halted, aborting) and those that finished
   // at or after `finished_since`, oldest first, with their pods. One query, at every scrape.
@@ -153,5 +163,25 @@ class RolloutStore {
   virtual Result<std::map<std::string, std::string>> laterChanges(const std::string& rollout_id,
                                                                   const std::vector<std::string>& pods) = 0;
 };
+
+// What RolloutController reads and writes on its passes: the catalog (a rollout's bundle), the
+// records, and what admission reads.
+class RolloutControllerStore : public virtual BundleCatalog, public virtual RolloutRecords {
+ public:
+  // Rollouts the controller works on: running, paused, halted, aborting; oldest first.
+  virtual Result<std::vector<std::string>> activeRollouts() = 0;
+  // Sets the waiting reason of the pending pods named, and clears it on the other pending pods.
+  virtual Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) = 0;
+  // Per building: pods, pods out of service (pod state not in service, or in flight in any
+  // rollout), and pods draining or upgrading in any rollout (power).
+  virtual Result<std::map<std::string, BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) = 0;
+  // Pods of the set with a host allocated to a job or out of service (failed, repair,
+  // quarantine, retired, incoming, burn_in), with their platform and those hosts by state;
+  // pods with neither are left out. One query, on every controller pass.
+  virtual Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) = 0;
+};
+
+// The whole store, as kilnd wires it to both sides.
+class RolloutStore : public RolloutServiceStore, public RolloutControllerStore {};
 
 }  // namespace kiln::rollouts

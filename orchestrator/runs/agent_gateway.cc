@@ -1,21 +1,29 @@
 #include "orchestrator/runs/agent_gateway.h"
 
-#include <random>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 
 namespace kiln::runs {
 
 using nlohmann::json;
 
-AgentGateway::AgentGateway(RunService& runs, RunStore& store, Executor& executor, core::Clock& clock,
+AgentGateway::AgentGateway(AgentWork& work, RunStore& store, Executor& executor, Clock& clock, Logger& log,
                            AgentGatewayOptions options)
-    : runs_(runs), store_(store), executor_(executor), clock_(clock), options_(options) {}
+    : runs_(work),
+      store_(store),
+      executor_(executor),
+      clock_(clock),
+      failures_(log, clock),
+      options_(options),
+      next_flush_(clock.monotonic() + options.heartbeat_flush),
+      next_refresh_(clock.monotonic() + options.pending_refresh) {}
 
 AgentGateway::~AgentGateway() { stop(); }
 
 void AgentGateway::start() {
-  if (auto hosts = store_.hostsWithOpenWork(); hosts.ok()) {
+  if (auto hosts = store_.hostsWithOpenWork(); failures_.noted(hosts, "agent gateway: reading the hosts with work")) {
     std::lock_guard lock(mu_);
     pending_.insert(hosts->begin(), hosts->end());
   }
@@ -75,7 +83,7 @@ void AgentGateway::poll(const std::string& host, const std::string& boot_id, int
   thread_local std::mt19937 rng{std::random_device{}()};
   const int wait_ms = wait_s * 1000;
   const int jitter = wait_ms > 0 ? std::uniform_int_distribution<int>(0, wait_ms / 10)(rng) : 0;
-  Parked p{std::move(reply), std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms - jitter), running};
+  Parked p{std::move(reply), clock_.monotonic() + std::chrono::milliseconds(wait_ms - jitter), running};
   bool has_work, known_running = false, known_done = false;
   {
     std::lock_guard lock(mu_);
@@ -149,7 +157,7 @@ void AgentGateway::check(const std::string& host, Parked p) {
 }
 
 void AgentGateway::park(const std::string& host, Parked p) {
-  if (p.deadline <= std::chrono::steady_clock::now()) {
+  if (p.deadline <= clock_.monotonic()) {
     p.reply(std::optional<json>());
     return;
   }
@@ -176,7 +184,7 @@ void AgentGateway::report(const std::string& host, const std::string& assignment
     std::lock_guard lock(mu_);
     const std::size_t bytes = text.size();
     report_queue_.push_back({{assignment_id, host, std::move(body), std::move(text)}, bytes, std::move(reply),
-                             std::chrono::steady_clock::now()});
+                             clock_.monotonic()});
     if (drains_ < options_.report_drains) {
       ++drains_;
       drain = true;
@@ -216,10 +224,10 @@ void AgentGateway::drainClaims() {
         {
           std::lock_guard lock(mu_);
           auto& k = known_[host];
-          k.handed_out = w->second.value("id", "");
+          k.handed_out = w->second.id;
           k.epoch = c.epoch;
         }
-        c.poll.reply(std::optional<json>(json{{"assignment", std::move(w->second)}}));
+        c.poll.reply(std::optional<json>(json{{"assignment", protocol::toJson(w->second)}}));
         continue;
       }
       // Nothing for the host. Unless it was notified since the claim began (new work that the
@@ -261,9 +269,9 @@ void AgentGateway::drainReports() {
         return;
       }
     }
-    std::vector<RunService::ReportRequest> requests;
+    std::vector<AgentReport> requests;
     requests.reserve(batch.size());
-    const auto began = std::chrono::steady_clock::now();
+    const auto began = clock_.monotonic();
     {
       std::lock_guard lock(latency_mu_);
       for (const auto& q : batch) report_queue_seconds_.record(std::chrono::duration<double>(began - q.queued_at).count());
@@ -273,7 +281,7 @@ void AgentGateway::drainReports() {
     {
       std::lock_guard lock(latency_mu_);
       // Per report: every report of the batch waited for the whole transaction.
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      const double took = std::chrono::duration<double>(clock_.monotonic() - began).count();
       report_apply_seconds_.record(took, batch.size());
     }
     for (std::size_t k = 0; k < batch.size(); ++k) {
@@ -285,7 +293,7 @@ void AgentGateway::drainReports() {
         ++reports_;
         if (answer->next) ++reports_handed_out_;
         std::lock_guard lock(mu_);
-        known_[host] = {id, answer->next ? answer->next->value("id", "") : "", epochs[k]};
+        known_[host] = {id, answer->next ? answer->next->id : "", epochs[k]};
         if (auto it = parked_.find(host); it != parked_.end() && it->second.running == id) {
           ended = std::move(it->second);
           parked_.erase(it);
@@ -317,10 +325,19 @@ void AgentGateway::notify(const std::string& host) {
 void AgentGateway::loop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, options_.scan_interval);
+    clock_.waitFor(lock, cv_, options_.scan_interval, [&] { return stopping_; });
     if (stopping_) break;
-    const auto now = std::chrono::steady_clock::now();
-    std::vector<Parked> expired;
+    lock.unlock();
+    expireDue();
+    lock.lock();
+  }
+}
+
+std::size_t AgentGateway::expireDue() {
+  std::vector<Parked> expired;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = clock_.monotonic();
     while (!deadlines_.empty() && deadlines_.top().at <= now) {
       const Deadline d = deadlines_.top();
       deadlines_.pop();
@@ -329,55 +346,61 @@ void AgentGateway::loop() {
       expired.push_back(std::move(it->second));
       parked_.erase(it);
     }
-    lock.unlock();
-    for (auto& p : expired) p.reply(std::optional<json>());
-    lock.lock();
   }
+  for (auto& p : expired) p.reply(std::optional<json>());
+  return expired.size();
 }
 
 void AgentGateway::writerLoop() {
   // The database work of the gateway, on its own thread so that a slow write (a 100,000-host
   // fleet's heartbeats) never delays the parked polls' deadlines.
-  auto next_flush = std::chrono::steady_clock::now() + options_.heartbeat_flush;
-  auto next_refresh = std::chrono::steady_clock::now() + options_.pending_refresh;
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    cv_.wait_until(lock, std::min(next_flush, next_refresh));
+  for (;;) {
+    const auto wait = writerTurn();
+    std::unique_lock lock(mu_);
     if (stopping_) break;
-    const auto now = std::chrono::steady_clock::now();
-    std::vector<Heartbeat> beats;
-    if (now >= next_flush) {
-      next_flush = now + options_.heartbeat_flush;
+    clock_.waitFor(lock, cv_, wait, [&] { return stopping_; });
+    if (stopping_) break;
+  }
+}
+
+std::chrono::milliseconds AgentGateway::writerTurn() {
+  const auto now = clock_.monotonic();
+  std::vector<Heartbeat> beats;
+  const bool refresh = now >= next_refresh_;
+  {
+    std::lock_guard lock(mu_);
+    if (now >= next_flush_) {
+      next_flush_ = now + options_.heartbeat_flush;
       beats.reserve(beats_.size());
       for (auto& [_, b] : beats_) beats.push_back(std::move(b));
       beats_.clear();
     }
-    const bool refresh = now >= next_refresh;
-    if (refresh) next_refresh = now + options_.pending_refresh;
-    lock.unlock();
-    if (!beats.empty()) (void)store_.recordHeartbeats(beats);
-    if (refresh) {
-      auto hosts = store_.hostsWithOpenWork();
-      if (hosts.ok())
-        for (const auto& h : *hosts) {
-          bool wake = false;
-          {
-            std::lock_guard relock(mu_);
-            if (pending_.count(h) == 0) {
-              // Only a poll that holds no step takes work: an idle parked one is woken; a host
-              // whose poll is on its way is marked, without moving its epoch (what is known of
-              // its running step stays true), so its next idle poll claims. A poll parked with
-              // running= is left alone: it reads its step when it ends.
-              auto it = parked_.find(h);
-              if (it == parked_.end()) pending_.insert(h);
-              else wake = it->second.running.empty();
-            }
-          }
-          if (wake) notify(h);
-        }
-    }
-    lock.lock();
   }
+  if (refresh) next_refresh_ = now + options_.pending_refresh;
+  if (!beats.empty()) failures_.noted(store_.recordHeartbeats(beats), "agent gateway: recording agents' heartbeats");
+  if (refresh) {
+    auto hosts = store_.hostsWithOpenWork();
+    if (failures_.noted(hosts, "agent gateway: reading the hosts with work"))
+      for (const auto& h : *hosts) {
+        bool wake = false;
+        {
+          std::lock_guard relock(mu_);
+          if (pending_.count(h) == 0) {
+            // Only a poll that holds no step takes work: an idle parked one is woken; a host
+            // whose poll is on its way is marked, without moving its epoch (what is known of
+            // its running step stays true), so its next idle poll claims. A poll parked with
+            // running= is left alone: it reads its step when it ends.
+            auto it = parked_.find(h);
+            if (it == parked_.end()) pending_.insert(h);
+            else wake = it->second.running.empty();
+          }
+        }
+        if (wake) notify(h);
+      }
+  }
+  const auto next = std::min(next_flush_, next_refresh_);
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::ceil<std::chrono::milliseconds>(next - clock_.monotonic()));
 }
 
 }  // namespace kiln::runs

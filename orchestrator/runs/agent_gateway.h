@@ -3,6 +3,13 @@
 // waiting agent), woken when a commit gives the host work; batched liveness writes. A poll
 // touches PostgreSQL only when the host has work (or a running step to check), so 100,000
 // agents polling every 30 s cost nothing but their sockets (docs/DEPENDENCIES.md).
+//
+// Time comes from the Clock it is given: monotonic() for deadlines and timers, waitFor() for
+// its two threads' waits. Their turns are public (expireDue, writerTurn), so that a test on a
+// FakeClock drives them by hand, moving time itself, with no thread and no sleep. What it would
+// otherwise drop (a failed heartbeat write or work refresh) goes to its Logger, once a minute
+// per kind of failure (FailureLog). It asks for work only through AgentWork, and is told of new
+// work as a WorkListener (agent_work.h).
 
 #include <atomic>
 #include <chrono>
@@ -20,9 +27,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/executor.h"
+#include "common/failure_log.h"
 #include "common/histogram.h"
-#include "orchestrator/runs/run_service.h"
+#include "common/logger.h"
+#include "orchestrator/runs/agent_work.h"
 #include "orchestrator/runs/run_store.h"
 
 namespace kiln::runs {
@@ -42,32 +52,40 @@ struct AgentGatewayOptions {
   int claim_drains = 1;
 };
 
-class AgentGateway {
+class AgentGateway final : public WorkListener {
  public:
   // nullopt = 204 (nothing to do); otherwise the 200 body.
   using PollReply = std::function<void(Result<std::optional<nlohmann::json>>)>;
 
-  AgentGateway(RunService& runs, RunStore& store, Executor& executor, core::Clock& clock,
+  AgentGateway(AgentWork& work, RunStore& store, Executor& executor, Clock& clock, Logger& log,
                AgentGatewayOptions options);
-  ~AgentGateway();
+  ~AgentGateway() override;
 
+  // Reads the hosts with open work, then starts the two threads (deadlines; database writes).
   void start();
-  // Answers every parked poll with 204 and stops the background thread.
+  // Answers every parked poll with 204 and stops the background threads.
   void stop();
+
+  // The deadline thread's turn: answers (204) the parked polls whose deadline has passed.
+  // Returns how many.
+  std::size_t expireDue();
+  // The writer thread's turn: the batched heartbeats if their flush is due, the hosts with work
+  // (other replicas') if their refresh is due. Returns how long until the next is due.
+  std::chrono::milliseconds writerTurn();
 
   // One poll of `host`'s agent: records its heartbeat, then answers with work, a cancellation
   // of the running step, or parks until work arrives or `wait_s` passes. Thread-safe.
   void poll(const std::string& host, const std::string& boot_id, int wait_s, const std::string& running,
             PollReply reply);
   // The host has new work or a cancelled step (after the commit). Thread-safe.
-  void notify(const std::string& host);
+  void notify(const std::string& host) override;
   // An agent's report (`text`: its body as sent, stored as is). Queued, and applied with the reports
-  // that arrived meanwhile in one transaction (RunService::reportBatch) on the executor; then
+  // that arrived meanwhile in one transaction (AgentWork::reportBatch) on the executor; then
   // `reply` gets the answer, a poll of the host with running=<this assignment>, parked or still
   // on its way, is answered at once (the step is over), and the first poll with running=<the
   // assignment handed out with the answer> parks without a database read unless the host was
   // notified since. Thread-safe.
-  using ReportReply = std::function<void(Result<RunService::ReportAnswer>)>;
+  using ReportReply = std::function<void(Result<ReportAnswer>)>;
   void report(const std::string& host, const std::string& assignment_id, nlohmann::json body, std::string text,
               ReportReply reply);
 
@@ -79,12 +97,12 @@ class AgentGateway {
  private:
   struct Parked {
     PollReply reply;
-    std::chrono::steady_clock::time_point deadline;
+    MonoTime deadline;
     std::string running;
     std::uint64_t seq = 0;  // which parking of the host its deadline entry is for
   };
   struct Deadline {
-    std::chrono::steady_clock::time_point at;
+    MonoTime at;
     std::string host;
     std::uint64_t seq;
     bool operator>(const Deadline& o) const { return at > o.at; }
@@ -93,20 +111,22 @@ class AgentGateway {
   void drainReports();                                 // on the executor
   void drainClaims();                                  // on the executor
   struct QueuedReport {
-    RunService::ReportRequest request;
+    AgentReport request;
     std::size_t bytes = 0;
     ReportReply reply;
-    std::chrono::steady_clock::time_point queued_at;
+    MonoTime queued_at;
   };
   void park(const std::string& host, Parked parked);
   void loop();        // parked polls' deadlines
   void writerLoop();  // batched heartbeats, hosts with work from other replicas
 
-  RunService& runs_;
+  AgentWork& runs_;
   RunStore& store_;
   Executor& executor_;
-  core::Clock& clock_;
+  Clock& clock_;
+  FailureLog failures_;
   AgentGatewayOptions options_;
+  MonoTime next_flush_, next_refresh_;  // the writer's (one thread at a time)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -7,7 +7,6 @@
 
 #include "common/agent_protocol.h"
 #include "orchestrator/core/fleet_model.h"
-#include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/engine.h"
 #include "orchestrator/runs/report.h"
 #include "orchestrator/workflow/loader.h"
@@ -63,7 +62,7 @@ Result<std::vector<std::string>> RunService::loadWorkflowDir(const std::string& 
   return names;
 }
 
-Result<json> RunService::putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
+Result<WorkflowPut> RunService::putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
                                      const std::optional<core::IfMatch>& if_match) {
   auto spec = workflow::loadWorkflow(yaml, "request body");
   if (!spec.ok()) return spec.error();
@@ -74,38 +73,34 @@ Result<json> RunService::putWorkflow(const std::string& name, const std::string&
   if (auto st = store_.putWorkflow({name, spec->content_hash, "api", yaml, {}}, actor, if_match); !st.ok())
     return st.error();
   const bool changed = !*before || (*before)->hash != spec->content_hash;
-  return json{{"name", name}, {"hash", spec->content_hash}, {"changed", changed}};
+  return WorkflowPut{name, spec->content_hash, changed};
 }
 
-Result<json> RunService::listWorkflows() {
+Result<std::vector<WorkflowInfo>> RunService::listWorkflows() {
   auto rows = store_.listWorkflows();
   if (!rows.ok()) return rows.error();
-  json items = json::array();
-  for (const auto& w : *rows) {
+  std::vector<WorkflowInfo> out;
+  out.reserve(rows->size());
+  for (auto& w : *rows) {
     auto s = spec(w.name, w.hash);
-    json item = {{"name", w.name}, {"hash", w.hash}, {"source", w.source}};
-    if (s.ok()) {
-      item["version"] = (*s)->spec.version;
-      item["description"] = (*s)->spec.description;
-      item["scope"] = workflow::scopeName((*s)->spec.scope);
-      item["steps"] = (*s)->spec.steps.size();
-    }
-    items.push_back(item);
+    // A version that no longer loads is still listed, by name and hash.
+    out.push_back({std::move(w), s.ok() ? specOf(*s) : nullptr});
   }
-  return json{{"items", items}, {"next_cursor", nullptr}};
+  return out;
 }
 
-Result<json> RunService::getWorkflow(const std::string& name) {
+Result<WorkflowInfo> RunService::getWorkflow(const std::string& name) {
   auto row = store_.currentWorkflow(name);
   if (!row.ok()) return row.error();
   if (!*row) return notFound("no workflow '" + name + "'");
   auto s = spec(name, (*row)->hash);
   if (!s.ok()) return s.error();
-  json j = workflow::toJson((*s)->spec);
-  j["hash"] = (*row)->hash;
-  j["yaml"] = (*row)->yaml;
-  j["source"] = (*row)->source;
-  return j;
+  return WorkflowInfo{std::move(**row), specOf(*s)};
+}
+
+std::shared_ptr<const workflow::WorkflowSpec> RunService::specOf(const std::shared_ptr<const LoadedSpec>& loaded) {
+  // Shares the cached spec's ownership: no copy of the spec per answer.
+  return {loaded, &loaded->spec};
 }
 
 Result<std::shared_ptr<const RunService::LoadedSpec>> RunService::spec(const std::string& name, const std::string& hash) {
@@ -174,7 +169,7 @@ void RunService::notify(const Effects& fx, const std::string& delivered) {
   for (const auto& h : hosts) on_work_(h);
 }
 
-Result<json> RunService::startRun(const StartRequest& req, const core::Actor& actor) {
+Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor& actor) {
   if (!req.owner.empty()) {
     auto existing = store_.runByOwner(req.owner);
     if (!existing.ok()) return existing.error();
@@ -256,14 +251,15 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   std::vector<core::HostTransition> start_transitions;
   for (const auto& t : targets)
     for (const auto& h : t.hosts) {
+      const std::string state(core::hostStateName(h.state));
       if (purpose == "burn_in") {
-        if (h.state == "incoming")
+        if (h.state == core::HostState::kIncoming)
           start_transitions.push_back({h.id, core::HostAction::kStartBurnIn, std::nullopt, "burn-in run"});
-        else if (h.state != "burn_in")
-          return conflict("host " + h.id + " is " + h.state + ": burn-in takes incoming hardware").with("host", h.id);
+        else if (h.state != core::HostState::kBurnIn)
+          return conflict("host " + h.id + " is " + state + ": burn-in takes incoming hardware").with("host", h.id);
       }
-      if (purpose == "quarantine" && h.state != "quarantine")
-        return conflict("host " + h.id + " is " + h.state + ": quarantine validation takes quarantined hosts").with("host", h.id);
+      if (purpose == "quarantine" && h.state != core::HostState::kQuarantine)
+        return conflict("host " + h.id + " is " + state + ": quarantine validation takes quarantined hosts").with("host", h.id);
     }
 
   auto run_id = store_.nextRunId();
@@ -311,36 +307,7 @@ Result<json> RunService::startRun(const StartRequest& req, const core::Actor& ac
   return runView(created->id);
 }
 
-namespace {
-
-// The rollout that started a run, from the owner key its controller gives the run
-// ("<rollout>/<pod>/<upgrade|validate>/<attempt>", orchestrator/rollouts/rollout_service.cc):
-// {id, pod, phase, attempt}, or null for a run no rollout started.
-json rolloutOf(const RunRow& run) {
-  if (run.purpose != "rollout" || run.owner.empty()) return json();
-  std::vector<std::string> parts;
-  std::size_t from = 0;
-  for (;;) {
-    const std::size_t slash = run.owner.find('/', from);
-    parts.push_back(run.owner.substr(from, slash == std::string::npos ? std::string::npos : slash - from));
-    if (slash == std::string::npos) break;
-    from = slash + 1;
-  }
-  if (parts.size() != 4 || parts[0].empty()) return json();
-  int attempt = 0;
-  for (char c : parts[3]) {
-    if (c < '0' || c > '9' || attempt > 100000) {
-      attempt = 0;
-      break;
-    }
-    attempt = attempt * 10 + (c - '0');
-  }
-  return {{"id", parts[0]}, {"pod", parts[1]}, {"phase", parts[2]}, {"attempt", attempt > 0 ? json(attempt) : json()}};
-}
-
-}  // namespace
-
-Result<json> RunService::runView(const std::string& id) {
+Result<RunView> RunService::runView(const std::string& id) {
   auto run = store_.getRun(id);
   if (!run.ok()) return run.error();
   auto groups = store_.runGroups(id);
@@ -351,86 +318,56 @@ Result<json> RunService::runView(const std::string& id) {
   for (const auto& a : *assignments) by_id[a.id] = &a;
   auto s = spec(run->workflow, run->workflow_hash);
 
-  json hosts = json::array();
-  int passed = 0, failed = 0, running = 0, cancelled = 0;
-  for (const auto& g : *groups) {
-    for (const auto& h : g.hosts) {
+  RunView v;
+  v.row = std::move(*run);
+  for (auto& g : *groups) {
+    for (auto& h : g.hosts) {
       switch (h.status) {
-        case HostStatus::kPassed: ++passed; break;
-        case HostStatus::kFailed: ++failed; break;
-        case HostStatus::kCancelled: ++cancelled; break;
-        default: ++running;
+        case HostStatus::kPassed: ++v.progress.passed; break;
+        case HostStatus::kFailed: ++v.progress.failed; break;
+        case HostStatus::kCancelled: ++v.progress.cancelled; break;
+        default: ++v.progress.running;
       }
-      json steps = json::array();
+      HostView hv;
+      hv.host = h.host;
+      hv.group = g.group;
+      hv.status = h.status;
+      hv.pass = h.pass;
+      hv.attempt = h.attempt;
+      hv.failures = std::move(h.failures);
+      hv.warnings = std::move(h.warnings);
       // The newest parsed output of each step: the group state keeps only delta baselines, the
       // assignments' results keep them all (what the engine read, by the engine's own rule).
-      json parsed = h.parsed;
-      for (const auto& r : h.history) {
-        json j = toJson(r);
-        if (r.finished_at != core::TimePoint{}) j["finished_at"] = core::isoTime(r.finished_at);
-        if (auto it = by_id.find(r.assignment_id); it != by_id.end() && it->second->result.is_object()) {
-          const json& res = it->second->result;
-          StepResult sr = storedStepResult(res);
-          j["stdout_tail"] = std::move(sr.stdout_tail);
-          j["stderr_tail"] = std::move(sr.stderr_tail);
-          if (hasParsedOutput(sr)) parsed[r.step_id] = std::move(sr.parsed);
+      hv.parsed = std::move(h.parsed);
+      for (auto& r : h.history) {
+        StepView sv{std::move(r), std::nullopt};
+        if (auto it = by_id.find(sv.record.assignment_id); it != by_id.end() && it->second->result.is_object()) {
+          StepResult sr = storedStepResult(it->second->result);
+          sv.output = StepView::Tails{std::move(sr.stdout_tail), std::move(sr.stderr_tail)};
+          if (hasParsedOutput(sr)) hv.parsed[sv.record.step_id] = std::move(sr.parsed);
         }
-        steps.push_back(std::move(j));
+        hv.steps.push_back(std::move(sv));
       }
-      std::string current;
       if (!isTerminal(h.status) && s.ok() && h.step_index < (*s)->spec.steps.size())
-        current = (*s)->spec.steps[h.step_index].id;
-      json hj = {{"host", h.host},           {"group", g.group},     {"status", hostStatusName(h.status)},
-                 {"pass", h.pass},           {"current_step", current}, {"attempt", h.attempt},
-                 {"failures", h.failures},   {"warnings", h.warnings}, {"steps", steps},
-                 {"parsed", std::move(parsed)}};
-      hj["healthy"] = isTerminal(h.status) ? json(h.status == HostStatus::kPassed) : json();
-      // The step handed to the host's agent now: its live output is GET /assignments/{id}/output.
-      hj["assignment"] = h.assignment_id.empty() ? json() : json(h.assignment_id);
-      core::putTime(hj, "waiting_until", h.not_before);
-      if (h.retest) hj["retest"] = {{"round", h.retest->round}, {"elements", h.retest->elements}};
-      hosts.push_back(std::move(hj));
+        hv.current_step = (*s)->spec.steps[h.step_index].id;
+      hv.assignment = h.assignment_id;
+      hv.waiting_until = h.not_before;
+      hv.retest = std::move(h.retest);
+      v.hosts.push_back(std::move(hv));
     }
   }
-  json j = {{"id", run->id},
-            {"workflow", run->workflow},
-            {"workflow_hash", run->workflow_hash},
-            {"scope", run->scope},
-            {"purpose", run->purpose},
-            {"state", run->state},
-            {"params", run->params},
-            {"created_by", run->created_by},
-            {"summary", run->summary},
-            {"progress", {{"hosts", passed + failed + running + cancelled}, {"passed", passed}, {"failed", failed},
-                          {"running", running}, {"cancelled", cancelled}}},
-            {"hosts", hosts},
-            {"rollout", rolloutOf(*run)}};
-  core::putTime(j, "created_at", run->created_at);
-  core::putTime(j, "finished_at", run->finished_at);
   if (s.ok()) {
-    json step_ids = json::array();
-    for (const auto& st : (*s)->spec.steps) step_ids.push_back(st.id);
-    j["steps"] = step_ids;
+    v.steps.emplace();
+    for (const auto& st : (*s)->spec.steps) v.steps->push_back(st.id);
   }
-  return j;
+  return v;
 }
 
-Result<json> RunService::listRuns(const RunFilter& filter, const core::PageRequest& page) {
-  auto rows = store_.listRuns(filter, page);
-  if (!rows.ok()) return rows.error();
-  json items = json::array();
-  for (const auto& r : rows->items) {
-    json j = {{"id", r.id},           {"workflow", r.workflow},  {"purpose", r.purpose},
-              {"scope", r.scope},     {"state", r.state},        {"created_by", r.created_by},
-              {"summary", r.summary}, {"pods", r.pods},          {"rollout", rolloutOf(r)}};
-    core::putTime(j, "created_at", r.created_at);
-    core::putTime(j, "finished_at", r.finished_at);
-    items.push_back(std::move(j));
-  }
-  return json{{"items", items}, {"next_cursor", rows->next_cursor ? json(*rows->next_cursor) : json()}};
+Result<core::Page<RunRow>> RunService::listRuns(const RunFilter& filter, const core::PageRequest& page) {
+  return store_.listRuns(filter, page);
 }
 
-Result<json> RunService::cancelRun(const std::string& id, const core::Actor& actor) {
+Result<RunView> RunService::cancelRun(const std::string& id, const core::Actor& actor) {
   Effects all;
   auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
     Effects fx = e.cancel(g, "cancelled by " + actor.token_id);
@@ -490,32 +427,25 @@ Result<std::vector<std::string>> RunService::workflowParams(const std::string& n
   return out;
 }
 
-Result<json> RunService::quarantineView() {
+Result<std::vector<QuarantineEntry>> RunService::quarantineView() {
   auto rows = store_.quarantine();
   if (!rows.ok()) return rows.error();
-  json items = json::array();
+  std::vector<QuarantineEntry> out;
+  out.reserve(rows->size());
   const auto now = clock_.now();
-  for (const auto& q : *rows) {
-    json j = {{"host", q.host.id},
-              {"pod", q.host.pod},
-              {"building", q.host.building},
-              {"seconds_in_quarantine", std::chrono::duration_cast<std::chrono::seconds>(now - q.host.state_since).count()},
-              {"repairs", q.repairs},
-              {"repeat_offender", q.repairs >= 3},
-              {"last_failure", q.last_failure},
-              {"validation_run", q.run_id.empty() ? json() : json(q.run_id)},
-              {"validation_state", q.run_state.empty() ? json() : json(q.run_state)},
-              {"progress", q.progress}};
-    core::putTime(j, "since", q.host.state_since);
-    items.push_back(std::move(j));
+  for (auto& q : *rows) {
+    const auto in_quarantine = std::chrono::duration_cast<std::chrono::seconds>(now - q.host.state_since).count();
+    const bool repeat_offender = q.repairs >= 3;
+    out.push_back({std::move(q), in_quarantine, repeat_offender});
   }
-  return json{{"items", items}, {"next_cursor", nullptr}};
+  return out;
 }
 
 namespace {
 
-// The assignment as the agents read it (common/agent_protocol.h: one encoder, one decoder).
-json assignmentJson(const AssignmentRow& r) {
+// The assignment as the agents read it (common/agent_protocol.h): what kilnd decides beyond the
+// stored row (the kill grace, the output cap) is set here, once.
+protocol::Assignment assignmentOf(const AssignmentRow& r) {
   protocol::Assignment a;
   a.id = r.id;
   a.lease = r.lease;
@@ -529,23 +459,23 @@ json assignmentJson(const AssignmentRow& r) {
   a.parse = r.parse;
   a.output_cap = 65536;
   a.inventory_after = r.inventory_after;
-  return protocol::toJson(a);
+  return a;
 }
 
 }  // namespace
 
-Result<std::optional<json>> RunService::claimWork(const std::string& host) {
+Result<std::optional<protocol::Assignment>> RunService::claimWork(const std::string& host) {
   auto a = store_.claimWork(host, options_.lease_grace_ms);
   if (!a.ok()) return a.error();
-  if (!*a) return std::optional<json>();
-  return std::optional<json>(assignmentJson(**a));
+  if (!*a) return std::optional<protocol::Assignment>();
+  return std::optional<protocol::Assignment>(assignmentOf(**a));
 }
 
-Result<std::map<std::string, json>> RunService::claimBatch(const std::vector<std::string>& hosts) {
+Result<std::map<std::string, protocol::Assignment>> RunService::claimBatch(const std::vector<std::string>& hosts) {
   auto rows = store_.claimBatch(hosts, options_.lease_grace_ms);
   if (!rows.ok()) return rows.error();
-  std::map<std::string, json> out;
-  for (const auto& [host, row] : *rows) out.emplace(host, assignmentJson(row));
+  std::map<std::string, protocol::Assignment> out;
+  for (const auto& [host, row] : *rows) out.emplace(host, assignmentOf(row));
   return out;
 }
 
@@ -593,7 +523,7 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
       return;
     }
     ReportAnswer a{reply->outcome, std::nullopt};
-    if (reply->next) a.next = assignmentJson(*reply->next);
+    if (reply->next) a.next = assignmentOf(*reply->next);
     run_complete = run_complete || reply->run_complete;
     if (reply->outcome == ReportOutcome::kAccepted) {
       notify(produced[i], reply->next ? reply->next->id : "");

@@ -1,8 +1,9 @@
 #pragma once
 // Workflow runs as a service: starts runs on hosts or pods, applies agents' reports and timers
 // to the engine, derives host lifecycle transitions from run verdicts (burn-in, quarantine,
-// pre-job checks), and renders runs for the API. Owns no threads; the controller calls tick().
-// Thread-safe.
+// pre-job checks). It answers values (run_views.h); the API renders them
+// (orchestrator/api/run_views.h), the agents' edge encodes assignments (common/agent_protocol.h).
+// Owns no threads; the controller calls tick(). Thread-safe.
 
 #include <functional>
 #include <memory>
@@ -13,10 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/agent_protocol.h"
 #include "common/histogram.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
+#include "orchestrator/runs/agent_work.h"
 #include "orchestrator/runs/run_store.h"
+#include "orchestrator/runs/run_views.h"
 #include "orchestrator/runs/start_request.h"
 #include "orchestrator/workflow/spec.h"
 
@@ -42,7 +46,9 @@ struct RunStatus {
   std::map<std::string, std::string> reasons;  // first failure per host
 };
 
-class RunService {
+// The agents' side (claimBatch, reportBatch) is its AgentWork face, all the gateway sees of it;
+// it tells of new work only through on_work (agent_work.h: how kilnd wires the two).
+class RunService final : public AgentWork {
  public:
   // `on_work(host)` is called after a commit that gave the host new work or cancelled its work.
   RunService(core::Store& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
@@ -50,17 +56,21 @@ class RunService {
 
   // Validates every workflow file of `dir` and stores new versions (kilnd start-up).
   Result<std::vector<std::string>> loadWorkflowDir(const std::string& dir, const core::Actor& actor);
-  // Validates YAML for workflow `name` and makes it the current version: {name, hash, changed}.
-  // PUT /workflows/{name}; with `if_match`, only over the version that ETag names (412 if not).
-  Result<nlohmann::json> putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
-                                     const std::optional<core::IfMatch>& if_match = std::nullopt);
-  Result<nlohmann::json> listWorkflows();
-  Result<nlohmann::json> getWorkflow(const std::string& name);
+  // Validates YAML for workflow `name` and makes it the current version (PUT /workflows/{name});
+  // with `if_match`, only over the version that ETag names (412 if not).
+  Result<WorkflowPut> putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
+                                  const std::optional<core::IfMatch>& if_match = std::nullopt);
+  // Every workflow's current version, by name.
+  Result<std::vector<WorkflowInfo>> listWorkflows();
+  // kNotFound for a workflow that does not exist; the error of a version that does not load.
+  Result<WorkflowInfo> getWorkflow(const std::string& name);
 
-  Result<nlohmann::json> startRun(const StartRequest& req, const core::Actor& actor);
-  Result<nlohmann::json> runView(const std::string& id);
-  Result<nlohmann::json> listRuns(const RunFilter& filter, const core::PageRequest& page);
-  Result<nlohmann::json> cancelRun(const std::string& id, const core::Actor& actor);
+  // The run started, or the one that `req.owner` already has. Bad requests are kInvalidContent
+  // with every bad field; a host in the wrong lifecycle state for the purpose is kConflict.
+  Result<RunView> startRun(const StartRequest& req, const core::Actor& actor);
+  Result<RunView> runView(const std::string& id);
+  Result<core::Page<RunRow>> listRuns(const RunFilter& filter, const core::PageRequest& page);
+  Result<RunView> cancelRun(const std::string& id, const core::Actor& actor);
   // Stops a run at a safe point (no step is killed); it finishes when running steps report.
   Status stopRun(const std::string& id, const core::Actor& actor);
   Result<RunStatus> runStatus(const std::string& id);
@@ -69,26 +79,20 @@ class RunService {
   Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids);
   // The declared parameter names of a workflow's current version.
   Result<std::vector<std::string>> workflowParams(const std::string& name);
-  Result<nlohmann::json> quarantineView();
+  // The quarantine queue: each host with its repairs and newest validation run, timed by the clock.
+  Result<std::vector<QuarantineEntry>> quarantineView();
 
-  // Agent side.
-  Result<std::optional<nlohmann::json>> claimWork(const std::string& host);
+  // Agent side: the assignments as the agents read them (the caller encodes them).
+  Result<std::optional<protocol::Assignment>> claimWork(const std::string& host);
   // claimWork for many hosts in one transaction: the assignment of each host that got one.
-  Result<std::map<std::string, nlohmann::json>> claimBatch(const std::vector<std::string>& hosts);
-  struct ReportAnswer {
-    ReportOutcome outcome = ReportOutcome::kStale;
-    std::optional<nlohmann::json> next;  // the host's next assignment, when the body said "ready"
-  };
-  struct ReportRequest {
-    std::string assignment_id, host;
-    nlohmann::json body;
-    std::string text;  // the body as the agent sent it, if known: stored as is (no second dump)
-  };
+  Result<std::map<std::string, protocol::Assignment>> claimBatch(const std::vector<std::string>& hosts) override;
+  using ReportAnswer = runs::ReportAnswer;  // agent_work.h
+  using ReportRequest = AgentReport;
   // Agents' reports, applied in one transaction (RunStore::reportBatch); if that fails, one by
   // one, so one bad report costs only its own answer. A body with "ready": true says the agent
   // holds no other step: its next assignment is handed out with the acknowledgement (and the
   // host is not notified of it). One answer per report, in order.
-  std::vector<Result<ReportAnswer>> reportBatch(const std::vector<ReportRequest>& reports);
+  std::vector<Result<ReportAnswer>> reportBatch(const std::vector<ReportRequest>& reports) override;
 
   // One controller pass: due timers, expired leases, finished runs, unreachable agents.
   // Returns how many things it did (for tests and metrics).
@@ -106,6 +110,7 @@ class RunService {
     workflow::WorkflowSpec spec;
   };
   Result<std::shared_ptr<const LoadedSpec>> spec(const std::string& name, const std::string& hash);
+  static std::shared_ptr<const workflow::WorkflowSpec> specOf(const std::shared_ptr<const LoadedSpec>& loaded);
   GroupFn engineFn(std::function<Result<Effects>(const class Engine&, GroupState&)> event);
   std::vector<core::HostTransition> transitionsFor(const RunRow& run, const GroupState& g,
                                                    const std::vector<std::string>& finished) const;

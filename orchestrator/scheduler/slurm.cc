@@ -93,8 +93,6 @@ std::string NodeNaming::nodeOf(const core::HostSummary& h) const {
 
 // ---- reasons ----
 
-bool schedulable(std::string_view state) { return state == "available" || state == "allocated"; }
-
 std::string cleanReason(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -112,7 +110,7 @@ std::string cleanReason(std::string_view text) {
 }
 
 std::string stateReason(const core::HostSummary& h) {
-  std::string why = "kiln: " + h.state;
+  std::string why = "kiln: " + std::string(core::hostStateName(h.state));
   if (!h.state_reason.empty()) why += " (" + h.state_reason + ")";
   return cleanReason(why);
 }
@@ -166,11 +164,11 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
 
   for (const auto& h : in.hosts) {
     const std::string node = naming.nodeOf(h);
-    if (node.empty() || h.state == "retired") continue;
+    if (node.empty() || h.state == core::HostState::kRetired) continue;
     host_of_node[node] = h.id;
     auto seen = nodes.find(node);
     if (seen == nodes.end()) {
-      if (!schedulable(h.state)) continue;  // a host Slurm does not know cannot hold a job
+      if (!core::servesJobs(h.state)) continue;  // a host Slurm does not know cannot hold a job
       plan.notices.push_back({h.id, node, "host " + h.id + " maps to Slurm node " + node + ", which Slurm does not know", true});
       continue;
     }
@@ -183,14 +181,14 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
     std::optional<DrainRequest> request;
     if (auto r = in.requests.find(h.id); r != in.requests.end()) {
       DrainRequest kept = r->second;
-      if (!schedulable(h.state)) kept.touched = true;
-      const bool done = schedulable(h.state) && (kept.touched || in.now - kept.at > std::chrono::hours(1));
+      if (!core::servesJobs(h.state)) kept.touched = true;
+      const bool done = core::servesJobs(h.state) && (kept.touched || in.now - kept.at > std::chrono::hours(1));
       if (!done) {
         request = kept;
         plan.requests[h.id] = kept;
       }
     }
-    const bool want_drained = !schedulable(h.state) || request.has_value();
+    const bool want_drained = !core::servesJobs(h.state) || request.has_value();
 
     if (want_drained) {
       if (!n.drain()) {
@@ -242,15 +240,15 @@ ReconcilePlan reconcile(const ReconcileInput& in, const NodeNaming& naming) {
     }
 
     // Jobs decide available <-> allocated.
-    if (h.state == "available" && n.busy() && !jobs_on[node].empty()) {
+    if (h.state == core::HostState::kAvailable && n.busy() && !jobs_on[node].empty()) {
       std::vector<std::string> ids;
       for (const SlurmJob* j : jobs_on[node]) ids.push_back(j->id);
       plan.moves.push_back({h.id, core::HostAction::kAllocate, std::nullopt, "slurm: job " + joined(ids) + " on node " + node});
-    } else if (h.state == "allocated" && !n.busy()) {
+    } else if (h.state == core::HostState::kAllocated && !n.busy()) {
       plan.moves.push_back({h.id, core::HostAction::kRelease, std::nullopt,
                             "slurm: no job left on node " + node + " (" + n.text() + ")"});
-    } else if (!schedulable(h.state) && n.busy() && !n.down()) {
-      plan.notices.push_back({h.id, node, "host " + h.id + " is " + h.state + " in Kiln while Slurm runs a job on node " + node, true});
+    } else if (!core::servesJobs(h.state) && n.busy() && !n.down()) {
+      plan.notices.push_back({h.id, node, "host " + h.id + " is " + std::string(core::hostStateName(h.state)) + " in Kiln while Slurm runs a job on node " + node, true});
     }
   }
 

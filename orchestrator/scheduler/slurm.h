@@ -133,9 +133,6 @@ struct ReconcilePlan {
   std::map<std::string, std::vector<SlurmJob>> running;  // for the next pass's running_before
 };
 
-// Hosts in these Kiln states may run jobs; in any other their node must be drained.
-bool schedulable(std::string_view host_state);
-
 // The reason Kiln writes for a host drained for its state (not for a rollout's ask):
 // "kiln: failed (pre-job check wr-12: ...)". At most 200 bytes, no control characters.
 std::string stateReason(const core::HostSummary& h);

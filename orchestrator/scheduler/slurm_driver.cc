@@ -248,7 +248,7 @@ DriverStatus SlurmDriver::status() const {
     n.node = node;
     if (auto h = host_of_node_.find(node); h != host_of_node_.end()) {
       n.host = h->second;
-      n.host_state = host_state_.count(n.host) ? host_state_.at(n.host) : "";
+      if (auto s = host_state_.find(n.host); s != host_state_.end()) n.host_state = s->second;
     }
     n.known = known_.count(node) > 0;
     if (auto o = observed_.find(node); o != observed_.end()) {

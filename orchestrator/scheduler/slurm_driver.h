@@ -35,7 +35,8 @@ struct SlurmDriverOptions {
 
 // A node as GET /api/v1/scheduler/nodes shows it.
 struct NodeStatus {
-  std::string node, host, host_state;
+  std::string node, host;
+  std::optional<core::HostState> host_state;  // none when no host maps to the node
   std::string slurm_state;  // "IDLE+DRAIN"; empty when Slurm does not know the node
   std::string reason, reason_user;
   bool drained_by_kiln = false;
@@ -97,7 +98,8 @@ class SlurmDriver {
   std::map<std::string, std::vector<SlurmJob>> jobs_on_;
   std::map<std::string, DrainRequest> requests_;  // by host
   std::map<std::string, std::vector<SlurmJob>> running_before_;
-  std::map<std::string, std::string> host_of_node_, host_state_;
+  std::map<std::string, std::string> host_of_node_;
+  std::map<std::string, core::HostState> host_state_;
   std::set<std::string> ours_;  // nodes in the drain ledger
   std::optional<TimePoint> last_pass_;
   std::string last_error_;

@@ -102,7 +102,8 @@ class AgentTest : public ::testing::Test {
   FakeTransport transport_;
   FakeProcessRunner runner_;
   FakeProbe probe_;
-  FakeClock clock_;
+  // Wall time starts at 1'750'000'000'000 ms (the journal records below are dated from it).
+  FakeClock clock_{TimePoint(std::chrono::milliseconds(1'750'000'000'000))};
   std::unique_ptr<Agent> agent_;
   std::thread thread_;
   Status status_ = okStatus();

@@ -53,16 +53,23 @@ TEST(FleetModelTest, IdsAreUniqueAndStable) {
 namespace kiln::core {
 namespace {
 
+TEST(PodStateTest, NamesParseBackAndTheInServiceSetIsWrittenForSql) {
+  for (auto s : allPodStates()) EXPECT_EQ(parsePodState(podStateName(s)), s) << s;
+  EXPECT_FALSE(parsePodState("sideways").has_value());
+  EXPECT_EQ(podStateSqlList(inServicePodStates()), "('in_service', 'degraded')");
+  EXPECT_FALSE(podInService(PodState::kMaintenance));
+}
+
 TEST(PodStateTest, SparesCoverUpToTwoFailedTrays) {
   const auto& g = geometry(Platform::kClemente);
-  EXPECT_EQ(podState({{HostState::kAvailable, 18}}, g), "in_service");
+  EXPECT_EQ(podState({{HostState::kAvailable, 18}}, g), PodState::kInService);
   EXPECT_EQ(podState({{HostState::kAvailable, 14}, {HostState::kAllocated, 2}, {HostState::kFailed, 2}}, g),
-            "in_service");
-  EXPECT_EQ(podState({{HostState::kAvailable, 15}, {HostState::kFailed, 3}}, g), "degraded");
-  EXPECT_EQ(podState({{HostState::kAvailable, 17}, {HostState::kDraining, 1}}, g), "maintenance");
-  EXPECT_EQ(podState({{HostState::kIncoming, 18}}, g), "incoming");
-  EXPECT_EQ(podState({{HostState::kFailed, 18}}, g), "down");
-  EXPECT_EQ(podState({{HostState::kRetired, 18}}, g), "retired");
+            PodState::kInService);
+  EXPECT_EQ(podState({{HostState::kAvailable, 15}, {HostState::kFailed, 3}}, g), PodState::kDegraded);
+  EXPECT_EQ(podState({{HostState::kAvailable, 17}, {HostState::kDraining, 1}}, g), PodState::kMaintenance);
+  EXPECT_EQ(podState({{HostState::kIncoming, 18}}, g), PodState::kIncoming);
+  EXPECT_EQ(podState({{HostState::kFailed, 18}}, g), PodState::kDown);
+  EXPECT_EQ(podState({{HostState::kRetired, 18}}, g), PodState::kRetired);
 }
 
 }  // namespace

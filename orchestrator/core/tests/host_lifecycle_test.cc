@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
+
 namespace kiln::core {
 namespace {
 
@@ -88,6 +91,36 @@ TEST(HostLifecycleTest, OutOfServiceIsEveryStateBetweenLeavingThePoolAndComingBa
   EXPECT_EQ(out, (std::vector<S>{S::kDraining, S::kMaintenance, S::kValidating, S::kFailed, S::kRepair,
                                  S::kQuarantine}));
   for (S s : out) EXPECT_FALSE(servesJobs(s)) << hostStateName(s);
+}
+
+TEST(HostLifecycleTest, NamedSetsAndTheirSqlListsComeFromThePredicates) {
+  EXPECT_EQ(servingHostStates(), (std::vector<S>{S::kAvailable, S::kAllocated}));
+  EXPECT_EQ(hostStateSqlList(servingHostStates()), "('available', 'allocated')");
+  EXPECT_EQ(hostStateSqlList(outOfServiceHostStates()),
+            "('draining', 'maintenance', 'validating', 'failed', 'repair', 'quarantine')");
+  for (S s : allHostStates()) {
+    const bool listed = std::count(outOfServiceHostStates().begin(), outOfServiceHostStates().end(), s) > 0;
+    EXPECT_EQ(listed, outOfService(s)) << s;
+  }
+}
+
+TEST(HostLifecycleTest, UnservableAfterMaintenanceIsWhatNoDrainOrUpgradeBringsBack) {
+  std::vector<S> out;
+  for (S s : allHostStates())
+    if (unservableAfterMaintenance(s)) out.push_back(s);
+  EXPECT_EQ(out, (std::vector<S>{S::kIncoming, S::kBurnIn, S::kFailed, S::kRepair, S::kQuarantine, S::kRetired}));
+  // Every other state serves jobs or comes back to it through maintenance.
+  for (S s : allHostStates()) {
+    if (!unservableAfterMaintenance(s)) {
+      EXPECT_TRUE(servesJobs(s) || outOfService(s)) << s;
+    }
+  }
+}
+
+TEST(HostLifecycleTest, StatesPrintByName) {
+  std::ostringstream os;
+  os << S::kBurnIn;
+  EXPECT_EQ(os.str(), "burn_in");
 }
 
 }  // namespace

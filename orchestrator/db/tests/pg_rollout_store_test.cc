@@ -81,6 +81,18 @@ class PgRolloutStoreTest : public ::testing::Test {
   std::string bundle_;
 };
 
+TEST_F(PgRolloutStoreTest, PodSnapshotsReadThePodStateAndAnUnknownOneIsAStoreError) {
+  auto snaps = store_->podSnapshots({});
+  ASSERT_TRUE(snaps.ok()) << snaps.error();
+  ASSERT_EQ(snaps->size(), 2u);
+  EXPECT_EQ((*snaps)[0].state, core::PodState::kInService);
+  db_.query("UPDATE pods SET state = 'levitating' WHERE id = 'prn-b01-p2'");
+  snaps = store_->podSnapshots({});
+  ASSERT_FALSE(snaps.ok());
+  EXPECT_EQ(snaps.error().code, ErrorCode::kInternal);
+  EXPECT_NE(snaps.error().message.find("unknown pod state 'levitating'"), std::string::npos) << snaps.error();
+}
+
 TEST_F(PgRolloutStoreTest, CompletionIsRefusedWhileAPodIsUnfinishedAndAbortWhileOneIsInFlight) {
   const std::string id = finishedButRunning();
   ASSERT_TRUE(store_->updatePods(id, {retry("prn-b01-p2")}, {}).ok());

@@ -41,19 +41,19 @@ class PgRunStoreTest : public ::testing::Test {
     ASSERT_TRUE(service_.putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), admin_).ok());
   }
 
-  json claim(const std::string& host) {
+  protocol::Assignment claim(const std::string& host) {
     auto a = service_.claimWork(host);
     EXPECT_TRUE(a.ok() && a->has_value()) << host;
-    return a.ok() && *a ? **a : json::object();
+    return a.ok() && *a ? **a : protocol::Assignment{};
   }
 
-  static RunService::ReportRequest passed(const std::string& host, const json& a, bool ready = true) {
-    return {a.value("id", ""), host,
-            json{{"lease", a.value("lease", 0)}, {"host", host}, {"started", true}, {"exit_code", 0},
-                 {"duration_ms", 3}, {"ready", ready}}};
+  static RunService::ReportRequest passed(const std::string& host, const protocol::Assignment& a, bool ready = true) {
+    return {a.id, host,
+            json{{"lease", a.lease}, {"host", host}, {"started", true}, {"exit_code", 0}, {"duration_ms", 3},
+                 {"ready", ready}}};
   }
 
-  std::string step(const json& a) { return a.value("step_id", ""); }
+  std::string step(const protocol::Assignment& a) { return a.step_id; }
 
   kiln::testing::TestDatabase db_;
   std::unique_ptr<core::Store> fleet_ = makePgStore({db_.url(), 2});
@@ -67,7 +67,7 @@ class PgRunStoreTest : public ::testing::Test {
 TEST_F(PgRunStoreTest, ABatchAnswersEachReportAndHandsEachReadyHostItsNextStep) {
   auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1], hosts_[2]}, {}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
-  const json a0 = claim(hosts_[0]), a1 = claim(hosts_[1]), a2 = claim(hosts_[2]);
+  const protocol::Assignment a0 = claim(hosts_[0]), a1 = claim(hosts_[1]), a2 = claim(hosts_[2]);
 
   auto wrong_host = passed(hosts_[1], a0);  // host 1's agent reporting host 0's step
   auto unknown = passed(hosts_[2], a2);
@@ -95,7 +95,7 @@ TEST_F(PgRunStoreTest, ABatchAnswersEachReportAndHandsEachReadyHostItsNextStep) 
   EXPECT_EQ(answers[5]->outcome, ReportOutcome::kDuplicate);
   ASSERT_TRUE(answers[5]->next.has_value());
   EXPECT_EQ(step(*answers[5]->next), "second");
-  EXPECT_EQ((*answers[5]->next)["lease"], 1);
+  EXPECT_EQ(answers[5]->next->lease, 1);
 
   EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE state = 'done'"), "3");
   EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE step_id = 'second' AND state = 'dispatched'"), "2");
@@ -118,7 +118,7 @@ TEST_F(PgRunStoreTest, TheReportThatClosesARunsLastGroupSaysSoOnce) {
   RunService service(*fleet_, *store_, clock_, o, nullptr);
   auto run = service.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
-  const std::string id = (*run)["id"];
+  const std::string id = run->row.id;
   // Both hosts through both steps; only host 1's last report leaves the run without an open group.
   auto first = service.reportBatch({passed(hosts_[0], claim(hosts_[0])), passed(hosts_[1], claim(hosts_[1]))});
   ASSERT_TRUE(first[0].ok() && first[0]->next && first[1].ok() && first[1]->next);
@@ -145,7 +145,7 @@ TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
                   .ok());
   auto run = service_.startRun({"two-soft", {hosts_[0]}, {}, json::object(), "pre_job", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
-  auto failed = [&](const json& a) {
+  auto failed = [&](const protocol::Assignment& a) {
     auto r = passed(hosts_[0], a);
     r.body["exit_code"] = 3;
     return r;
@@ -163,7 +163,7 @@ TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
 TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToItsState) {
   auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
-  const std::string id = (*run)["id"];
+  const std::string id = run->row.id;
   std::vector<RunService::ReportRequest> batch;
   for (int i = 0; i < 5; ++i) batch.push_back(passed(hosts_[i], claim(hosts_[i])));
   auto answers = service_.reportBatch(batch);
@@ -177,9 +177,9 @@ TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToIts
   auto view = service_.runView(id);
   ASSERT_TRUE(view.ok());
   int on_second = 0, records = 0;
-  for (const auto& h : (*view)["hosts"]) {
-    on_second += h["current_step"] == "second";
-    records += static_cast<int>(h["steps"].size());
+  for (const auto& h : view->hosts) {
+    on_second += h.current_step == "second";
+    records += static_cast<int>(h.steps.size());
   }
   EXPECT_EQ(on_second, 5);
   EXPECT_EQ(records, 5);
@@ -189,14 +189,14 @@ TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToIts
 TEST_F(PgRunStoreTest, AReportThatIsNotAnObjectFailsAloneAndTheRestOfTheBatchLands) {
   auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok());
-  const json a0 = claim(hosts_[0]), a1 = claim(hosts_[1]);
-  RunService::ReportRequest bad{a1.value("id", ""), hosts_[1], json{{"lease", "one"}}};
+  const protocol::Assignment a0 = claim(hosts_[0]), a1 = claim(hosts_[1]);
+  RunService::ReportRequest bad{a1.id, hosts_[1], json{{"lease", "one"}}};
   auto answers = service_.reportBatch({bad, passed(hosts_[0], a0)});
   ASSERT_FALSE(answers[0].ok());
   EXPECT_EQ(answers[0].error().code, ErrorCode::kInvalidContent);
   ASSERT_TRUE(answers[1].ok());
   EXPECT_EQ(answers[1]->outcome, ReportOutcome::kAccepted);
-  EXPECT_EQ(db_.query("SELECT state FROM assignments WHERE id = '" + a1.value("id", "") + "'"), "dispatched");
+  EXPECT_EQ(db_.query("SELECT state FROM assignments WHERE id = '" + a1.id + "'"), "dispatched");
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST_F(PgStoreTest, ListPodsPaginatesWithKeysetCursorAndFilters) {
   ASSERT_EQ(cat->items.size(), 2u);
   EXPECT_EQ(cat->items[0].racks, 2);
   EXPECT_EQ(cat->items[0].healthy_gpus, 72);
-  EXPECT_EQ(cat->items[0].state, "in_service");
+  EXPECT_EQ(cat->items[0].state, core::PodState::kInService);
   auto labelled = store_->listPods({.label = "row=b"}, {"", 100});
   ASSERT_TRUE(labelled.ok());
   EXPECT_EQ(labelled->items.size(), 4u);
@@ -135,7 +135,7 @@ TEST_F(PgStoreTest, TransitionRecordsEventAuditAndPodState) {
   }
   auto host_detail = store_->getHost(host);
   ASSERT_TRUE(host_detail.ok());
-  EXPECT_EQ(host_detail->host.state, "repair");
+  EXPECT_EQ(host_detail->host.state, core::HostState::kRepair);
   EXPECT_EQ(host_detail->allowed_actions, (std::vector<std::string>{"repair_complete", "retire", "override"}));
   auto events = store_->hostEvents(host, {"", 10});
   ASSERT_TRUE(events.ok());
@@ -146,10 +146,70 @@ TEST_F(PgStoreTest, TransitionRecordsEventAuditAndPodState) {
   EXPECT_EQ(events->items[1].actor, "test-admin");
   EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE target = 'prn-b01-p1-h03'"), "2");
   // One tray down: the spares still cover a 64-GPU slice.
-  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "in_service");
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, core::PodState::kInService);
   for (const char* h : {"prn-b01-p1-h01", "prn-b01-p1-h02"})
     ASSERT_TRUE(store_->transitionHost({h, core::HostAction::kFail, std::nullopt, "test"}, admin_).ok());
-  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "degraded");
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, core::PodState::kDegraded);
+}
+
+TEST_F(PgStoreTest, AnUnknownHostStateIsAStoreErrorNotACrash) {
+  // As after a rollback to an older kilnd: a state this binary does not know (the hosts table's
+  // CHECK dropped to write it).
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  db_.query("ALTER TABLE hosts DROP CONSTRAINT hosts_state_check");
+  db_.query("UPDATE hosts SET state = 'levitating' WHERE id = 'prn-b01-p1-h03'");
+  auto host = store_->getHost("prn-b01-p1-h03");
+  ASSERT_FALSE(host.ok());
+  EXPECT_EQ(host.error().code, ErrorCode::kInternal);
+  EXPECT_NE(host.error().message.find("unknown host state 'levitating'"), std::string::npos) << host.error();
+  auto pod = store_->getPod("prn-b01-p1");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_EQ(pod.error().code, ErrorCode::kInternal);
+  auto moved = store_->transitionHost({"prn-b01-p1-h03", core::HostAction::kFail, std::nullopt, "x"}, admin_);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.error().code, ErrorCode::kInternal);
+  // The other hosts still read.
+  auto other = store_->getHost("prn-b01-p1-h04");
+  ASSERT_TRUE(other.ok()) << other.error();
+  EXPECT_EQ(other->host.state, core::HostState::kAvailable);
+}
+
+TEST_F(PgStoreTest, AnUnknownPodStateIsAStoreErrorNotACrash) {
+  // As after a rollback to an older kilnd that a newer one wrote a pod state for.
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  db_.query("UPDATE pods SET state = 'levitating' WHERE id = 'prn-b01-p1'");
+  auto pod = store_->getPod("prn-b01-p1");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_EQ(pod.error().code, ErrorCode::kInternal);
+  EXPECT_NE(pod.error().message.find("unknown pod state 'levitating'"), std::string::npos) << pod.error();
+  auto pods = store_->listPods({.building = "prn-b01"}, {"", 100});
+  ASSERT_FALSE(pods.ok());
+  EXPECT_EQ(pods.error().code, ErrorCode::kInternal);
+  auto heatmap = store_->heatmapPods();
+  ASSERT_FALSE(heatmap.ok());
+  EXPECT_EQ(heatmap.error().code, ErrorCode::kInternal);
+  // The other pods still read, and a host transition writes the pod's state anew.
+  ASSERT_TRUE(store_->getPod("prn-b02-p1").ok());
+  ASSERT_TRUE(store_->transitionHost({"prn-b01-p1-h03", core::HostAction::kFail, std::nullopt, "x"}, admin_).ok());
+  auto fixed = store_->getPod("prn-b01-p1");
+  ASSERT_TRUE(fixed.ok()) << fixed.error();
+  EXPECT_EQ(fixed->pod.state, core::PodState::kInService);
+}
+
+TEST_F(PgStoreTest, PodsFilterByState) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
+  for (const char* h : {"prn-b01-p1-h01", "prn-b01-p1-h02", "prn-b01-p1-h03"})
+    ASSERT_TRUE(store_->transitionHost({h, core::HostAction::kFail, std::nullopt, "test"}, admin_).ok());
+  auto degraded = store_->listPods({.state = core::PodState::kDegraded}, {"", 100});
+  ASSERT_TRUE(degraded.ok()) << degraded.error();
+  ASSERT_EQ(degraded->items.size(), 1u);
+  EXPECT_EQ(degraded->items[0].id, "prn-b01-p1");
+  EXPECT_EQ(degraded->items[0].state, core::PodState::kDegraded);
+  auto all = store_->listPods({}, {"", 100});
+  ASSERT_TRUE(all.ok()) << all.error();
+  auto in_service = store_->listPods({.state = core::PodState::kInService}, {"", 100});
+  ASSERT_TRUE(in_service.ok()) << in_service.error();
+  EXPECT_EQ(in_service->items.size(), all->items.size() - 1);
 }
 
 TEST_F(PgStoreTest, RefusedTransitionChangesNothing) {
@@ -243,7 +303,7 @@ TEST_F(PgStoreTest, BatchedTransitionsApplyInOrderAndReportRefusedOnesPerHost) {
   // Each applied transition has its host event and audit record; the refused one has neither.
   EXPECT_EQ(db_.query("SELECT count(*) FROM host_events WHERE action IN ('drain', 'drained') AND reason <> 'earlier'"), "5");
   EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE action IN ('host.drain', 'host.drained')"), "6");
-  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "maintenance");
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, core::PodState::kMaintenance);
   // One transaction for the whole batch: every event carries its start time, now().
   std::vector<core::HostTransition> undrain;
   for (int i = 4; i <= 18; ++i) {
@@ -277,7 +337,7 @@ TEST_F(PgStoreTest, ConcurrentOverlappingBatchesDoNotDeadlock) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failed_batches.load(), 0);
   EXPECT_EQ(applied.load(), 18);  // each host failed exactly once
-  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, "down");
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, core::PodState::kDown);
 }
 
 TEST_F(PgStoreTest, RunStatesReadsManyRunsInOneQuery) {

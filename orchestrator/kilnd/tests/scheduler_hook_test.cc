@@ -26,7 +26,7 @@ using rollouts::testing::FakeRunStore;
 TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
   FakeFleet fleet;
   fleet.addPod("b1-p1", "b1");
-  for (int i = 1; i <= 9; ++i) fleet.setState("b1-p1-h0" + std::to_string(i), "allocated");
+  for (int i = 1; i <= 9; ++i) fleet.setState("b1-p1-h0" + std::to_string(i), core::HostState::kAllocated);
   FakeRolloutStore rollouts(fleet);
   rollouts::Bundle bundle;
   bundle.id = "b-1";

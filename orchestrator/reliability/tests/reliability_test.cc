@@ -36,11 +36,11 @@ TEST(ReliabilityTest, NoDataGivesNoRate) {
 }
 
 TEST(ReliabilityTest, GpuHoursCountOnlyServingStatesInsideTheWindow) {
-  std::vector<StateChange> h = {{t0 - hours(10), "available"},
-                                {t0 + hours(6), "allocated"},
-                                {t0 + hours(12), "failed"},  // failed time does not count
-                                {t0 + hours(18), "repair"},
-                                {t0 + hours(30), "available"}};
+  std::vector<StateChange> h = {{t0 - hours(10), HostState::kAvailable},
+                                {t0 + hours(6), HostState::kAllocated},
+                                {t0 + hours(12), HostState::kFailed},  // failed time does not count
+                                {t0 + hours(18), HostState::kRepair},
+                                {t0 + hours(30), HostState::kAvailable}};
   // Window: one day from t0: 12 h serving (0-12), then failed/repair, back at +30 (outside).
   EXPECT_DOUBLE_EQ(hostGpuHours(h, t0, t0 + hours(24), 4), 12.0 * 4);
   // A partial day: 3 hours of window.
@@ -50,8 +50,8 @@ TEST(ReliabilityTest, GpuHoursCountOnlyServingStatesInsideTheWindow) {
 }
 
 TEST(ReliabilityTest, RetiredAndIncomingHostsDoNotCount) {
-  std::vector<StateChange> h = {{t0, "incoming"}, {t0 + hours(5), "burn_in"}, {t0 + hours(8), "available"},
-                                {t0 + hours(10), "retired"}};
+  std::vector<StateChange> h = {{t0, HostState::kIncoming}, {t0 + hours(5), HostState::kBurnIn}, {t0 + hours(8), HostState::kAvailable},
+                                {t0 + hours(10), HostState::kRetired}};
   EXPECT_DOUBLE_EQ(hostGpuHours(h, t0, t0 + hours(100), 4), 2.0 * 4);
 }
 
@@ -68,15 +68,15 @@ TEST(ReliabilityTest, WeeksStartOnMonday) {
 TEST(ReliabilityTest, FleetSeriesEqualsTheSumOverHosts) {
   // Three hosts with different histories, some changes before the window.
   std::vector<std::vector<StateChange>> hosts = {
-      {{t0 - hours(100), "available"}, {t0 + hours(30), "failed"}, {t0 + hours(200), "available"}},
-      {{t0 + hours(10), "incoming"}, {t0 + hours(50), "available"}, {t0 + hours(60), "allocated"}, {t0 + hours(300), "retired"}},
-      {{t0 - hours(5), "allocated"}, {t0 + hours(1), "draining"}, {t0 + hours(2), "maintenance"}, {t0 + hours(3), "available"}},
+      {{t0 - hours(100), HostState::kAvailable}, {t0 + hours(30), HostState::kFailed}, {t0 + hours(200), HostState::kAvailable}},
+      {{t0 + hours(10), HostState::kIncoming}, {t0 + hours(50), HostState::kAvailable}, {t0 + hours(60), HostState::kAllocated}, {t0 + hours(300), HostState::kRetired}},
+      {{t0 - hours(5), HostState::kAllocated}, {t0 + hours(1), HostState::kDraining}, {t0 + hours(2), HostState::kMaintenance}, {t0 + hours(3), HostState::kAvailable}},
   };
   std::map<TimePoint, int> delta;
   for (const auto& h : hosts)
     for (std::size_t i = 0; i < h.size(); ++i) {
-      const bool serving = h[i].state == "available" || h[i].state == "allocated";
-      const bool was = i > 0 && (h[i - 1].state == "available" || h[i - 1].state == "allocated");
+      const bool serving = core::servesJobs(h[i].state);
+      const bool was = i > 0 && core::servesJobs(h[i - 1].state);
       delta[h[i].at] += static_cast<int>(serving) - static_cast<int>(was);
     }
   std::vector<std::pair<TimePoint, int>> deltas(delta.begin(), delta.end());

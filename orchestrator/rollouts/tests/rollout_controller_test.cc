@@ -75,7 +75,7 @@ class RolloutControllerTest : public ::testing::Test {
     for (int t = 1; t <= 18; ++t) out.insert(t);
     return out;
   }
-  int hostsIn(const std::string& pod, const std::string& host_state) {
+  int hostsIn(const std::string& pod, core::HostState host_state) {
     int n = 0;
     for (const auto& h : fleet_.pods_.at(pod).hosts) n += h.state == host_state;
     return n;
@@ -174,8 +174,8 @@ TEST_F(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePods
   EXPECT_EQ(rollouts_.eventsOf("halted"), (std::vector<std::string>{": 2 pods failed; the failure budget allows 1"}));
   auto view = svc.view("ro-1");
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ((*view)["state"], "halted");
-  EXPECT_EQ((*view)["halt_reason"], "2 pods failed; the failure budget allows 1");
+  EXPECT_EQ(view->row.state, RolloutState::kHalted);
+  EXPECT_EQ(view->row.halt_reason, "2 pods failed; the failure budget allows 1");
 
   // Halted: p5 is never admitted, however many passes go by...
   for (int i = 0; i < 3; ++i) {
@@ -194,12 +194,12 @@ TEST_F(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePods
   svc.tick();
   EXPECT_EQ(phase("b1-p3"), PodPhase::kSucceeded);
   EXPECT_EQ(phase("b1-p4"), PodPhase::kSucceeded);
-  EXPECT_EQ(hostsIn("b1-p4", "available"), 18);
+  EXPECT_EQ(hostsIn("b1-p4", core::HostState::kAvailable), 18);
   svc.tick();
   EXPECT_EQ(state(), "halted");
   EXPECT_EQ(phase("b1-p5"), PodPhase::kPending);
   EXPECT_EQ(pod("b1-p5").attempt, 0);
-  EXPECT_EQ(hostsIn("b1-p5", "available"), 18);
+  EXPECT_EQ(hostsIn("b1-p5", core::HostState::kAvailable), 18);
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 4u);  // none for p5
 }
 
@@ -217,8 +217,8 @@ TEST_F(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulers
   svc.tick();  // admits p1
   svc.tick();  // drains it
   EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
-  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 17);
-  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), "draining");
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kMaintenance), 17);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), core::HostState::kDraining);
   EXPECT_EQ(pod("b1-p1").waiting_reason,
             "slurm node b1-p1-h03 is ALLOCATED+DRAIN (job 42 running): waiting for its jobs to leave");
   EXPECT_TRUE(run_store_.runsOf("upgrade").empty());  // nothing touches the pod while a job runs on it
@@ -230,7 +230,7 @@ TEST_F(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulers
   busy.clear();  // the job left; Slurm shows the node drained and empty
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
-  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 18);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kMaintenance), 18);
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
 
@@ -246,7 +246,7 @@ TEST_F(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResum
 
   auto paused = svc.verb("ro-1", "pause", kSre);
   ASSERT_TRUE(paused.ok()) << paused.error();
-  EXPECT_EQ((*paused)["state"], "paused");
+  EXPECT_EQ(paused->row.state, RolloutState::kPaused);
   EXPECT_EQ(rollouts_.eventsOf("paused"), (std::vector<std::string>{": paused by t-1"}));
 
   // p1 finishes while paused; its slot stays empty.
@@ -255,7 +255,7 @@ TEST_F(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResum
   finishValidation("b1-p1");
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
-  EXPECT_EQ(hostsIn("b1-p1", "available"), 18);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
   for (int i = 0; i < 3; ++i) {
     clock_.advance(minutes(30));
     svc.tick();
@@ -267,7 +267,7 @@ TEST_F(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResum
 
   auto resumed = svc.verb("ro-1", "resume", kSre);
   ASSERT_TRUE(resumed.ok()) << resumed.error();
-  EXPECT_EQ((*resumed)["state"], "running");
+  EXPECT_EQ(resumed->row.state, RolloutState::kRunning);
   svc.tick();
   EXPECT_EQ(phase("b1-p3"), PodPhase::kDraining);
   EXPECT_EQ(pod("b1-p3").attempt, 1);
@@ -325,12 +325,12 @@ TEST_F(RolloutControllerTest, APodAbortedRightAfterAdmissionSaysNoHostWasDrained
   auto& svc = service();
   svc.tick();  // admitted: draining, no host moved yet
   ASSERT_EQ(phase("b1-p1"), PodPhase::kDraining);
-  ASSERT_EQ(hostsIn("b1-p1", "available"), 18);
+  ASSERT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
   ASSERT_TRUE(svc.verb("ro-1", "abort", kSre).ok());
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
   EXPECT_EQ(pod("b1-p1").message, "aborted while draining, before any host was drained");
-  EXPECT_EQ(hostsIn("b1-p1", "available"), 18);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
   EXPECT_EQ(state(), "aborted");
 }
 
@@ -338,16 +338,16 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
   auto& svc = service();
   svc.tick();  // admits p1, p2
-  fleet_.setState(host("b1-p2", 5), "allocated");  // a job landed on p2 before its drain
+  fleet_.setState(host("b1-p2", 5), core::HostState::kAllocated);  // a job landed on p2 before its drain
   svc.tick();
   ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
   ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);
-  ASSERT_EQ(hostsIn("b1-p2", "maintenance"), 17);
+  ASSERT_EQ(hostsIn("b1-p2", core::HostState::kMaintenance), 17);
   const std::string upgrade = pod("b1-p1").run_id;
 
   auto aborting = svc.verb("ro-1", "abort", kSre);
   ASSERT_TRUE(aborting.ok()) << aborting.error();
-  EXPECT_EQ((*aborting)["state"], "aborting");
+  EXPECT_EQ(aborting->row.state, RolloutState::kAborting);
   svc.tick();
   // p1's upgrade is told to stop at a safe point (no flash is cut): the pod waits for it.
   EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
@@ -355,8 +355,8 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   // p2 had not started its upgrade: it stops now, its drained hosts left drained.
   EXPECT_EQ(phase("b1-p2"), PodPhase::kAborted);
   EXPECT_EQ(pod("b1-p2").message, "aborted while draining: 17 of 18 hosts left draining or in maintenance");
-  EXPECT_EQ(hostsIn("b1-p2", "maintenance"), 17);
-  EXPECT_EQ(fleet_.state(host("b1-p2", 5)), "allocated");
+  EXPECT_EQ(hostsIn("b1-p2", core::HostState::kMaintenance), 17);
+  EXPECT_EQ(fleet_.state(host("b1-p2", 5)), core::HostState::kAllocated);
   EXPECT_EQ(state(), "aborting");  // p1 is still in flight
   EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
 
@@ -366,7 +366,7 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
   EXPECT_EQ(pod("b1-p1").message, "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
-  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 18);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kMaintenance), 18);
   EXPECT_TRUE(run_store_.runsOf("validate").empty());
   EXPECT_EQ(state(), "aborted");
   EXPECT_EQ(rollouts_.eventsOf("aborted"),
@@ -380,7 +380,7 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   for (const char* p : {"b1-p3", "b1-p4"}) {
     EXPECT_EQ(phase(p), PodPhase::kPending) << p;
     EXPECT_EQ(pod(p).attempt, 0) << p;
-    EXPECT_EQ(hostsIn(p, "available"), 18) << p;
+    EXPECT_EQ(hostsIn(p, core::HostState::kAvailable), 18) << p;
   }
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
@@ -399,8 +399,8 @@ TEST_F(RolloutControllerTest, AbortLeavesHostsWhoseUpgradeStepNoAgentHadTakenDra
   svc.tick();
   ASSERT_EQ(phase("b1-p1"), PodPhase::kAborted);
   EXPECT_EQ(pod("b1-p1").message, "aborted: the upgrade stopped at a safe point; hosts left in maintenance");
-  EXPECT_EQ(hostsIn("b1-p1", "maintenance"), 18);
-  EXPECT_EQ(hostsIn("b1-p1", "failed"), 0);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kMaintenance), 18);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kFailed), 0);
 }
 
 TEST_F(RolloutControllerTest, AbortLetsAPodInValidationFinishItAndReturnsOnlyTheHostsThatPassed) {
@@ -424,9 +424,9 @@ TEST_F(RolloutControllerTest, AbortLetsAPodInValidationFinishItAndReturnsOnlyThe
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
   EXPECT_EQ(pod("b1-p1").message, "16 hosts back in service (64 GPUs); spares cover 2 hosts sent to repair");
-  EXPECT_EQ(hostsIn("b1-p1", "available"), 16);
-  EXPECT_EQ(fleet_.state(host("b1-p1", 17)), "repair");
-  EXPECT_EQ(fleet_.state(host("b1-p1", 18)), "repair");
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 16);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 17)), core::HostState::kRepair);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 18)), core::HostState::kRepair);
   EXPECT_EQ(state(), "aborted");
   EXPECT_EQ(phase("b1-p2"), PodPhase::kPending);
 }
@@ -444,10 +444,10 @@ TEST_F(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWi
   svc.tick();
   finishValidation("b1-p1");  // trays 1-15 finish their validation
   svc.tick();
-  EXPECT_EQ(hostsIn("b1-p1", "repair"), 0);
-  EXPECT_EQ(hostsIn("b1-p1", "failed"), 0);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kRepair), 0);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kFailed), 0);
   EXPECT_NE(phase("b1-p1"), PodPhase::kFailed);
-  for (int t : {16, 17, 18}) EXPECT_NE(fleet_.state(host("b1-p1", t)), "available") << t;  // not validated
+  for (int t : {16, 17, 18}) EXPECT_NE(fleet_.state(host("b1-p1", t)), core::HostState::kAvailable) << t;  // not validated
 }
 
 // ---- retry ----
@@ -463,9 +463,9 @@ TEST_F(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgain
   svc.tick();
   ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
   // No host is left to validate: the failed ones go to repair at once.
-  ASSERT_EQ(hostsIn("b1-p1", "repair"), 18);
+  ASSERT_EQ(hostsIn("b1-p1", core::HostState::kRepair), 18);
   // Repair and quarantine validation give the hosts back.
-  for (int t = 1; t <= 18; ++t) fleet_.setState(host("b1-p1", t), "available");
+  for (int t = 1; t <= 18; ++t) fleet_.setState(host("b1-p1", t), core::HostState::kAvailable);
 
   auto retried = svc.podVerb("ro-1", "b1-p1", "retry", kSre);
   ASSERT_TRUE(retried.ok()) << retried.error();
@@ -490,7 +490,7 @@ TEST_F(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgain
   finishValidation("b1-p1");
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
-  EXPECT_EQ(hostsIn("b1-p1", "available"), 18);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
 }
 
 TEST_F(RolloutControllerTest, RetryingAPodThatDidNotFailIsRefusedAndChangesNothing) {
@@ -596,7 +596,7 @@ TEST_F(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompl
   EXPECT_EQ(state(), "completed");
   EXPECT_EQ(phase("b1-p2"), PodPhase::kSkipped);
   EXPECT_EQ(pod("b1-p2").attempt, 0);
-  EXPECT_EQ(hostsIn("b1-p2", "available"), 18);
+  EXPECT_EQ(hostsIn("b1-p2", core::HostState::kAvailable), 18);
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
 
@@ -666,11 +666,12 @@ TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisR
 
   auto rb = svc.rollback("ro-1", kSre);
   ASSERT_TRUE(rb.ok()) << rb.error();
-  const std::string id = (*rb)["id"];
+  const std::string id = rb->row.id;
   EXPECT_NE(id, "ro-1");
-  EXPECT_EQ((*rb)["bundle"]["id"], "b-1");
-  EXPECT_EQ((*rb)["state"], "running");
-  EXPECT_EQ((*rb)["selector"]["pods"], json({"b1-p1", "b1-p2"}));
+  EXPECT_EQ(rb->bundle.id, "b-1");
+  EXPECT_EQ(rb->row.bundle_id, "b-1");
+  EXPECT_EQ(rb->row.state, RolloutState::kRunning);
+  EXPECT_EQ(rb->row.selector["pods"], json({"b1-p1", "b1-p2"}));
   ASSERT_EQ(rollouts_.pods_.at(id).size(), 2u);
   EXPECT_EQ(rollouts_.pods_.at(id)[0].pod, "b1-p1");
   EXPECT_EQ(rollouts_.pods_.at(id)[1].pod, "b1-p2");
@@ -700,8 +701,8 @@ TEST_F(RolloutControllerTest, TheRollbackRolloutNamesTheRolloutItRollsBack) {
   rollouts_.setVersion("b1-p1", "driver", "580.1");
   auto rb = svc.rollback("ro-1", kSre);
   ASSERT_TRUE(rb.ok()) << rb.error();
-  EXPECT_EQ((*rb)["rollback_of"], json("ro-1"));
-  EXPECT_EQ(rollouts_.rollouts_.at((*rb)["id"].get<std::string>()).rollback_of, "ro-1");
+  EXPECT_EQ(rb->row.rollback_of, "ro-1");
+  EXPECT_EQ(rollouts_.rollouts_.at(rb->row.id).rollback_of, "ro-1");
 }
 
 TEST_F(RolloutControllerTest, RollbackIsRefusedWhileTheRolloutRunsOrWhenNoChangedPodHasAnEarlierBundle) {
@@ -743,14 +744,14 @@ TEST_F(RolloutControllerTest, TwoFailedHostsOfEighteenLeaveSixtyFourGpusAndThePo
   ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
   // Only the hosts the upgrade passed are validated.
   EXPECT_EQ(run_store_.runs_.at(pod("b1-p1").validation_run_id).hosts.size(), 16u);
-  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), "failed");
+  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), core::HostState::kFailed);
   finishValidation("b1-p1");
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
   EXPECT_EQ(pod("b1-p1").message, "16 hosts back in service (64 GPUs); spares cover 2 hosts sent to repair");
-  EXPECT_EQ(hostsIn("b1-p1", "available"), 16);
-  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), "repair");
-  EXPECT_EQ(fleet_.state(host("b1-p1", 11)), "repair");
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 16);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 3)), core::HostState::kRepair);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 11)), core::HostState::kRepair);
   EXPECT_EQ(state(), "completed");
 }
 
@@ -768,8 +769,8 @@ TEST_F(RolloutControllerTest, ThreeFailedHostsLeaveTooFewGpusAndThePodFails) {
   EXPECT_EQ(rollouts_.eventsOf("failed"),
             (std::vector<std::string>{"b1-p1: only 60 healthy GPUs after the upgrade (a slice needs 64)"}));
   // The failed hosts go to repair; the 15 that passed validation serve.
-  EXPECT_EQ(hostsIn("b1-p1", "repair"), 3);
-  EXPECT_EQ(hostsIn("b1-p1", "available"), 15);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kRepair), 3);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 15);
 }
 
 TEST_F(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainstTheSpares) {
@@ -789,32 +790,40 @@ TEST_F(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainst
   // p1: one upgrade and one validation failure, covered by the spares.
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
   EXPECT_EQ(pod("b1-p1").message, "16 hosts back in service (64 GPUs); spares cover 2 hosts sent to repair");
-  EXPECT_EQ(fleet_.state(host("b1-p1", 9)), "repair");
-  EXPECT_EQ(fleet_.state(host("b1-p1", 4)), "repair");
+  EXPECT_EQ(fleet_.state(host("b1-p1", 9)), core::HostState::kRepair);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 4)), core::HostState::kRepair);
   // p2: two upgrade failures and one validation failure are one too many.
   EXPECT_EQ(phase("b1-p2"), PodPhase::kFailed);
   EXPECT_EQ(pod("b1-p2").message, "only 60 healthy GPUs after the upgrade (a slice needs 64)");
-  EXPECT_EQ(fleet_.state(host("b1-p2", 9)), "repair");
-  EXPECT_EQ(hostsIn("b1-p2", "repair"), 3);
-  EXPECT_EQ(hostsIn("b1-p2", "available"), 15);
+  EXPECT_EQ(fleet_.state(host("b1-p2", 9)), core::HostState::kRepair);
+  EXPECT_EQ(hostsIn("b1-p2", core::HostState::kRepair), 3);
+  EXPECT_EQ(hostsIn("b1-p2", core::HostState::kAvailable), 15);
 }
 
 // ---- time ----
 
 TEST_F(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePreviousWaveFinished) {
-  rollouts_.bundles_[bundle_.id] = bundle_;
+  rollouts_.bundles_.add(bundle_);
   auto& svc = service();
-  bool dry_run = true;
-  auto created = svc.create({{"bundle", "b-2"},
-                             {"selector", {{"pods", {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}}}},
-                             {"policy", policy(4, {{"canary_pods", 2}, {"soak", "30m"}})},
-                             {"start", true}},
-                            kSre, &dry_run);
+  CreateRequest req;
+  req.bundle = bundle_;
+  req.selector.pods = {"b1-p1", "b1-p2", "b1-p3", "b1-p4"};
+  auto parsed = parsePolicy(policy(4, {{"canary_pods", 2}, {"soak", "30m"}}));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  req.policy = *parsed;
+  req.start = true;
+  auto created = svc.create(req, kSre);
   ASSERT_TRUE(created.ok()) << created.error();
-  ASSERT_FALSE(dry_run);
-  const std::string id = (*created)["id"];
+  ASSERT_FALSE(created->dry_run);
+  ASSERT_TRUE(created->rollout);
+  const std::string id = created->rollout->row.id;
   ASSERT_EQ(id, "ro-1");
-  EXPECT_EQ((*created)["state"], "running");
+  EXPECT_EQ(created->rollout->row.state, RolloutState::kRunning);
+  EXPECT_EQ(created->rollout->total, 4u);
+  ASSERT_EQ(created->rollout->waves.size(), 2u);
+  EXPECT_EQ(created->rollout->waves[0].pods, 2);
+  EXPECT_EQ(created->rollout->waves[0].state, RolloutView::WaveState::kCurrent);
+  EXPECT_EQ(created->rollout->current_wave, 0);
   EXPECT_EQ(pod("b1-p2").wave, 0);
   EXPECT_EQ(pod("b1-p3").wave, 1);
 
@@ -862,13 +871,16 @@ TEST_F(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
 
   auto view = svc.view("ro-1");
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ((*view)["pod_durations"], (json{{"count", 1}, {"p50_s", 1800.0}, {"p90_s", 1800.0}}));
+  EXPECT_EQ(view->durations_count, 1u);
+  EXPECT_EQ(view->p50_s, 1800.0);
+  EXPECT_EQ(view->p90_s, 1800.0);
   // Two pods left one at a time at the median, plus the soak before wave 1.
-  EXPECT_EQ((*view)["eta_s"], 2 * 1800.0 + 600);
+  EXPECT_EQ(view->eta_s, 2 * 1800.0 + 600);
   auto pods = svc.pods("ro-1");
   ASSERT_TRUE(pods.ok());
-  EXPECT_EQ((*pods)["items"][0]["duration_s"], 1800.0);
-  EXPECT_TRUE((*pods)["items"][1]["duration_s"].is_null());  // p2 has not finished
+  ASSERT_GE(pods->size(), 2u);
+  EXPECT_EQ(*(*pods)[0].finished_at - *(*pods)[0].started_at, minutes(30));
+  EXPECT_FALSE((*pods)[1].finished_at);  // p2 has not finished
 
   svc.tick();
   clock_.advance(minutes(50));
@@ -879,14 +891,16 @@ TEST_F(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
   ASSERT_EQ(phase("b1-p2"), PodPhase::kSucceeded);
   view = svc.view("ro-1");
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ((*view)["pod_durations"], (json{{"count", 2}, {"p50_s", 1800.0}, {"p90_s", 3000.0}}));
+  EXPECT_EQ(view->durations_count, 2u);
+  EXPECT_EQ(view->p50_s, 1800.0);
+  EXPECT_EQ(view->p90_s, 3000.0);
   // p3 alone, in the last wave, after the 10-minute soak that began as p2 finished.
   EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("soak: ", 0), 0u) << pod("b1-p3").waiting_reason;
-  EXPECT_EQ((*view)["eta_s"], 600 + 1800.0);
+  EXPECT_EQ(view->eta_s, 600 + 1800.0);
   clock_.advance(minutes(4));
-  EXPECT_EQ((*svc.view("ro-1"))["eta_s"], 360 + 1800.0);
+  EXPECT_EQ(svc.view("ro-1")->eta_s, 360 + 1800.0);
   clock_.advance(minutes(20));  // the soak is over (the pass that starts p3 has not run yet)
-  EXPECT_EQ((*svc.view("ro-1"))["eta_s"], 1800.0);
+  EXPECT_EQ(svc.view("ro-1")->eta_s, 1800.0);
 }
 
 TEST_F(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaWaitsForTheNextOpening) {
@@ -916,7 +930,7 @@ TEST_F(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaW
   // p2 tomorrow 02:00-02:30, p3 the day after (tomorrow's window has 15 minutes left then).
   auto view = svc.view("ro-1");
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ((*view)["eta_s"], 48 * 3600.0);
+  EXPECT_EQ(view->eta_s, 48 * 3600.0);
   clock_.advance(hours(23) + minutes(30));
   svc.tick();  // tomorrow 02:00
   ASSERT_EQ(phase("b1-p2"), PodPhase::kDraining);

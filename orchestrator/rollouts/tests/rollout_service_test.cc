@@ -67,7 +67,7 @@ TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnl
   EXPECT_EQ(fleet_.transition_batches, 2);
   EXPECT_EQ(fleet_.transitions_applied, 2 * 36);
   EXPECT_EQ(fleet_.transition_host_calls, 0);
-  EXPECT_EQ(fleet_.state("b1-p1-h07"), "maintenance");
+  EXPECT_EQ(fleet_.state("b1-p1-h07"), core::HostState::kMaintenance);
 
   // Runs in flight: one state query per pass, no run or group read.
   const int get_runs = run_store_.get_run_calls, groups = run_store_.run_groups_calls;
@@ -84,8 +84,8 @@ TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnl
   ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
   EXPECT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
   EXPECT_EQ(fleet_.transition_batches, 3);
-  EXPECT_EQ(fleet_.state("b1-p1-h03"), "failed");
-  EXPECT_EQ(fleet_.state("b1-p1-h04"), "validating");
+  EXPECT_EQ(fleet_.state("b1-p1-h03"), core::HostState::kFailed);
+  EXPECT_EQ(fleet_.state("b1-p1-h04"), core::HostState::kValidating);
 
   // Validation passes: one batch (17 validation_pass + repair of the failed host).
   run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
@@ -93,8 +93,8 @@ TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnl
   ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
   EXPECT_EQ(fleet_.transition_batches, 4);
   EXPECT_EQ(fleet_.transition_host_calls, 0);
-  EXPECT_EQ(fleet_.state("b1-p1-h03"), "repair");
-  EXPECT_EQ(fleet_.state("b1-p1-h04"), "available");
+  EXPECT_EQ(fleet_.state("b1-p1-h03"), core::HostState::kRepair);
+  EXPECT_EQ(fleet_.state("b1-p1-h04"), core::HostState::kAvailable);
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").message, "17 hosts back in service (68 GPUs); spares cover 1 hosts sent to repair");
 }
 
@@ -107,14 +107,14 @@ TEST_F(RolloutServiceTest, APassReplayedAfterACrashRefusesTheMovesItAlreadyMadeA
   run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").run_id);
   // A kilnd killed after the hosts moved to validating but before the pod row changed: the
   // next pass finds the pod still upgrading with every host moved already.
-  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = "validating";
+  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = core::HostState::kValidating;
   svc.tick();
   ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
   EXPECT_EQ(run_store_.runsOf("validate").size(), 1u);
   run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
-  EXPECT_EQ(fleet_.state("b1-p1-h18"), "available");
+  EXPECT_EQ(fleet_.state("b1-p1-h18"), core::HostState::kAvailable);
 }
 
 TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFailingAgain) {
@@ -131,7 +131,7 @@ TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFa
   run_store_.finishRun(rollouts_.pod("ro-1", "b1-p1").validation_run_id);
   svc.tick();
   ASSERT_EQ(phase("b1-p1"), PodPhase::kFailed);
-  EXPECT_EQ(fleet_.state("b1-p1-h02"), "repair");
+  EXPECT_EQ(fleet_.state("b1-p1-h02"), core::HostState::kRepair);
   svc.tick();
   ASSERT_EQ(rollouts_.rollouts_.at("ro-1").state, RolloutState::kHalted);
 
@@ -147,8 +147,8 @@ TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFa
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").attempt, 1);
 
   // Repair and quarantine validation give two hosts back: 17 can serve, the pod starts again.
-  fleet_.setState("b1-p1-h01", "available");
-  fleet_.setState("b1-p1-h02", "available");
+  fleet_.setState("b1-p1-h01", core::HostState::kAvailable);
+  fleet_.setState("b1-p1-h02", core::HostState::kAvailable);
   rollouts_.pod("ro-1", "b1-p2").phase = PodPhase::kSucceeded;  // frees the slot
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
@@ -171,7 +171,7 @@ struct HeldHook {
 
 TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLearnedOnALaterPass) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
-  for (int i = 1; i <= 16; ++i) fleet_.setState("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i), "allocated");
+  for (int i = 1; i <= 16; ++i) fleet_.setState("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i), core::HostState::kAllocated);
   HeldHook scheduler;
   ControllerOptions o;
   o.release_hook = scheduler.hook();
@@ -214,7 +214,7 @@ TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLe
   EXPECT_EQ(scheduler.asks.size(), 3u);
 
   // The job leaves: the pod drains. A late answer to the last ask is still recorded.
-  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = "available";
+  for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = core::HostState::kAvailable;
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
   scheduler.asks[2].done(true);
@@ -224,7 +224,7 @@ TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLe
 
 TEST_F(RolloutServiceTest, AnAnswerArrivingAfterTheServiceIsGoneIsHarmless) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
-  fleet_.setState("b1-p1-h01", "allocated");
+  fleet_.setState("b1-p1-h01", core::HostState::kAllocated);
   HeldHook scheduler;
   ControllerOptions o;
   o.release_hook = scheduler.hook();

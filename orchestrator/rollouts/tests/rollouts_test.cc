@@ -101,7 +101,7 @@ std::vector<PodFacts> pods(int buildings, int per_building) {
       f.building = "b" + std::to_string(b);
       f.site = "s";
       f.platform = "catalina";
-      f.state = "in_service";
+      f.state = core::PodState::kInService;
       f.compliance.state = Compliance::kNeedsUpgrade;
       out.push_back(f);
     }
@@ -140,7 +140,7 @@ TEST(PlannerTest, ExcludesWithReasons) {
   ps[1].compliance.state = Compliance::kIncompatible;
   ps[1].compliance.reasons = {"platform clemente is not one of the bundle's"};
   ps[2].other_rollout = "ro-3";
-  ps[3].state = "maintenance";
+  ps[3].state = core::PodState::kMaintenance;
   ps[4].allocated = true;
   Policy pol;
   pol.skip_allocated = true;
@@ -259,17 +259,21 @@ TEST(AdmissionTest, APodWithTooFewServiceableHostsWaitsWithoutTakingASlot) {
   auto in = input(3);
   in.policy.max_concurrent_pods = 1;
   // p0: 3 hosts in repair and 1 failed of 18; 16 must serve for a 64-GPU slice.
-  in.pods[0].hosts = {18, 16, 64, {{"repair", 3}, {"failed", 1}}};
+  in.pods[0].hosts = {18, 16, 64, {{core::HostState::kRepair, 3}, {core::HostState::kFailed, 1}}};
   // p1: 2 in repair, the spares cover them.
-  in.pods[1].hosts = {18, 16, 64, {{"repair", 2}}};
+  in.pods[1].hosts = {18, 16, 64, {{core::HostState::kRepair, 2}}};
   auto r = admit(in);
   EXPECT_EQ(r.waiting.at("p0"), "repair: 3 hosts in repair, 1 failed; the pod needs 16 of 18 to serve 64 GPUs");
   EXPECT_EQ(r.admit, (std::vector<std::string>{"p1"}));  // p0 held no slot
   EXPECT_FALSE(r.halt);
   EXPECT_FALSE(r.complete);  // the waiting pod keeps its wave open (skip it to go on)
-  in.pods[0].hosts.out = {{"quarantine", 1}, {"failed", 2}};
+  in.pods[0].hosts.out = {{core::HostState::kQuarantine, 1}, {core::HostState::kFailed, 2}};
   EXPECT_EQ(admit(in).waiting.at("p0"), "repair: 2 hosts failed, 1 in quarantine; the pod needs 16 of 18 to serve 64 GPUs");
-  in.pods[0].hosts.out = {{"repair", 2}};
+  // The states other than repair are named in the order of their names, not of the lifecycle.
+  in.pods[0].hosts.out = {{core::HostState::kIncoming, 1}, {core::HostState::kBurnIn, 1}, {core::HostState::kRetired, 1}};
+  EXPECT_EQ(admit(in).waiting.at("p0"),
+            "repair: 1 host in burn-in, 1 incoming, 1 retired; the pod needs 16 of 18 to serve 64 GPUs");
+  in.pods[0].hosts.out = {{core::HostState::kRepair, 2}};
   EXPECT_EQ(admit(in).admit, (std::vector<std::string>{"p0"}));
 }
 

@@ -110,7 +110,7 @@ TEST_F(SlurmDriverTest, TheGateOpensOnlyAfterAPassSawTheDrainKilnAskedFor) {
   auto d = driver();
   auto* h = fleet_.host("p1-h01");
   EXPECT_TRUE(d.heldBack(*h, "kiln: ro-1 fw b 1").has_value());  // no reading yet
-  fleet_.setState("p1-h01", "draining");
+  fleet_.setState("p1-h01", core::HostState::kDraining);
   ASSERT_TRUE(d.pass().ok());
   EXPECT_EQ(calls_, (std::vector<std::string>{"ledger put p1-h01", "slurm drain p1-h01"}));  // the ledger first
   EXPECT_EQ(slurm_.nodes_["p1-h01"].reason, "kiln: ro-1 fw b 1");
@@ -123,16 +123,16 @@ TEST_F(SlurmDriverTest, TheGateOpensOnlyAfterAPassSawTheDrainKilnAskedFor) {
 
 TEST_F(SlurmDriverTest, AfterAResumeTheGateWaitsForAFreshReading) {
   auto d = driver();
-  fleet_.setState("p1-h01", "maintenance");
+  fleet_.setState("p1-h01", core::HostState::kMaintenance);
   ASSERT_TRUE(d.pass().ok());
   ASSERT_TRUE(d.pass().ok());
-  fleet_.setState("p1-h01", "available");
+  fleet_.setState("p1-h01", core::HostState::kAvailable);
   fleet_.host("p1-h01")->state_since = clock_.now() + std::chrono::seconds(1);  // validated after the drain
   calls_.clear();
   ASSERT_TRUE(d.pass().ok());
   EXPECT_EQ(calls_, (std::vector<std::string>{"slurm resume p1-h01", "ledger remove p1-h01 slurm.resume"}));
   // A new rollout drains the host at once: the reading before the resume must not open the gate.
-  fleet_.setState("p1-h01", "draining");
+  fleet_.setState("p1-h01", core::HostState::kDraining);
   auto why = d.heldBack(*fleet_.host("p1-h01"), "kiln: ro-2 fw b 2");
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("after Kiln's last change"), std::string::npos);
@@ -155,14 +155,14 @@ TEST_F(SlurmDriverTest, ASlurmThatCannotBeReadHoldsTheGateAndIsLoggedOnce) {
 }
 
 TEST_F(SlurmDriverTest, AKilndRestartedWithNodesDrainedResumesExactlyThose) {
-  fleet_.setState("p1-h01", "maintenance");
+  fleet_.setState("p1-h01", core::HostState::kMaintenance);
   {
     auto d = driver();
     ASSERT_TRUE(d.pass().ok());
   }
   slurm_.nodes_["p1-h02"].flags.insert("DRAIN");  // an operator's
   slurm_.nodes_["p1-h02"].reason = "bad fan";
-  fleet_.setState("p1-h01", "available");
+  fleet_.setState("p1-h01", core::HostState::kAvailable);
   fleet_.host("p1-h01")->state_since = clock_.now() + std::chrono::seconds(1);
   calls_.clear();
   auto restarted = driver();  // nothing in memory: only the ledger

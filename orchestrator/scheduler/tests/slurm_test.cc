@@ -131,7 +131,7 @@ TEST(SlurmReasonTest, NamesACauseFromTheReason) {
 // ---- reconcile ----
 
 // A host in `state` since hour 500,001 (after every ledger drain of the tests, made at 500,000).
-core::HostSummary host(const std::string& id, const std::string& state, const std::string& why = "") {
+core::HostSummary host(const std::string& id, core::HostState state, const std::string& why = "") {
   core::HostSummary h;
   h.state_since = TimePoint(std::chrono::hours(500001));
   h.id = id;
@@ -171,7 +171,7 @@ class ReconcileTest : public ::testing::Test {
 };
 
 TEST_F(ReconcileTest, DrainsTheNodeOfAHostOutOfServiceWithKilnsReason) {
-  in_.hosts = {host("h1", "failed", "xid 79 on GPU 2"), host("h2", "available")};
+  in_.hosts = {host("h1", core::HostState::kFailed, "xid 79 on GPU 2"), host("h2", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "IDLE"), node("h2", "IDLE")};
   auto p = plan();
   ASSERT_EQ(p.drain.size(), 1u);
@@ -182,7 +182,7 @@ TEST_F(ReconcileTest, DrainsTheNodeOfAHostOutOfServiceWithKilnsReason) {
 }
 
 TEST_F(ReconcileTest, ARolloutsAskDrainsABusyNodeWithTheRolloutsReasonAndWaitsForTheJob) {
-  in_.hosts = {host("h1", "allocated")};
+  in_.hosts = {host("h1", core::HostState::kAllocated)};
   in_.nodes = {node("h1", "ALLOCATED")};
   in_.jobs = {job("42", "RUNNING", {"h1"})};
   in_.requests["h1"] = {"kiln: ro-3 firmware-upgrade gb200-fw 2026.12", in_.now, false};
@@ -198,7 +198,7 @@ TEST_F(ReconcileTest, ARolloutsAskDrainsABusyNodeWithTheRolloutsReasonAndWaitsFo
 }
 
 TEST_F(ReconcileTest, ReleasesTheHostOnceTheJobLeftTheDrainedNode) {
-  in_.hosts = {host("h1", "allocated")};
+  in_.hosts = {host("h1", core::HostState::kAllocated)};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "kiln: ro-3 x", "root")};
   in_.ledger = {{"h1", "h1", "kiln: ro-3 x", in_.now}};
   in_.requests["h1"] = {"kiln: ro-3 x", in_.now, false};
@@ -210,7 +210,7 @@ TEST_F(ReconcileTest, ReleasesTheHostOnceTheJobLeftTheDrainedNode) {
 }
 
 TEST_F(ReconcileTest, ResumesOnlyItsOwnDrainOnceTheHostIsBackInService) {
-  in_.hosts = {host("h1", "available"), host("h2", "available"), host("h3", "available")};
+  in_.hosts = {host("h1", core::HostState::kAvailable), host("h2", core::HostState::kAvailable), host("h3", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "kiln: ro-3 x", "root"),
                node("h2", "IDLE", {"DRAIN"}, "rack swap", "alice"),     // an admin's drain
                node("h3", "IDLE", {"DRAIN"}, "kiln: ro-3 x", "root")};  // Kiln's words, not in the ledger
@@ -228,7 +228,7 @@ TEST_F(ReconcileTest, ResumesOnlyItsOwnDrainOnceTheHostIsBackInService) {
 TEST_F(ReconcileTest, KeepsTheNodeOfAHostInServiceSinceBeforeTheDrain) {
   // Drained for a rollout's ask while the job ran; kilnd restarted and lost the ask: the host
   // is still allocated since before the drain, so the node stays drained.
-  in_.hosts = {host("h1", "allocated")};
+  in_.hosts = {host("h1", core::HostState::kAllocated)};
   in_.hosts[0].state_since = in_.now - std::chrono::minutes(30);
   in_.nodes = {node("h1", "ALLOCATED", {"DRAIN"}, "kiln: ro-3 x", "root")};
   in_.ledger = {{"h1", "h1", "kiln: ro-3 x", in_.now - std::chrono::minutes(5)}};
@@ -240,7 +240,7 @@ TEST_F(ReconcileTest, KeepsTheNodeOfAHostInServiceSinceBeforeTheDrain) {
 }
 
 TEST_F(ReconcileTest, NeverResumesANodeWhoseReasonSomeoneElseChanged) {
-  in_.hosts = {host("h1", "available")};
+  in_.hosts = {host("h1", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "bad DIMM, do not use", "alice")};
   in_.ledger = {{"h1", "h1", "kiln: ro-3 x", in_.now}};
   auto p = plan();
@@ -251,7 +251,7 @@ TEST_F(ReconcileTest, NeverResumesANodeWhoseReasonSomeoneElseChanged) {
 }
 
 TEST_F(ReconcileTest, AnAdminDrainedNodeIsNeitherRedrainedNorOwnedDuringMaintenance) {
-  in_.hosts = {host("h1", "maintenance", "rollout ro-3: no job on the host")};
+  in_.hosts = {host("h1", core::HostState::kMaintenance, "rollout ro-3: no job on the host")};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "rack swap", "alice")};
   auto p = plan();
   EXPECT_TRUE(p.drain.empty());
@@ -260,7 +260,7 @@ TEST_F(ReconcileTest, AnAdminDrainedNodeIsNeitherRedrainedNorOwnedDuringMaintena
 }
 
 TEST_F(ReconcileTest, AdoptsADrainWrittenByKilnsPrologWhileTheHostIsOut) {
-  in_.hosts = {host("h1", "failed", "pre-job check wr-5 failed")};
+  in_.hosts = {host("h1", core::HostState::kFailed, "pre-job check wr-5 failed")};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "kiln: pre-job check wr-5 failed", "root")};
   auto p = plan();
   ASSERT_EQ(p.adopt.size(), 1u);
@@ -269,7 +269,7 @@ TEST_F(ReconcileTest, AdoptsADrainWrittenByKilnsPrologWhileTheHostIsOut) {
 }
 
 TEST_F(ReconcileTest, TakesOverSlurmsPrologErrorDrainOfAHostKilnsCheckFailed) {
-  in_.hosts = {host("h1", "failed", "pre-job-health r-5: row remap pending"), host("h2", "available")};
+  in_.hosts = {host("h1", core::HostState::kFailed, "pre-job-health r-5: row remap pending"), host("h2", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "Prolog error", "slurm"), node("h2", "IDLE", {"DRAIN"}, "Prolog error", "slurm")};
   auto p = plan();
   ASSERT_EQ(p.drain.size(), 1u);  // h2 is in service in Kiln: its prolog failure is not Kiln's verdict
@@ -278,7 +278,7 @@ TEST_F(ReconcileTest, TakesOverSlurmsPrologErrorDrainOfAHostKilnsCheckFailed) {
 }
 
 TEST_F(ReconcileTest, ForgetsADrainSomeoneResumed) {
-  in_.hosts = {host("h1", "available")};
+  in_.hosts = {host("h1", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "IDLE")};
   in_.ledger = {{"h1", "h1", "kiln: ro-3 x", in_.now}};
   auto p = plan();
@@ -287,7 +287,7 @@ TEST_F(ReconcileTest, ForgetsADrainSomeoneResumed) {
 }
 
 TEST_F(ReconcileTest, AllocatesAndReleasesHostsAsJobsComeAndGo) {
-  in_.hosts = {host("h1", "available"), host("h2", "allocated"), host("h3", "available")};
+  in_.hosts = {host("h1", core::HostState::kAvailable), host("h2", core::HostState::kAllocated), host("h3", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "ALLOCATED"), node("h2", "IDLE"), node("h3", "IDLE")};
   in_.jobs = {job("7", "RUNNING", {"h1"})};
   auto p = plan();
@@ -300,7 +300,7 @@ TEST_F(ReconcileTest, AllocatesAndReleasesHostsAsJobsComeAndGo) {
 }
 
 TEST_F(ReconcileTest, SaysWhichHostsHaveNoSlurmNode) {
-  in_.hosts = {host("h1", "available"), host("h2", "maintenance")};
+  in_.hosts = {host("h1", core::HostState::kAvailable), host("h2", core::HostState::kMaintenance)};
   in_.nodes = {};
   auto p = plan();
   ASSERT_EQ(p.notices.size(), 1u);
@@ -310,7 +310,7 @@ TEST_F(ReconcileTest, SaysWhichHostsHaveNoSlurmNode) {
 }
 
 TEST_F(ReconcileTest, ANodeFailJobIsOneInterruptionWithAStableId) {
-  in_.hosts = {host("h1", "available"), host("h2", "available")};
+  in_.hosts = {host("h1", core::HostState::kAvailable), host("h2", core::HostState::kAvailable)};
   auto down = node("h2", "DOWN", {"NOT_RESPONDING"}, "Not responding", "slurm");
   in_.nodes = {node("h1", "ALLOCATED"), down};
   auto failed = job("9", "NODE_FAIL", {"h1", "h2"});
@@ -331,7 +331,7 @@ TEST_F(ReconcileTest, ANodeFailJobIsOneInterruptionWithAStableId) {
 }
 
 TEST_F(ReconcileTest, ANodeThatGoesDownUnderARunningJobIsAnInterruption) {
-  in_.hosts = {host("h1", "allocated")};
+  in_.hosts = {host("h1", core::HostState::kAllocated)};
   in_.running_before["h1"] = {job("11", "RUNNING", {"h1"}, 5000)};
   auto down = node("h1", "DOWN", {"NOT_RESPONDING"}, "xid 79 fell off the bus", "root");
   down.reason_time = TimePoint(std::chrono::seconds(6000));
@@ -348,7 +348,7 @@ TEST_F(ReconcileTest, ANodeThatGoesDownUnderARunningJobIsAnInterruption) {
 }
 
 TEST_F(ReconcileTest, ARequestLastsUntilTheHostWasOutAndBack) {
-  in_.hosts = {host("h1", "available")};
+  in_.hosts = {host("h1", core::HostState::kAvailable)};
   in_.nodes = {node("h1", "IDLE", {"DRAIN"}, "kiln: ro-3 x", "root")};
   in_.ledger = {{"h1", "h1", "kiln: ro-3 x", in_.now}};
   in_.requests["h1"] = {"kiln: ro-3 x", in_.now - std::chrono::minutes(5), false};
@@ -356,11 +356,11 @@ TEST_F(ReconcileTest, ARequestLastsUntilTheHostWasOutAndBack) {
   EXPECT_TRUE(p.resume.empty());  // asked, not yet taken: keep it drained
   ASSERT_EQ(p.requests.count("h1"), 1u);
 
-  in_.hosts[0].state = "maintenance";
+  in_.hosts[0].state = core::HostState::kMaintenance;
   p = plan();
   EXPECT_TRUE(p.requests.at("h1").touched);
   in_.requests = p.requests;
-  in_.hosts[0].state = "available";  // validated
+  in_.hosts[0].state = core::HostState::kAvailable;  // validated
   p = plan();
   EXPECT_EQ(p.requests.count("h1"), 0u);
   ASSERT_EQ(p.resume.size(), 1u);

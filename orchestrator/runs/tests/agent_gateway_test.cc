@@ -1,0 +1,341 @@
+// Tier `unit`: the agent gateway alone, on a FakeClock, with in-memory fakes of what it asks
+// (AgentWork: work and reports; RunStore: heartbeats, hosts with work, assignments). No
+// PostgreSQL, no thread of its own (the test turns expireDue / writerTurn by hand), no sleep:
+// time moves only when the test advances the clock. Replies that go through the executor are
+// awaited on futures.
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/agent_protocol.h"
+#include "common/clock.h"
+#include "common/executor.h"
+#include "common/logger.h"
+#include "orchestrator/runs/agent_gateway.h"
+
+namespace kiln::runs {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+Error unsupported() { return unavailable("not in the fake"); }
+
+// The work side: hands out what the test put in `work` (once per host), answers reports as
+// accepted. Called on the executor's thread.
+class FakeAgentWork final : public AgentWork {
+ public:
+  void give(const std::string& host, protocol::Assignment assignment) {
+    std::lock_guard lock(mu_);
+    work_[host] = std::move(assignment);
+  }
+  std::vector<std::vector<std::string>> claims() const {
+    std::lock_guard lock(mu_);
+    return claims_;
+  }
+  std::vector<AgentReport> reports() const {
+    std::lock_guard lock(mu_);
+    return reports_;
+  }
+
+  Result<std::map<std::string, protocol::Assignment>> claimBatch(const std::vector<std::string>& hosts) override {
+    std::lock_guard lock(mu_);
+    claims_.push_back(hosts);
+    std::map<std::string, protocol::Assignment> out;
+    for (const auto& h : hosts)
+      if (auto it = work_.find(h); it != work_.end()) {
+        out[h] = std::move(it->second);
+        work_.erase(it);
+      }
+    return out;
+  }
+  std::vector<Result<ReportAnswer>> reportBatch(const std::vector<AgentReport>& reports) override {
+    std::lock_guard lock(mu_);
+    std::vector<Result<ReportAnswer>> out;
+    for (const auto& r : reports) {
+      reports_.push_back(r);
+      out.push_back(ReportAnswer{ReportOutcome::kAccepted, std::nullopt});
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, protocol::Assignment> work_;
+  std::vector<std::vector<std::string>> claims_;
+  std::vector<AgentReport> reports_;
+};
+
+// The gateway's part of the run store: heartbeat batches (recorded, or failing on demand),
+// the hosts with open work, assignments by id. The rest is not the gateway's.
+class FakeLivenessStore final : public RunStore {
+ public:
+  std::vector<std::vector<Heartbeat>> batches() const {
+    std::lock_guard lock(mu_);
+    return batches_;
+  }
+  int openWorkReads() const {
+    std::lock_guard lock(mu_);
+    return open_work_reads_;
+  }
+  void failHeartbeats(bool fail) {
+    std::lock_guard lock(mu_);
+    fail_heartbeats_ = fail;
+  }
+
+  Status recordHeartbeats(const std::vector<Heartbeat>& beats) override {
+    std::lock_guard lock(mu_);
+    batches_.push_back(beats);
+    if (fail_heartbeats_) return unavailable("database is away");
+    return Ok{};
+  }
+  Result<std::vector<std::string>> hostsWithOpenWork() override {
+    std::lock_guard lock(mu_);
+    ++open_work_reads_;
+    return std::vector<std::string>();
+  }
+  Result<std::optional<AssignmentRow>> assignment(const std::string&) override {
+    return std::optional<AssignmentRow>();
+  }
+
+  Status putWorkflow(const WorkflowRow&, const core::Actor&, const std::optional<core::IfMatch>&) override {
+    return unsupported();
+  }
+  Result<std::optional<WorkflowRow>> currentWorkflow(const std::string&) override { return unsupported(); }
+  Result<std::optional<WorkflowRow>> workflowVersion(const std::string&, const std::string&) override {
+    return unsupported();
+  }
+  Result<std::vector<WorkflowRow>> listWorkflows() override { return unsupported(); }
+  Result<std::string> nextRunId() override { return unsupported(); }
+  Result<RunRow> createRun(const NewRun&, const core::Actor&) override { return unsupported(); }
+  Result<RunRow> getRun(const std::string&) override { return unsupported(); }
+  Result<std::optional<std::string>> runByOwner(const std::string&) override { return unsupported(); }
+  Result<std::vector<GroupState>> runGroups(const std::string&) override { return unsupported(); }
+  Result<std::vector<AssignmentRow>> runAssignments(const std::string&) override { return unsupported(); }
+  Result<core::Page<RunRow>> listRuns(const RunFilter&, const core::PageRequest&) override { return unsupported(); }
+  Status updateGroup(const std::string&, const std::string&, const GroupFn&, const core::Actor&) override {
+    return unsupported();
+  }
+  Status stopGroup(const std::string&, const std::string&, const StopFn&, const core::Actor&) override {
+    return unsupported();
+  }
+  Result<std::vector<std::pair<std::string, std::string>>> dueGroups(TimePoint, int) override {
+    return unsupported();
+  }
+  Result<std::vector<std::string>> finalizeRuns(const VerdictFn&) override { return unsupported(); }
+  Status cancelRun(const std::string&, const GroupFn&, const core::Actor&) override { return unsupported(); }
+  Result<std::optional<AssignmentRow>> claimWork(const std::string&, std::int64_t) override { return unsupported(); }
+  Result<std::map<std::string, AssignmentRow>> claimBatch(const std::vector<std::string>&, std::int64_t) override {
+    return unsupported();
+  }
+  Result<std::vector<Result<ReportReply>>> reportBatch(const std::vector<ReportItem>&, std::int64_t) override {
+    return unsupported();
+  }
+  Result<std::vector<AssignmentRow>> expiredLeases(TimePoint, int) override { return unsupported(); }
+  Result<bool> expireLease(const std::string&, int, const GroupFn&) override { return unsupported(); }
+  Result<core::NewToken> enrollAgent(const std::string&, const std::string&, const std::string&, const json&,
+                                     const core::Actor&) override {
+    return unsupported();
+  }
+  Result<std::vector<std::string>> markUnreachable(TimePoint) override { return unsupported(); }
+  Result<std::vector<QuarantineRow>> quarantine() override { return unsupported(); }
+  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>&) override {
+    return unsupported();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::vector<Heartbeat>> batches_;
+  int open_work_reads_ = 0;
+  bool fail_heartbeats_ = false;
+};
+
+using PollAnswer = Result<std::optional<json>>;
+
+// One poll's answer, awaited: a reply that comes through the executor arrives on its thread.
+struct Answer {
+  std::shared_ptr<std::promise<PollAnswer>> promise = std::make_shared<std::promise<PollAnswer>>();
+  std::shared_future<PollAnswer> future = promise->get_future().share();
+  AgentGateway::PollReply reply() {
+    return [p = promise](PollAnswer a) { p->set_value(std::move(a)); };
+  }
+  bool ready() const { return future.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+  // The answer; fails the test if none came within 10 s (real time: the executor's thread).
+  std::optional<PollAnswer> get() const {
+    if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return std::nullopt;
+    return future.get();
+  }
+};
+
+// Returns once the executor (one thread, FIFO) has run every task posted before.
+void settle(Executor& executor) {
+  auto done = std::make_shared<std::promise<void>>();
+  executor.post([done] { done->set_value(); });
+  ASSERT_EQ(done->get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+struct GatewayUnderTest {
+  FakeClock clock;
+  RecordingLogger log;
+  FakeAgentWork work;
+  FakeLivenessStore store;
+  Executor executor{1};
+  AgentGatewayOptions options;  // heartbeat_flush and pending_refresh: 5 s
+  AgentGateway gateway{work, store, executor, clock, log, options};
+  // The executor's tasks use the gateway: finish them before it goes.
+  ~GatewayUnderTest() { executor.join(); }
+};
+
+TEST(AgentGatewayTest, AnIdlePollParksWithoutAskingForWorkAndIsAnsweredWhenItsHostIsNotified) {
+  GatewayUnderTest t;
+  Answer a;
+  t.gateway.poll("h1", "boot-1", 30, "", a.reply());
+  EXPECT_EQ(t.gateway.parkedCount(), 1u);
+  EXPECT_FALSE(a.ready());
+  EXPECT_TRUE(t.work.claims().empty()) << "an idle poll of a host without work costs no claim";
+
+  protocol::Assignment flash;
+  flash.id = "a-1";
+  flash.step_id = "flash";
+  flash.argv = {"fwupdate", "--apply"};
+  t.work.give("h1", flash);
+  t.gateway.notify("h1");
+  auto got = a.get();
+  ASSERT_TRUE(got.has_value()) << "no answer after the notify";
+  ASSERT_TRUE(got->ok()) << got->error().message;
+  ASSERT_TRUE(got->value().has_value()) << "answered 204 instead of with the work";
+  EXPECT_EQ((*got->value())["assignment"], protocol::toJson(flash)) << "the protocol library's encoding";
+  EXPECT_EQ(t.gateway.parkedCount(), 0u);
+  EXPECT_EQ(t.work.claims(), (std::vector<std::vector<std::string>>{{"h1"}}));
+  EXPECT_EQ(t.clock.waits(), std::vector<milliseconds>()) << "nothing waited on the clock";
+}
+
+TEST(AgentGatewayTest, AParkedPollIsAnswered204AtItsDeadlineAsTheClockMoves) {
+  GatewayUnderTest t;
+  Answer a, b;
+  t.gateway.poll("h1", "boot-1", 30, "", a.reply());   // deadline 27..30 s (jitter up to 10 %)
+  t.gateway.poll("h2", "boot-2", 600, "", b.reply());  // clamped to max_wait_s: 54..60 s
+  ASSERT_EQ(t.gateway.parkedCount(), 2u);
+
+  t.clock.advance(seconds(26));
+  EXPECT_EQ(t.gateway.expireDue(), 0u);
+  EXPECT_FALSE(a.ready());
+  t.clock.advance(seconds(4));  // 30 s
+  EXPECT_EQ(t.gateway.expireDue(), 1u);
+  ASSERT_TRUE(a.ready()) << "answered on the turn's own thread";
+  auto got = a.get();
+  ASSERT_TRUE(got->ok());
+  EXPECT_FALSE(got->value().has_value()) << "a poll that ran out is answered 204";
+  EXPECT_EQ(t.gateway.parkedCount(), 1u);
+  EXPECT_FALSE(b.ready()) << "600 s is clamped to 60 s, not to 30 s";
+
+  t.clock.advance(seconds(23));  // 53 s
+  EXPECT_EQ(t.gateway.expireDue(), 0u);
+  t.clock.advance(seconds(7));  // 60 s
+  EXPECT_EQ(t.gateway.expireDue(), 1u);
+  ASSERT_TRUE(b.ready());
+  EXPECT_FALSE(b.get()->value().has_value());
+  EXPECT_EQ(t.gateway.parkedCount(), 0u);
+  EXPECT_EQ(t.gateway.expireDue(), 0u) << "an answered poll is not answered twice";
+  EXPECT_TRUE(t.work.claims().empty());
+}
+
+TEST(AgentGatewayTest, AReportEndsTheParkedPollOfItsStep) {
+  GatewayUnderTest t;
+  // An agent running a-7 polls with running=a-7: the gateway reads the assignment (the fake
+  // has none: not cancelled, not done) and parks the poll.
+  Answer poll;
+  t.gateway.poll("h1", "boot-1", 30, "a-7", poll.reply());
+  settle(t.executor);
+  ASSERT_EQ(t.gateway.parkedCount(), 1u);
+  EXPECT_FALSE(poll.ready());
+
+  auto answered = std::make_shared<std::promise<Result<ReportAnswer>>>();
+  const json body{{"lease", 1}, {"exit_code", 0}};
+  t.gateway.report("h1", "a-7", body, body.dump(),
+                   [answered](Result<ReportAnswer> a) { answered->set_value(std::move(a)); });
+  auto report = answered->get_future();
+  ASSERT_EQ(report.wait_for(seconds(10)), std::future_status::ready);
+  auto answer = report.get();
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ(answer->outcome, ReportOutcome::kAccepted);
+  auto got = poll.get();
+  ASSERT_TRUE(got.has_value()) << "the poll of the reported step was left parked";
+  EXPECT_FALSE(got->value().has_value()) << "answered 204: the agent polls again without the step";
+  EXPECT_EQ(t.gateway.parkedCount(), 0u);
+  ASSERT_EQ(t.work.reports().size(), 1u);
+  EXPECT_EQ(t.work.reports()[0].assignment_id, "a-7");
+  EXPECT_EQ(t.work.reports()[0].text, body.dump());
+}
+
+TEST(AgentGatewayTest, HeartbeatsGoToTheStoreInOneBatchAtTheFlushInterval) {
+  GatewayUnderTest t;
+  const TimePoint polled_at = t.clock.now();
+  std::vector<Answer> polls(4);
+  t.gateway.poll("h1", "boot-1", 30, "", polls[0].reply());
+  t.gateway.poll("h2", "boot-2", 30, "", polls[1].reply());
+  t.gateway.poll("h3", "boot-3", 30, "", polls[2].reply());
+  t.gateway.poll("h1", "boot-1b", 30, "", polls[3].reply());  // h1 again: its newest beat counts
+
+  EXPECT_EQ(t.gateway.writerTurn(), milliseconds(5000)) << "nothing due yet: wait the whole interval";
+  EXPECT_TRUE(t.store.batches().empty());
+  t.clock.advance(milliseconds(4999));
+  EXPECT_EQ(t.gateway.writerTurn(), milliseconds(1));
+  EXPECT_TRUE(t.store.batches().empty()) << "no write before the flush interval";
+  EXPECT_EQ(t.store.openWorkReads(), 0);
+
+  t.clock.advance(milliseconds(1));
+  EXPECT_EQ(t.gateway.writerTurn(), milliseconds(5000));
+  auto batches = t.store.batches();
+  ASSERT_EQ(batches.size(), 1u) << "one write for all the hosts";
+  std::map<std::string, std::string> boot;
+  for (const auto& b : batches[0]) {
+    boot[b.host] = b.boot_id;
+    EXPECT_EQ(b.at, polled_at) << b.host << ": the poll's wall time";
+  }
+  EXPECT_EQ(boot, (std::map<std::string, std::string>{{"h1", "boot-1b"}, {"h2", "boot-2"}, {"h3", "boot-3"}}));
+  EXPECT_EQ(t.store.openWorkReads(), 1) << "the refresh was due too";
+
+  t.clock.advance(seconds(5));
+  t.gateway.writerTurn();
+  EXPECT_EQ(t.store.batches().size(), 1u) << "no poll since: nothing to write";
+  EXPECT_EQ(t.store.openWorkReads(), 2);
+  EXPECT_EQ(t.log.lines().size(), 0u);
+}
+
+TEST(AgentGatewayTest, AFailedHeartbeatWriteIsLoggedOnceAMinuteNotDropped) {
+  GatewayUnderTest t;
+  t.store.failHeartbeats(true);
+  Answer a, b, c;
+  t.gateway.poll("h1", "boot-1", 30, "", a.reply());
+  t.clock.advance(seconds(5));
+  t.gateway.writerTurn();
+  ASSERT_EQ(t.store.batches().size(), 1u);
+  EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 1);
+  EXPECT_EQ(t.log.count(LogLevel::kError, "database is away"), 1) << "the line says why";
+
+  t.gateway.poll("h1", "boot-1", 30, "", b.reply());
+  t.clock.advance(seconds(5));
+  t.gateway.writerTurn();
+  EXPECT_EQ(t.store.batches().size(), 2u) << "the next flush tries again";
+  EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 1) << "the same failure within a minute: said once";
+
+  t.gateway.poll("h1", "boot-1", 30, "", c.reply());
+  t.clock.advance(seconds(60));
+  t.gateway.writerTurn();
+  EXPECT_EQ(t.store.batches().size(), 3u);
+  EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 2) << "said again a minute later";
+}
+
+}  // namespace
+}  // namespace kiln::runs

@@ -1,0 +1,143 @@
+// Tier `unit`: the run service alone, over in-memory fakes of the fleet and the run store
+// (orchestrator/rollouts/tests/fakes.h), with no agent gateway: it tells of new work only
+// through the on_work callback it was given (agent_work.h), and the gateway sees it only as
+// AgentWork.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/core/clock.h"
+#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/runs/agent_work.h"
+#include "orchestrator/runs/run_service.h"
+
+namespace kiln::runs {
+namespace {
+
+using rollouts::testing::FakeFleet;
+using rollouts::testing::FakeRunStore;
+
+struct RunServiceUnderTest {
+  RunServiceUnderTest() { fleet.addPod("b1-p1", "b1"); }
+  FakeFleet fleet;
+  FakeRunStore store;
+  core::FakeClock clock;
+  std::vector<std::string> told;   // on_work's hosts, in order
+  std::vector<std::size_t> runs_when_told;  // how many runs the store held at each call
+  RunService service{fleet, store, clock, {}, [this](const std::string& host) {
+                       told.push_back(host);
+                       runs_when_told.push_back(store.runs_.size());
+                     }};
+};
+
+TEST(RunServiceTest, StartingARunTellsOnWorkOfEachHostItGaveWorkAfterTheRunIsStored) {
+  RunServiceUnderTest t;
+  StartRequest req;
+  req.workflow = "fw-check";
+  req.pods = {"b1-p1"};
+  req.purpose = "manual";
+  auto run = t.service.startRun(req, {"alice", "alice"});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  ASSERT_EQ(t.told.size(), 18u) << "one call per host of the pod (each got the workflow's first step)";
+  std::set<std::string> hosts(t.told.begin(), t.told.end());
+  EXPECT_EQ(hosts.size(), 18u) << "no host told twice";
+  EXPECT_TRUE(hosts.count("b1-p1-h01"));
+  EXPECT_TRUE(hosts.count("b1-p1-h18"));
+  for (auto n : t.runs_when_told) EXPECT_EQ(n, 1u) << "told before the run was committed";
+}
+
+TEST(RunServiceTest, AStartedRunIsAnsweredAsItsViewAndAnOwnersSecondStartAsTheSameRun) {
+  RunServiceUnderTest t;
+  StartRequest req;
+  req.workflow = "fw-check";
+  req.pods = {"b1-p1"};
+  req.purpose = "rollout";
+  req.owner = "ro-1/b1-p1/upgrade/1";
+  auto run = t.service.startRun(req, {"alice", "alice"});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->row.id, "r-1");
+  EXPECT_EQ(run->row.workflow, "fw-check");
+  EXPECT_EQ(run->row.purpose, "rollout");
+  EXPECT_EQ(run->steps, std::optional<std::vector<std::string>>({"work"}));
+  EXPECT_EQ(run->progress.running, 18);
+  EXPECT_EQ(run->progress.hosts(), 18);
+  ASSERT_EQ(run->hosts.size(), 18u);
+  const HostView& first = run->hosts.front();
+  EXPECT_EQ(first.host, "b1-p1-h01");
+  EXPECT_EQ(first.group, "b1-p1-h01") << "a host-scope workflow: one group per host";
+  EXPECT_EQ(first.current_step, "work");
+  EXPECT_FALSE(first.assignment.empty()) << "its first step is handed out";
+  EXPECT_EQ(first.healthy(), std::nullopt) << "no verdict while it runs";
+  EXPECT_TRUE(first.steps.empty());
+
+  auto again = t.service.startRun(req, {"alice", "alice"});
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->row.id, "r-1") << "the owner's run, not a second one";
+  EXPECT_EQ(t.store.runs_.size(), 1u);
+}
+
+TEST(RunServiceTest, ARolloutsOwnerKeyNamesTheRolloutPodPhaseAndAttempt) {
+  RunRow run;
+  run.purpose = "rollout";
+  run.owner = "ro-4/b1-p1/validate/12";
+  auto r = rolloutOf(run);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->id, "ro-4");
+  EXPECT_EQ(r->pod, "b1-p1");
+  EXPECT_EQ(r->phase, "validate");
+  EXPECT_EQ(r->attempt, 12);
+  run.owner = "ro-4/b1-p1/validate/x";
+  ASSERT_TRUE(rolloutOf(run).has_value());
+  EXPECT_EQ(rolloutOf(run)->attempt, std::nullopt) << "an attempt that is not a number";
+  run.owner = "ro-4/b1-p1/validate";
+  EXPECT_FALSE(rolloutOf(run).has_value()) << "not a rollout's key";
+  run.owner = "ro-4/b1-p1/validate/1";
+  run.purpose = "manual";
+  EXPECT_FALSE(rolloutOf(run).has_value()) << "only a rollout's runs";
+}
+
+TEST(RunServiceTest, ARefusedRunTellsNoOne) {
+  RunServiceUnderTest t;
+  StartRequest req;
+  req.workflow = "fw-check";
+  req.hosts = {"nope-h01"};
+  auto run = t.service.startRun(req, {"alice", "alice"});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.error().code, ErrorCode::kInvalidContent);
+  EXPECT_TRUE(t.told.empty());
+  EXPECT_TRUE(t.store.runs_.empty());
+}
+
+TEST(RunServiceTest, WithoutOnWorkItStillStartsRuns) {
+  FakeFleet fleet;
+  fleet.addPod("b1-p1", "b1");
+  FakeRunStore store;
+  core::FakeClock clock;
+  RunService service(fleet, store, clock, {}, nullptr);
+  StartRequest req;
+  req.workflow = "fw-check";
+  req.hosts = {"b1-p1-h03"};
+  req.purpose = "manual";
+  auto run = service.startRun(req, {"alice", "alice"});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(store.runs_.size(), 1u);
+}
+
+TEST(RunServiceTest, AsAgentWorkItPassesTheStoresFailuresOnPerReport) {
+  RunServiceUnderTest t;
+  AgentWork& work = t.service;  // all the gateway sees of it
+  auto claimed = work.claimBatch({"b1-p1-h01"});
+  ASSERT_FALSE(claimed.ok()) << "the fake store cannot claim: its error comes back";
+  EXPECT_EQ(claimed.error().code, ErrorCode::kUnavailable);
+  auto answers = work.reportBatch({{"r-1:b1-p1-h01:1", "b1-p1-h01", nlohmann::json{{"lease", 1}}, ""},
+                                   {"r-1:b1-p1-h02:1", "b1-p1-h02", nlohmann::json{{"lease", 1}}, ""}});
+  ASSERT_EQ(answers.size(), 2u) << "one answer per report, even when the batch failed";
+  for (const auto& a : answers) EXPECT_FALSE(a.ok());
+  EXPECT_TRUE(t.told.empty());
+}
+
+}  // namespace
+}  // namespace kiln::runs
