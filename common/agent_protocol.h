@@ -21,6 +21,13 @@ namespace kiln::protocol {
 // Largest output_cap an agent honours (bytes per stream sent back).
 inline constexpr std::size_t kMaxOutputCap = 16u << 20;
 
+// How long an agent lets a step run before its first `running=` poll (docs/agent-protocol.md,
+// "Cancellation"). Most steps of a health check end within a second; their report's answer
+// already tells the agent everything that poll would, so the poll only cost kilnd a request, a
+// parked connection and an answer per step. A step that runs longer is polled for as before:
+// a cancellation reaches it at most this much later.
+inline constexpr std::int64_t kRunningPollDelayMs = 1000;
+
 struct Assignment {
   std::string id;
   std::int64_t lease = 0;

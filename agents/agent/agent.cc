@@ -236,15 +236,35 @@ bool Agent::reEnrol(const std::string& refused_token) {
 void Agent::pollLoop() {
   Backoff backoff(*this);
   int refused_in_a_row = 0;
+  // The step the last running= decision was about, and since when the agent has held it.
+  std::string held;
+  MonoTime held_since{};
   while (true) {
     std::string running, token, boot_id;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       if (stopping_) break;
-      if (running_) {
-        running = running_->id;
-      } else if (!queue_.empty() && queue_.front().value("id", json()).is_string()) {
-        running = queue_.front()["id"].get<std::string>();
+      auto current = [&]() -> std::string {
+        if (running_) return running_->id;
+        if (!reporting_.empty()) return reporting_;
+        if (!queue_.empty() && queue_.front().value("id", json()).is_string())
+          return queue_.front()["id"].get<std::string>();
+        return "";
+      };
+      running = current();
+      if (!running.empty() && settings_.running_poll_delay.count() > 0) {
+        if (running != held) {
+          held = running;
+          held_since = clock_.monotonic();
+        }
+        // A step that ends within the delay is never polled for: its report's answer says
+        // all a poll would have (kRunningPollDelayMs).
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.monotonic() - held_since);
+        if (waited < settings_.running_poll_delay) {
+          clock_.waitFor(lock, cv_, settings_.running_poll_delay - waited,
+                         [&] { return stopping_ || current() != running; });
+          continue;
+        }
       }
       token = token_;
       boot_id = boot_id_;
@@ -437,7 +457,10 @@ std::string Agent::endRunning() {
   std::string note;
   {
     std::lock_guard lock(mu_);
-    if (running_) note = running_->note;
+    if (running_) {
+      note = running_->note;
+      reporting_ = running_->id;  // until reportUntilDone settles it (every end is reported)
+    }
     running_.reset();
   }
   cv_.notify_all();
@@ -628,6 +651,18 @@ void Agent::finish(const std::string& id, std::int64_t lease, json body) {
 }
 
 bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const json& body) {
+  // However this ends (acknowledged, dropped, stopping), the poller no longer holds the step.
+  struct Settled {
+    Agent& agent;
+    const std::string& id;
+    ~Settled() {
+      {
+        std::lock_guard lock(agent.mu_);
+        if (agent.reporting_ == id) agent.reporting_.clear();
+      }
+      agent.cv_.notify_all();
+    }
+  } settled{*this, id};
   json sent = body;
   {
     // Holding no other step, the agent takes its next one with the acknowledgement.

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
+#include "common/agent_protocol.h"
 #include "common/clock.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/journal.h"
@@ -40,6 +41,8 @@ struct AgentSettings {
   std::filesystem::path state_dir;  // journal.jsonl and agent_token live here
   std::string enroll_token_file;    // read at each enrolment attempt; empty = none
   int poll_wait_s = 25;             // 0..60
+  // A step's first `running=` poll waits this long after the agent got the step (0: at once).
+  std::chrono::milliseconds running_poll_delay{protocol::kRunningPollDelayMs};
   // The COMPLETE environment of every step and of the inventory command.
   std::map<std::string, std::string> step_env;
   // On stop, a running step may finish for this long before it is cancelled.
@@ -148,6 +151,9 @@ class Agent {
   std::string boot_id_;
   std::deque<nlohmann::json> queue_;
   std::optional<Running> running_;
+  // The step that ended and whose report is being sent: until kilnd has it, the agent still
+  // polls as holding it (running=), so that kilnd does not hand it out again as undelivered.
+  std::string reporting_;
   std::set<std::string> cancelled_ids_;  // cancels for assignments still queued
   std::thread poller_;  // started and joined by the executor thread only
 };

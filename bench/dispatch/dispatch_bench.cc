@@ -71,6 +71,7 @@ struct Options {
   int run_timeout_s = 3600;
   std::string kilnd_bin, vfleet_bin, kilnd_log_level = "info";
   std::vector<std::string> kilnd_args;  // extra kilnd flags, e.g. --threads=16
+  std::vector<std::string> vfleet_args;  // extra kiln-vfleet flags, e.g. --running-poll-delay-ms=0
   bool skip_baseline = false, skip_dispatch = false, skip_idle = false, skip_health = false, skip_agent = false;
   bool keep = false;  // leave the database behind for EXPLAIN and timelines by hand
   // More than 1: that many kilnd on the database behind a real HAProxy (deploy/haproxy/kiln.cfg),
@@ -82,7 +83,7 @@ const char* kUsage =
     "usage: kiln-bench-dispatch [--hosts N] [--steps N] [--step-argv 'TOOL ARGS'] [--time-scale X]\n"
     "         [--health-time-scale X] [--connections N] [--idle-poll S] [--poll-wait S] [--idle-window S]\n"
     "         [--queue-workers N] [--run-timeout S] [--kilnd-bin PATH] [--vfleet-bin PATH]\n"
-    "         [--kilnd-log-level L] [--kilnd-arg FLAG=VALUE]... [--skip-baseline] [--skip-dispatch] [--skip-idle] [--skip-health]\n"
+    "         [--kilnd-log-level L] [--kilnd-arg FLAG=VALUE]... [--vfleet-arg FLAG=VALUE]... [--skip-baseline] [--skip-dispatch] [--skip-idle] [--skip-health]\n"
     "         [--skip-agent] [--keep] [--replicas N]\n"
     "Starts its own kilnd on a fresh database of the server in KILN_TEST_PG and kiln-vfleet as the hosts.\n";
 
@@ -104,6 +105,7 @@ int parseArgs(int argc, char** argv, Options& o) {
                      .text("--vfleet-bin", &o.vfleet_bin)
                      .text("--kilnd-log-level", &o.kilnd_log_level)
                      .texts("--kilnd-arg", &o.kilnd_args)
+                     .texts("--vfleet-arg", &o.vfleet_args)
                      .flag("--skip-baseline", &o.skip_baseline)
                      .flag("--skip-dispatch", &o.skip_dispatch)
                      .flag("--skip-idle", &o.skip_idle)
@@ -262,6 +264,7 @@ std::unique_ptr<kiln::bench::ChildProcess> startVfleet(const Options& o, const s
                                    "--connections", std::to_string(connections), "--idle-poll",
                                    std::to_string(o.idle_poll_s), "--poll-wait", std::to_string(o.poll_wait_s),
                                    "--status-interval", "5", "--seed", "1"};
+  args.insert(args.end(), o.vfleet_args.begin(), o.vfleet_args.end());
   return std::make_unique<kiln::bench::ChildProcess>(args, dir + "/vfleet.log");
 }
 

@@ -66,6 +66,8 @@ class AgentTest : public ::testing::Test {
     settings_.state_dir = dir_ / "state";
     settings_.enroll_token_file = (dir_ / "enroll").string();
     settings_.poll_wait_s = 25;
+    // The tests below count the clock's waits; the running= poll's delay has tests of its own.
+    settings_.running_poll_delay = 0ms;
     settings_.step_env = {{"PATH", "/opt/shims:/usr/bin"}, {"KILN_HWSIM_DIR", "/x"}};
     settings_.reboot_check_interval = 2000ms;
   }
@@ -522,6 +524,46 @@ TEST_F(AgentTest, CancelsTheRunningStepWhenKilndSaysSo) {
   json r = transport_.reportBody(0);
   EXPECT_EQ(r["cancelled"], true);
   EXPECT_EQ(r["signal"], 15);
+}
+
+TEST_F(AgentTest, AStepThatEndsWithinThePollDelayIsNeverPolledForAndItsNextComesWithTheReport) {
+  settings_.running_poll_delay = 1000ms;
+  clock_.setHold(true);  // no time passes: every step ends within the delay
+  runner_.script("tool", FakeProcessRunner::exited(0, "ok"));
+  transport_.pushAssignment(assignment("a-1", {"tool"}));
+  // a-1's acknowledgement hands out a-2, as kilnd does for a report with "ready": true.
+  transport_.pushReport(HttpReply{200, json{{"assignment", assignment("a-2", {"tool"})}}.dump()});
+  start();
+  ASSERT_TRUE(transport_.waitForReports(2));
+  EXPECT_EQ(transport_.reportBody(0)["ready"], true);
+  // After a-2's report the agent holds nothing and long-polls for work again.
+  ASSERT_TRUE(transport_.waitForPolls(2));
+  stop();
+  for (const auto& p : transport_.polls()) EXPECT_EQ(p.path.find("running="), std::string::npos) << p.path;
+}
+
+TEST_F(AgentTest, AStepRunningPastThePollDelayIsPolledForAndCanBeCancelled) {
+  settings_.running_poll_delay = 1000ms;
+  std::promise<void> started;
+  runner_.scriptHandler("dcgmi", [&](const exec::ProcessSpec&, const exec::CancelToken* cancel) {
+    started.set_value();
+    waitCancelled(cancel);
+    ProcessResult r;
+    r.started = true;
+    r.cancelled = cancel->cancelled();
+    r.term_signal = 15;
+    return r;
+  });
+  transport_.pushAssignment(assignment("a-1", {"dcgmi", "diag", "-r", "3"}));
+  start();
+  ASSERT_EQ(started.get_future().wait_for(10s), std::future_status::ready);
+  ASSERT_TRUE(transport_.waitForPollWith("&running=a-1"));
+  // The poll came only after the step had run the delay (the fake clock moved by it).
+  const auto waits = clock_.waits();
+  EXPECT_NE(std::find(waits.begin(), waits.end(), 1000ms), waits.end());
+  transport_.pushPoll(HttpReply{200, R"({"cancel": ["a-1"]})"});
+  ASSERT_TRUE(transport_.waitForReports(1));
+  EXPECT_EQ(transport_.reportBody(0)["cancelled"], true);
 }
 
 TEST_F(AgentTest, CancelForAQueuedAssignmentReportsItWithoutStarting) {

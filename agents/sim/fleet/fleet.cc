@@ -322,6 +322,7 @@ void Fleet::onPoll(Host& h, std::uint64_t gen, bool long_poll, milliseconds then
       log(LogLevel::kWarn, h.state.host + ": got an assignment while busy; ignored");
     } else {
       startStep(h, j["assignment"]);
+      return schedulePoll(h, settings_.running_poll_delay);
     }
   }
   schedulePoll(h, milliseconds(0));
@@ -473,9 +474,10 @@ void Fleet::afterReport(Host& h, const json* next) {
   h.hot_until = loop_.now() + settings_.hot_window;
   if (stopping_) return maybeFinishStop();  // a next step handed out now is abandoned, like a running one
   if (next) startStep(h, *next);
-  // Poll now: for the next step (or with running=<it>, for its cancellation); kilnd answers a
-  // poll still parked with running=<the reported id>.
-  schedulePoll(h, milliseconds(0));
+  // Poll now for the next step; or, holding one, with running=<it> for its cancellation once it
+  // has run running_poll_delay (a step that ends sooner is never polled for; kilnd answers a
+  // poll still parked with running=<the reported id>).
+  schedulePoll(h, h.running ? settings_.running_poll_delay : milliseconds(0));
 }
 
 // ---- stop ----------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ struct FleetSettings {
   std::chrono::milliseconds ramp{1000};              // first enrolments/polls spread over this
   std::chrono::milliseconds hot_window{120000};      // a host with work this recently is hot
   std::chrono::milliseconds poll_request_slack{20000};  // request timeout = wait + this
+  // A step's first running= poll after this long, as kiln-agent does (kRunningPollDelayMs).
+  std::chrono::milliseconds running_poll_delay{protocol::kRunningPollDelayMs};
   // Registrations in flight at most: kilnd writes each one (token, inventory) to PostgreSQL, so
   // thousands at once would only queue there and hold connections polls need.
   int max_enrolling = 32;

@@ -66,6 +66,8 @@ std::string usage() {
          "  --poll-wait S          long-poll wait, 0-60 (default 25)\n"
          "  --connections N        HTTP keep-alive connections at most (default 1024)\n"
          "  --idle-poll S          idle hosts without a long-poll slot poll this often (default 30)\n"
+         "  --running-poll-delay-ms N  a step's first running= poll after N ms, 0-60000 (default\n"
+         "                         1000, as kiln-agent; 0 = at once, as before)\n"
          "  --fault-kind K[:k=v,..] seeded start-up fault (repeatable); keys gpu link count tool\n"
          "                         factor xid; with --fault-seed S (1) and --fault-rate R (0.01)\n"
          "  --fault HOST:K[:k=v,..] a fault on one host (repeatable)\n"
@@ -164,6 +166,10 @@ Result<CliOptions> parseCli(const std::vector<std::string>& args) {
       auto n = toInt(flag, v, 1, 19000);
       if (!n.ok()) return n.error();
       o.connections = static_cast<int>(*n);
+    } else if (flag == "--running-poll-delay-ms") {
+      auto n = toInt(flag, v, 0, 60000);
+      if (!n.ok()) return n.error();
+      o.running_poll_delay_ms = *n;
     } else if (flag == "--idle-poll") {
       auto n = toInt(flag, v, 1, 3600);
       if (!n.ok()) return n.error();

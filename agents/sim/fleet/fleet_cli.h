@@ -17,6 +17,8 @@
 #include "agents/sim/host_state.h"
 #include "common/result.h"
 
+#include "common/agent_protocol.h"
+
 namespace kiln::vfleet {
 
 struct CliOptions {
@@ -30,6 +32,7 @@ struct CliOptions {
   int poll_wait_s = 25;
   int connections = 1024;
   int idle_poll_s = 30;
+  std::int64_t running_poll_delay_ms = protocol::kRunningPollDelayMs;
   std::uint64_t fault_seed = 1;
   double fault_rate = 0.01;
   std::vector<sim::Fault> fault_kinds;                         // --fault-kind, seeded per host

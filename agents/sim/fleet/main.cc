@@ -157,6 +157,7 @@ int run(const CliOptions& opt, std::shared_ptr<spdlog::logger> logger) {
   // A quarter of the connections stay free for reports, enrolments and short polls.
   settings.poll.long_poll_slots = std::max(1, opt.connections - std::max(1, opt.connections / 4));
   settings.poll.idle_interval = std::chrono::seconds(opt.idle_poll_s);
+  settings.running_poll_delay = std::chrono::milliseconds(opt.running_poll_delay_ms);
   settings.time_scale = opt.time_scale;
   settings.duration_spread = opt.duration_spread;
   const double ramp_s = opt.ramp_s.value_or(std::min(30.0, static_cast<double>(hosts.size()) / 500.0));

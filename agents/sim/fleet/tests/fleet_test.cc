@@ -36,6 +36,8 @@ class FleetTest : public ::testing::Test {
     settings_.ramp = milliseconds(0);
     settings_.enroll_token = "enroll-secret";
     settings_.poll.long_poll_slots = 10;
+    // The tests below follow each request in order; the running= poll's delay has its own.
+    settings_.running_poll_delay = milliseconds(0);
   }
   // `pods`: host -> pod, for the hosts that have one.
   Fleet& make(std::vector<std::string> hosts, const std::map<std::string, std::string>& pods = {}) {
@@ -186,6 +188,35 @@ TEST_F(FleetTest, StartsTheStepAReportsAnswerHandsOutAndSaysItIsReady) {
   EXPECT_TRUE(poll.req.wanted());
   loop_.advance(milliseconds(1000));
   EXPECT_TRUE(transport_.has("/api/v1/assignments/r-1%3Ah1%3A2/result"));
+}
+
+TEST_F(FleetTest, AStepIsPolledForOnlyOnceItHasRunThePollDelay) {
+  settings_.running_poll_delay = milliseconds(400);  // the diag step takes 1 s
+  startEnrolled({"h1"});
+  transport_.take(pollPrefix("h1")).done(reply(200, {{"assignment", diagAssignment("r-1:h1:1")}}));
+  loop_.advance(milliseconds(399));
+  EXPECT_FALSE(transport_.has(pollPrefix("h1")));
+  loop_.advance(milliseconds(1));
+  auto poll = transport_.take(pollPrefix("h1"));
+  EXPECT_NE(poll.req.target.find("running=r-1%3Ah1%3A1"), std::string::npos) << poll.req.target;
+}
+
+TEST_F(FleetTest, AStepEndingWithinThePollDelayIsNeverPolledFor) {
+  settings_.running_poll_delay = milliseconds(1500);  // longer than the 1 s diag step
+  startEnrolled({"h1"});
+  transport_.take(pollPrefix("h1")).done(reply(200, {{"assignment", diagAssignment("r-1:h1:1")}}));
+  loop_.advance(milliseconds(1000));
+  EXPECT_FALSE(transport_.has(pollPrefix("h1")));
+  transport_.take("/api/v1/assignments/r-1%3Ah1%3A1/result")
+      .done(reply(200, {{"acknowledged", true}, {"outcome", "accepted"}, {"assignment", diagAssignment("r-1:h1:2")}}));
+  loop_.advance(milliseconds(1000));
+  EXPECT_FALSE(transport_.has(pollPrefix("h1")));
+  transport_.take("/api/v1/assignments/r-1%3Ah1%3A2/result").done(reply(200, {{"acknowledged", true}}));
+  loop_.advance(milliseconds(0));
+  // Holding nothing, it asks for work at once.
+  auto poll = transport_.take(pollPrefix("h1"));
+  EXPECT_EQ(poll.req.target.find("running="), std::string::npos) << poll.req.target;
+  EXPECT_EQ(fleet_->counters().assignments, 2u);
 }
 
 TEST_F(FleetTest, RetriesAReportOnNetworkErrorsAndDropsItOn409) {
