@@ -44,6 +44,20 @@ void waitCancelled(const exec::CancelToken* token) {
   }
 }
 
+// A tool that says it started, then runs until the agent cancels it (SIGTERM).
+exec::FakeProcessRunner::Handler runsUntilCancelled(
+    std::promise<void>& started) {
+  return [&started](const exec::ProcessSpec&, const exec::CancelToken* cancel) {
+    started.set_value();
+    waitCancelled(cancel);
+    ProcessResult r;
+    r.started = true;
+    r.cancelled = cancel->cancelled();
+    r.term_signal = 15;
+    return r;
+  };
+}
+
 std::vector<json> journalLines(const fs::path& dir) {
   std::ifstream in(dir / "journal.jsonl");
   std::vector<json> out;
@@ -505,15 +519,7 @@ TEST_F(AgentTest, FailedRebootCommandIsReportedWithoutWaiting) {
 
 TEST_F(AgentTest, CancelsTheRunningStepWhenKilndSaysSo) {
   std::promise<void> started;
-  runner_.scriptHandler("dcgmi", [&](const exec::ProcessSpec&, const exec::CancelToken* cancel) {
-    started.set_value();
-    waitCancelled(cancel);
-    ProcessResult r;
-    r.started = true;
-    r.cancelled = cancel->cancelled();
-    r.term_signal = 15;
-    return r;
-  });
+  runner_.scriptHandler("dcgmi", runsUntilCancelled(started));
   transport_.pushAssignment(assignment("a-1", {"dcgmi", "diag", "-r", "3"}));
   start();
   // The poll made while the step runs names it.
@@ -545,15 +551,7 @@ TEST_F(AgentTest, AStepThatEndsWithinThePollDelayIsNeverPolledForAndItsNextComes
 TEST_F(AgentTest, AStepRunningPastThePollDelayIsPolledForAndCanBeCancelled) {
   settings_.running_poll_delay = 1000ms;
   std::promise<void> started;
-  runner_.scriptHandler("dcgmi", [&](const exec::ProcessSpec&, const exec::CancelToken* cancel) {
-    started.set_value();
-    waitCancelled(cancel);
-    ProcessResult r;
-    r.started = true;
-    r.cancelled = cancel->cancelled();
-    r.term_signal = 15;
-    return r;
-  });
+  runner_.scriptHandler("dcgmi", runsUntilCancelled(started));
   transport_.pushAssignment(assignment("a-1", {"dcgmi", "diag", "-r", "3"}));
   start();
   ASSERT_EQ(started.get_future().wait_for(10s), std::future_status::ready);
