@@ -1,6 +1,6 @@
 #pragma once
 // The reliability ledger for people: pure functions over GET /reliability and
-// GET /interruptions (orchestrator/reliability/reliability_service.cc); missing fields render
+// GET /interruptions (their shapes: orchestrator/api/reliability_views.cc); missing fields render
 // as "-".
 
 #include <string>

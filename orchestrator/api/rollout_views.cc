@@ -20,6 +20,17 @@ const char* waveStateName(rollouts::RolloutView::WaveState s) {
   return s == S::kDone ? "done" : s == S::kCurrent ? "current" : "pending";
 }
 
+// {id, at, pod, kind, message}; pod "" for the rollout's own events.
+json eventsJson(const std::vector<rollouts::RolloutEventRow>& events) {
+  json items = json::array();
+  for (const auto& e : events) {
+    json j = {{"id", e.id}, {"pod", e.event.pod}, {"kind", e.event.kind}, {"message", e.event.message}};
+    core::putTime(j, "at", e.at);
+    items.push_back(std::move(j));
+  }
+  return items;
+}
+
 json byCompliance(const std::map<Compliance, int>& m) {
   json out = json::object();
   for (const auto& [c, n] : m) out[rollouts::complianceName(c)] = n;
@@ -102,7 +113,7 @@ json toJson(const rollouts::RolloutView& v) {
             {"waiting", v.waiting},
             {"pod_durations", {{"count", v.durations_count}, {"p50_s", v.p50_s}, {"p90_s", v.p90_s}}},
             {"eta_s", v.eta_s ? json(*v.eta_s) : json()},
-            {"events", v.events}};
+            {"events", eventsJson(v.events)}};
   core::putTime(j, "created_at", row.created_at);
   core::putTime(j, "started_at", row.started_at);
   core::putTime(j, "finished_at", row.finished_at);
@@ -159,6 +170,8 @@ json rolloutListJson(const core::Page<rollouts::RolloutRow>& page) {
   return json{{"items", std::move(items)}, {"next_cursor", page.next_cursor ? json(*page.next_cursor) : json()}};
 }
 
-json rolloutEventsJson(const json& events) { return json{{"items", events}, {"next_cursor", nullptr}}; }
+json rolloutEventsJson(const std::vector<rollouts::RolloutEventRow>& events) {
+  return json{{"items", eventsJson(events)}, {"next_cursor", nullptr}};
+}
 
 }  // namespace kiln::api

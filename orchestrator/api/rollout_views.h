@@ -25,7 +25,7 @@ nlohmann::json toJson(const rollouts::CreateOutcome& o);
 nlohmann::json rolloutPodsJson(const std::vector<rollouts::RolloutPodRow>& rows);
 // GET /rollouts: one page of rollout summaries.
 nlohmann::json rolloutListJson(const core::Page<rollouts::RolloutRow>& page);
-// GET /rollouts/{id}/events: {items, next_cursor: null}.
-nlohmann::json rolloutEventsJson(const nlohmann::json& events);
+// GET /rollouts/{id}/events: {items: [id, at, pod, kind, message], next_cursor: null}.
+nlohmann::json rolloutEventsJson(const std::vector<rollouts::RolloutEventRow>& events);
 
 }  // namespace kiln::api

@@ -2,6 +2,7 @@
 
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/codecs.h"
+#include "orchestrator/api/reliability_views.h"
 #include "orchestrator/reliability/reliability_service.h"
 
 namespace kiln::api {
@@ -13,9 +14,7 @@ void addReliabilityRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 auto r = s.reliability->record(*body, ctx.actor);
                 if (!r.ok()) return r.error();
-                nlohmann::json j = r->first;
-                j["created"] = r->second;
-                return jsonResponse(r->second ? 201 : 200, j);
+                return jsonResponse(r->created ? 201 : 200, toJson(*r));
               }});
   router.add({.method = "GET", .pattern = "/api/v1/interruptions", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
@@ -27,7 +26,7 @@ void addReliabilityRoutes(Router& router, Services& s) {
                 auto r = s.reliability->list(ctx.query("from"), ctx.query("to"), ctx.query("cause"), ctx.query("candidate"),
                                              *page);
                 if (!r.ok()) return r.error();
-                return jsonResponse(200, *r);
+                return jsonResponse(200, interruptionListJson(*r));
               }});
   // The targets kilnd is configured with, for the console (and scripts) to compare against.
   router.add({.method = "GET", .pattern = "/api/v1/targets", .role = core::Role::kViewer,
@@ -54,7 +53,7 @@ void addReliabilityRoutes(Router& router, Services& s) {
                 auto r = s.reliability->report(ctx.query("from"), ctx.query("to"),
                                                {ctx.query("site"), ctx.query("building"), ctx.query("platform")}, threshold);
                 if (!r.ok()) return r.error();
-                return jsonResponse(200, *r);
+                return jsonResponse(200, toJson(*r));
               }});
 }
 

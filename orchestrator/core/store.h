@@ -200,13 +200,11 @@ struct ActorName {
   std::string id, name;
 };
 
-// What the rollout controller needs of the fleet: a pod with its hosts, and moving hosts
-// through their lifecycle.
-class FleetHosts {
+// Moving hosts through their lifecycle, many at once (the rollout controller, the Slurm driver).
+class HostMoves {
  public:
-  virtual ~FleetHosts() = default;
+  virtual ~HostMoves() = default;
 
-  virtual Result<PodDetail> getPod(const std::string& id) = 0;
   // Applies many transitions in ONE transaction: each one as Store::transitionHost would
   // (checked by core::nextState under the host's row lock, with its host event and audit
   // record), in the order given (so one host may take several steps, e.g. drain then drained);
@@ -216,6 +214,35 @@ class FleetHosts {
   // order, the state it led to or why it was refused.
   virtual Result<std::vector<Result<HostState>>> transitionHosts(const std::vector<HostTransition>& transitions,
                                                                  const Actor& actor) = 0;
+};
+
+// What the rollout controller needs of the fleet: a pod with its hosts, and moving them.
+class FleetHosts : public HostMoves {
+ public:
+  virtual Result<PodDetail> getPod(const std::string& id) = 0;
+};
+
+// What the run service reads of the fleet to find a run's targets.
+class FleetReads {
+ public:
+  virtual ~FleetReads() = default;
+
+  // The hosts of many pods in tray order, in one query: pod id -> hosts, for every pod of `ids`
+  // that exists (an unknown id is simply absent).
+  virtual Result<std::map<std::string, std::vector<HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) = 0;
+  // kNotFound for an unknown host.
+  virtual Result<HostDetail> getHost(const std::string& id) = 0;
+};
+
+// The host list, page by page (the API's host list, the Slurm driver's view of every host).
+class HostListing {
+ public:
+  virtual ~HostListing() = default;
+
+  // Hosts matching every filter, in the filter's sort order. With the default sort (id
+  // ascending) the cursor is the last host id, as it always was; with another sort it is
+  // opaque. kInvalidArgument for a label that is not key=value, or a cursor the sort did not make.
+  virtual Result<Page<HostSummary>> listHosts(const HostFilter& filter, const PageRequest& page) = 0;
 };
 
 // The audit log, as services that record what an operator did write to it.
@@ -229,7 +256,7 @@ class AuditLog {
 };
 
 // Everything else of the fleet store, and the narrow parts above (the interface most of kilnd holds).
-class Store : public FleetHosts, public AuditLog {
+class Store : public FleetHosts, public FleetReads, public HostListing, public AuditLog {
  public:
   virtual Status ping() = 0;
 
@@ -245,15 +272,6 @@ class Store : public FleetHosts, public AuditLog {
   // Every pod in id order, in one query, for the console's heatmap: id, site, building,
   // platform, state, labels, healthy_gpus and hosts_out (hosts_by_state and racks are left empty).
   virtual Result<std::vector<PodSummary>> heatmapPods() = 0;
-  // The hosts of many pods in tray order, in one query: pod id -> hosts, for every pod of `ids`
-  // that exists (an unknown id is simply absent).
-  virtual Result<std::map<std::string, std::vector<HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) = 0;
-  // Hosts matching every filter, in the filter's sort order. With the default sort (id
-  // ascending) the cursor is the last host id, as it always was; with another sort it is
-  // opaque. kInvalidArgument for a label that is not key=value, or a cursor the sort did not make.
-  virtual Result<Page<HostSummary>> listHosts(const HostFilter& filter,
-                                              const PageRequest& page) = 0;
-  virtual Result<HostDetail> getHost(const std::string& id) = 0;
   virtual Result<Page<HostEvent>> hostEvents(const std::string& host_id,
                                              const PageRequest& page) = 0;
 

@@ -155,13 +155,14 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
     });
   }
 
-  Result<json> list(core::TimePoint from, core::TimePoint to, const std::string& cause, std::optional<bool> candidate,
-                    const core::PageRequest& page) override {
+  Result<core::Page<reliability::Interruption>> list(core::TimePoint from, core::TimePoint to, const std::string& cause,
+                                                     std::optional<bool> candidate, const core::PageRequest& page) override {
+    using Page = core::Page<reliability::Interruption>;
     const int limit = std::clamp(page.limit, 1, 1000);
     auto after = interruptionCursor(page.cursor);
     if (!after.ok()) return after.error();
-    return pool_.transact<json>([&](pqxx::work& txn) -> Result<json> {
-      json items = json::array();
+    return pool_.transact<Page>([&](pqxx::work& txn) -> Result<Page> {
+      Page out;
       // Keyset on (at DESC, id): the cursor holds the last row's `at` in whole microseconds (what
       // timestamptz stores, so the comparison is exact) and its id.
       auto rows = txn.exec_params(
@@ -175,26 +176,26 @@ class PgReliabilityStore final : public reliability::ReliabilityStore {
           " ORDER BY at DESC, id LIMIT $7",
           toEpoch(from), toEpoch(to), cause, candidate ? (*candidate ? "true" : "false") : "", after->first, after->second,
           limit + 1);
-      json next = nullptr;
       for (const auto& r : rows) {
-        if (static_cast<int>(items.size()) == limit) {
+        if (static_cast<int>(out.items.size()) == limit) {
           const auto& last = rows[limit - 1];
-          next = std::to_string(last[10].as<std::int64_t>()) + "." + last[0].as<std::string>();
+          out.next_cursor = std::to_string(last[10].as<std::int64_t>()) + "." + last[0].as<std::string>();
           break;
         }
-        json j = {{"id", r[0].as<std::string>()},
-                  {"at", reliability::formatTime(fromEpoch(r[1].as<double>()))},
-                  {"job", r[2].as<std::string>()},
-                  {"cause", r[5].as<std::string>()},
-                  {"owner", r[6].as<std::string>()},
-                  {"description", r[7].as<std::string>()},
-                  {"candidate", r[8].as<bool>()},
-                  {"hosts", json::parse(r[9].c_str())}};
-        j["job_gpus"] = r[3].is_null() ? json() : json(r[3].as<int>());
-        j["pod"] = r[4].as<std::string>().empty() ? json() : json(r[4].as<std::string>());
-        items.push_back(std::move(j));
+        reliability::Interruption i;
+        i.id = r[0].as<std::string>();
+        i.at = fromEpoch(r[1].as<double>());
+        i.job = r[2].as<std::string>();
+        if (!r[3].is_null()) i.job_gpus = r[3].as<int>();
+        i.pod = r[4].as<std::string>();
+        i.cause = r[5].as<std::string>();
+        i.owner = r[6].as<std::string>();
+        i.description = r[7].as<std::string>();
+        i.candidate = r[8].as<bool>();
+        i.hosts = json::parse(r[9].c_str()).get<std::vector<std::string>>();
+        out.items.push_back(std::move(i));
       }
-      return json{{"items", items}, {"next_cursor", next}};
+      return out;
     });
   }
 

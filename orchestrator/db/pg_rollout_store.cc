@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/core/fleet_model.h"
-#include "orchestrator/core/iso_time.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
 
@@ -332,21 +331,17 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     });
   }
 
-  Result<json> rolloutEvents(const std::string& id, int limit) override {
-    return pool_.transact<json>([&](pqxx::work& txn) -> Result<json> {
-      json items = json::array();
+  Result<std::vector<rollouts::RolloutEventRow>> rolloutEvents(const std::string& id, int limit) override {
+    using Rows = std::vector<rollouts::RolloutEventRow>;
+    return pool_.transact<Rows>([&](pqxx::work& txn) -> Result<Rows> {
+      Rows out;
       for (const auto& r : txn.exec_params(
                "SELECT id, (extract(epoch from at) * 1000)::bigint, coalesce(pod_id, ''), kind, message FROM rollout_events"
                " WHERE rollout_id = $1 ORDER BY id DESC LIMIT $2",
-               id, limit)) {
-        json e = {{"id", r[0].as<std::int64_t>()},
-                  {"pod", r[2].as<std::string>()},
-                  {"kind", r[3].as<std::string>()},
-                  {"message", r[4].as<std::string>()}};
-        core::putTime(e, "at", core::TimePoint{} + std::chrono::milliseconds(r[1].as<std::int64_t>()));
-        items.push_back(std::move(e));
-      }
-      return items;
+               id, limit))
+        out.push_back({r[0].as<std::int64_t>(), core::TimePoint{} + std::chrono::milliseconds(r[1].as<std::int64_t>()),
+                       {r[2].as<std::string>(), r[3].as<std::string>(), r[4].as<std::string>()}});
+      return out;
     });
   }
 

@@ -241,8 +241,9 @@ int main(int argc, char** argv) {
     dopt.naming = *naming;
     dopt.policy = config->slurm_on_jobs == "requeue" ? scheduler::JobPolicy::kRequeue : scheduler::JobPolicy::kWait;
     dopt.interval = std::chrono::seconds(config->slurm_interval_s);
-    slurm = std::make_unique<scheduler::SlurmDriver>(*store, *drain_ledger, *slurm_control, reliability_store.get(), clock,
-                                                     dopt, [log](bool warning, const std::string& line) {
+    slurm = std::make_unique<scheduler::SlurmDriver>(*store, *store, *store, *drain_ledger, *slurm_control,
+                                                     reliability_store.get(), clock, dopt,
+                                                     [log](bool warning, const std::string& line) {
                                                        if (warning) log->warn("{}", line);
                                                        else log->info("{}", line);
                                                      });

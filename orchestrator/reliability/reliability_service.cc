@@ -100,17 +100,12 @@ Result<Interruption> decodeInterruption(const json& b) {
   return i;
 }
 
-Result<std::pair<json, bool>> ReliabilityService::record(const json& body, const core::Actor& actor) {
+Result<RecordOutcome> ReliabilityService::record(const json& body, const core::Actor& actor) {
   auto decoded = decodeInterruption(body);
   if (!decoded.ok()) return decoded.error();
-  const Interruption& i = *decoded;
-  auto created = store_.record(i, actor);
+  auto created = store_.record(*decoded, actor);
   if (!created.ok()) return created.error();
-  json j = {{"id", i.id}, {"at", formatTime(i.at)}, {"job", i.job}, {"hosts", i.hosts}, {"cause", i.cause},
-            {"owner", i.owner}, {"description", i.description}};
-  j["pod"] = i.pod.empty() ? json() : json(i.pod);
-  j["job_gpus"] = i.job_gpus ? json(*i.job_gpus) : json();
-  return std::make_pair(j, *created);
+  return RecordOutcome{std::move(*decoded), *created};
 }
 
 Result<std::pair<TimePoint, TimePoint>> ReliabilityService::window(const std::string& from, const std::string& to) {
@@ -133,8 +128,8 @@ Result<std::pair<TimePoint, TimePoint>> ReliabilityService::window(const std::st
   return std::make_pair(f, t);
 }
 
-Result<json> ReliabilityService::report(const std::string& from, const std::string& to, const Scope& scope,
-                                        int lemon_threshold) {
+Result<ReliabilityReport> ReliabilityService::report(const std::string& from, const std::string& to, const Scope& scope,
+                                                     int lemon_threshold) {
   auto w = window(from, to);
   if (!w.ok()) return w.error();
   auto [f, t] = *w;
@@ -154,48 +149,31 @@ Result<json> ReliabilityService::report(const std::string& from, const std::stri
     by_cause[c.cause] += c.n;
     weekly_count[c.week] += c.n;
   }
-  const Rates total = rates(series.gpu_hours, confirmed);
-  auto num = [](const std::optional<double>& v) { return v ? json(*v) : json(); };
-  json causes_json = json::array();
+  ReliabilityReport r;
+  r.from = f;
+  r.to = t;
+  r.days = Window{f, t}.days();
+  r.scope = scope;
+  r.total = rates(series.gpu_hours, confirmed);
+  r.candidates = candidates;
+  r.targets = targets_;
   for (const auto& [cause, n] : by_cause)
-    causes_json.push_back({{"cause", cause}, {"count", n}, {"share", static_cast<double>(n) / static_cast<double>(confirmed)}});
-  std::sort(causes_json.begin(), causes_json.end(), [](const json& a, const json& b) { return a["count"] > b["count"]; });
-  json weekly = json::array();
+    r.causes.push_back({cause, n, static_cast<double>(n) / static_cast<double>(confirmed)});
+  std::sort(r.causes.begin(), r.causes.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
   for (const auto& [week, gh] : series.weekly_gpu_hours) {
     const std::int64_t n = weekly_count.count(week) ? weekly_count[week] : 0;
-    const Rates r = rates(gh, n);
-    weekly.push_back({{"week", formatTime(week)}, {"gpu_hours", gh}, {"interruptions", n},
-                      {"per_8k_gpus_per_day", num(r.per_8k_gpus_per_day)}, {"mtbi_gpu_hours", num(r.mtbi_gpu_hours)}});
+    r.weekly.push_back({week, rates(gh, n)});
   }
-  json lemons = json::array();
-  for (const auto& l : data->lemons)
-    lemons.push_back({{"host", l.host}, {"pod", l.pod}, {"state", l.state}, {"interruptions", l.interruptions},
-                      {"repairs", l.repairs}});
-  // The part of the window the fleet's history covers: a 28-day rate over 3 hours of history is
-  // a 3-hour rate, and the console says so.
-  double covered_days = 0;
-  if (data->history_start && *data->history_start < t) covered_days = Window{std::max(f, *data->history_start), t}.days();
-  return json{{"from", formatTime(f)},
-              {"to", formatTime(t)},
-              {"days", Window{f, t}.days()},
-              {"scope", {{"site", scope.site}, {"building", scope.building}, {"platform", scope.platform}}},
-              {"gpu_hours", series.gpu_hours},
-              {"interruptions", confirmed},
-              {"candidates", candidates},
-              {"per_8k_gpus_per_day", num(total.per_8k_gpus_per_day)},
-              {"mtbi_gpu_hours", num(total.mtbi_gpu_hours)},
-              {"history_start", data->history_start ? json(formatTime(*data->history_start)) : json()},
-              {"covered_days", covered_days},
-              {"north_star", {{"per_8k_gpus_per_day", targets_.per_8k_gpus_per_day},
-                              {"mtbi_gpu_hours", targets_.mtbiGpuHours()}}},
-              {"causes", causes_json},
-              {"weekly", weekly},
-              {"lemon_threshold", lemon_threshold},
-              {"lemons", lemons}};
+  r.lemon_threshold = lemon_threshold;
+  r.lemons = std::move(data->lemons);
+  r.history_start = data->history_start;
+  if (data->history_start && *data->history_start < t) r.covered_days = Window{std::max(f, *data->history_start), t}.days();
+  return r;
 }
 
-Result<json> ReliabilityService::list(const std::string& from, const std::string& to, const std::string& cause,
-                                      const std::string& candidate, const core::PageRequest& page) {
+Result<core::Page<Interruption>> ReliabilityService::list(const std::string& from, const std::string& to,
+                                                         const std::string& cause, const std::string& candidate,
+                                                         const core::PageRequest& page) {
   auto w = window(from, to);
   if (!w.ok()) return w.error();
   std::optional<bool> cand;

@@ -66,10 +66,10 @@ class ReliabilityStore {
   // kAccepted: created (true) or the same interruption already recorded (false); kConflict when
   // the id exists with other content; kInvalidContent for unknown hosts or pod.
   virtual Result<bool> record(const Interruption& i, const core::Actor& actor) = 0;
-  // Interruptions in [from, to), newest first (at DESC, id), keyset-paginated:
-  // {items, next_cursor}; next_cursor is null on the last page. kInvalidArgument for a bad cursor.
-  virtual Result<nlohmann::json> list(TimePoint from, TimePoint to, const std::string& cause, std::optional<bool> candidate,
-                                      const core::PageRequest& page) = 0;
+  // Interruptions in [from, to), newest first (at DESC, id), keyset-paginated; next_cursor is
+  // none on the last page. Hosts sorted by id. kInvalidArgument for a bad cursor.
+  virtual Result<core::Page<Interruption>> list(TimePoint from, TimePoint to, const std::string& cause,
+                                                std::optional<bool> candidate, const core::PageRequest& page) = 0;
   virtual Result<LedgerData> data(TimePoint from, TimePoint to, const Scope& scope, int lemon_threshold) = 0;
   virtual Result<std::map<std::string, std::int64_t>> countsByCause() = 0;
 };
@@ -81,15 +81,55 @@ struct ReliabilityTargets {
   double mtbiGpuHours() const { return kGpusPerRateUnit * 24 / per_8k_gpus_per_day; }
 };
 
+// POST /interruptions: the interruption as decoded, and whether this call recorded it (false: a
+// retry of one already recorded with the same content).
+struct RecordOutcome {
+  Interruption interruption;
+  bool created = false;
+};
+
+// GET /reliability: the confirmed interruptions of [from, to) in a scope against its GPU-hours in
+// service, in total, by cause and by week, and the lemon hosts. Candidates are only counted.
+struct ReliabilityReport {
+  TimePoint from, to;
+  double days = 0;  // Window{from, to}.days()
+  Scope scope;
+  Rates total;  // confirmed interruptions only
+  std::int64_t candidates = 0;
+  // When the scope's history starts (none: no host in it ever entered service) and how many
+  // days of the window it covers: a 28-day rate over 3 hours of history is a 3-hour rate.
+  std::optional<TimePoint> history_start;
+  double covered_days = 0;
+  ReliabilityTargets targets;
+  struct Cause {
+    std::string cause;
+    std::int64_t count = 0;
+    double share = 0;  // of the confirmed interruptions
+  };
+  std::vector<Cause> causes;  // the most first; only causes with interruptions
+  struct Week {
+    TimePoint start;  // weekStart
+    Rates rates;
+  };
+  std::vector<Week> weekly;  // oldest first, every week the window touches
+  int lemon_threshold = 0;
+  std::vector<LedgerData::Lemon> lemons;  // the worst first (the store's order)
+};
+
 class ReliabilityService {
  public:
   ReliabilityService(ReliabilityStore& store, core::Clock& clock, ReliabilityTargets targets = {})
       : store_(store), clock_(clock), targets_(targets) {}
-  // Validates a POST /interruptions body. Result: {interruption, created}.
-  Result<std::pair<nlohmann::json, bool>> record(const nlohmann::json& body, const core::Actor& actor);
-  Result<nlohmann::json> report(const std::string& from, const std::string& to, const Scope& scope, int lemon_threshold);
-  Result<nlohmann::json> list(const std::string& from, const std::string& to, const std::string& cause,
-                              const std::string& candidate, const core::PageRequest& page);
+  // Validates a POST /interruptions body (decodeInterruption) and records it.
+  Result<RecordOutcome> record(const nlohmann::json& body, const core::Actor& actor);
+  // `from` and `to` ISO 8601 UTC, empty for the last 28 days (or the 28 days before `to`); the
+  // window at most 3 years. kInvalidArgument for a bad window.
+  Result<ReliabilityReport> report(const std::string& from, const std::string& to, const Scope& scope,
+                                   int lemon_threshold);
+  // The window as report() takes it; `cause` one of causes() or empty, `candidate` "true",
+  // "false" or empty for both.
+  Result<core::Page<Interruption>> list(const std::string& from, const std::string& to, const std::string& cause,
+                                        const std::string& candidate, const core::PageRequest& page);
   std::string metrics();
 
  private:

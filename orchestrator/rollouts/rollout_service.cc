@@ -417,7 +417,7 @@ Result<core::Page<RolloutRow>> RolloutService::list(const std::string& state, co
   return store_.listRollouts(filter, page);
 }
 
-Result<json> RolloutService::events(const std::string& id) {
+Result<std::vector<RolloutEventRow>> RolloutService::events(const std::string& id) {
   auto ro = store_.getRollout(id);
   if (!ro.ok()) return ro.error();
   // Every event: the API pages them (newest 1000 by default).

@@ -79,7 +79,7 @@ struct RolloutView {
   std::size_t durations_count = 0;     // finished pods' times (podSeconds)
   double p50_s = 0, p90_s = 0;
   std::optional<double> eta_s;
-  nlohmann::json events = nlohmann::json::array();  // the newest 20, as the store renders them
+  std::vector<RolloutEventRow> events;  // the newest 20, newest first
 };
 
 // POST /rollouts: the rollout created, or (dry run) the plan.
@@ -120,8 +120,8 @@ class RolloutService {
   // Plan order.
   Result<std::vector<RolloutPodRow>> pods(const std::string& id);
   Result<core::Page<RolloutRow>> list(const std::string& state, const core::PageRequest& page);
-  // Every event, newest first, as the store renders them (a JSON array).
-  Result<nlohmann::json> events(const std::string& id);
+  // Every event, newest first.
+  Result<std::vector<RolloutEventRow>> events(const std::string& id);
   // start | pause | resume | abort. `reason` (the operator's words, may be empty) goes into the
   // event and the audit record after who did it: "aborted by t-3: CX7 firmware bricks NICs".
   Result<RolloutView> verb(const std::string& id, const std::string& verb, const core::Actor& actor,

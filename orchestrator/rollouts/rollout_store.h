@@ -1,6 +1,7 @@
 #pragma once
 // Persistence of bundles and rollouts (orchestrator/db/pg_rollout_store.cc). Thread-safe.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -64,6 +65,13 @@ struct PodHostStates {
 
 struct RolloutEvent {
   std::string pod, kind, message;
+};
+
+// An event as the rollout's history holds it.
+struct RolloutEventRow {
+  std::int64_t id = 0;  // increasing in the order events were written
+  core::TimePoint at;   // to the millisecond
+  RolloutEvent event;   // pod empty: the rollout's own event
 };
 
 // A conditional update of one rollout pod: applied only if its phase is still `expect`.
@@ -148,8 +156,8 @@ class RolloutServiceStore : public virtual BundleCatalog, public virtual Rollout
                                            const core::Actor& actor) = 0;
   // Newest first (by the id's number); all states when `state` is empty.
   virtual Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState> state, const core::PageRequest& page) = 0;
-  // The newest `limit` events, newest first, as a JSON array of {id, at, pod, kind, message}.
-  virtual Result<nlohmann::json> rolloutEvents(const std::string& id, int limit) = 0;
+  // The newest `limit` events, newest first.
+  virtual Result<std::vector<RolloutEventRow>> rolloutEvents(const std::string& id, int limit) = 0;
   // Rollouts by state and unfinished rollouts' pods by phase, for /metrics.
   virtual Result<std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>> counts() = 0;
   // Rollouts not finished (created, running, paused, halted, aborting) and those that finished

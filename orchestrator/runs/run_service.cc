@@ -43,7 +43,7 @@ std::string RunService::defaultPurpose(const std::string& workflow) {
   return "manual";
 }
 
-RunService::RunService(core::Store& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
+RunService::RunService(core::FleetReads& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
                        std::function<void(const std::string&)> on_work)
     : fleet_(fleet), store_(store), clock_(clock), options_(options), on_work_(std::move(on_work)) {}
 

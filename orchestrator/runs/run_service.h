@@ -51,7 +51,9 @@ struct RunStatus {
 class RunService final : public AgentWork {
  public:
   // `on_work(host)` is called after a commit that gave the host new work or cancelled its work.
-  RunService(core::Store& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
+  // `fleet` only resolves a run's targets: the host lifecycle moves a run causes go through
+  // `store`, in the transaction of the run's change.
+  RunService(core::FleetReads& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
              std::function<void(const std::string&)> on_work);
 
   // Validates every workflow file of `dir` and stores new versions (kilnd start-up).
@@ -119,7 +121,7 @@ class RunService final : public AgentWork {
   void notify(const Effects& fx, const std::string& delivered = "");
   void recordStep(const std::string& workflow, const std::string& step, const StepResult& r);
 
-  core::Store& fleet_;
+  core::FleetReads& fleet_;
   RunStore& store_;
   core::Clock& clock_;
   RunServiceOptions options_;

@@ -8,9 +8,12 @@ namespace {
 const core::Actor kSlurmActor{"system", "slurm"};
 }
 
-SlurmDriver::SlurmDriver(core::Store& fleet, DrainLedger& ledger, SlurmControl& slurm,
-                         reliability::ReliabilityStore* interruptions, core::Clock& clock, SlurmDriverOptions options, Log log)
-    : fleet_(fleet),
+SlurmDriver::SlurmDriver(core::HostListing& hosts, core::HostMoves& moves, core::AuditLog& audit, DrainLedger& ledger,
+                         SlurmControl& slurm, reliability::ReliabilityStore* interruptions, core::Clock& clock,
+                         SlurmDriverOptions options, Log log)
+    : hosts_(hosts),
+      moves_(moves),
+      audit_(audit),
       ledger_(ledger),
       slurm_(slurm),
       interruptions_(interruptions),
@@ -26,7 +29,7 @@ void SlurmDriver::note(const Notice& n) {
     last = n.text;
   }
   if (log_) log_(n.warning, n.text);
-  (void)fleet_.audit(kSlurmActor, "slurm.notice", n.node,
+  (void)audit_.audit(kSlurmActor, "slurm.notice", n.node,
                      nlohmann::json{{"host", n.host}, {"message", n.text}}.dump());  // best effort: the log has it
 }
 
@@ -51,7 +54,7 @@ Result<int> SlurmDriver::pass() {
   core::PageRequest page;
   page.limit = 1000;
   for (;;) {
-    auto got = fleet_.listHosts({}, page);
+    auto got = hosts_.listHosts({}, page);
     if (!got.ok()) return fail("cannot read Kiln's hosts", got.error());
     for (auto& h : got->items) hosts.push_back(std::move(h));
     if (!got->next_cursor) break;
@@ -124,7 +127,7 @@ Result<int> SlurmDriver::pass() {
     }
   }
   if (!plan.moves.empty()) {
-    auto outcomes = fleet_.transitionHosts(plan.moves, kSlurmActor);
+    auto outcomes = moves_.transitionHosts(plan.moves, kSlurmActor);
     if (outcomes.ok()) {
       for (std::size_t i = 0; i < plan.moves.size() && i < outcomes->size(); ++i)
         if ((*outcomes)[i].ok()) ++changes;
@@ -142,7 +145,7 @@ Result<int> SlurmDriver::pass() {
     } else {
       ++changes;
       if (log_) log_(false, "slurm: requeued job " + job + " for a rollout");
-      (void)fleet_.audit(kSlurmActor, "slurm.requeue", job, "{}");
+      (void)audit_.audit(kSlurmActor, "slurm.requeue", job, "{}");
     }
   }
   if (interruptions_ != nullptr) {

@@ -54,8 +54,12 @@ struct DriverStatus {
 class SlurmDriver {
  public:
   using Log = std::function<void(bool warning, const std::string& line)>;
-  SlurmDriver(core::Store& fleet, DrainLedger& ledger, SlurmControl& slurm, reliability::ReliabilityStore* ledger_of_interruptions,
-              core::Clock& clock, SlurmDriverOptions options, Log log);
+  // `hosts`, `moves` and `audit` are parts of the fleet store (kilnd passes its core::Store for
+  // all three): the driver reads every host, moves hosts Slurm took or gave back, and audits
+  // notices and requeues.
+  SlurmDriver(core::HostListing& hosts, core::HostMoves& moves, core::AuditLog& audit, DrainLedger& ledger,
+              SlurmControl& slurm, reliability::ReliabilityStore* ledger_of_interruptions, core::Clock& clock,
+              SlurmDriverOptions options, Log log);
 
   // One reconciliation; the number of changes it made (0 when Slurm could not be read: the
   // error is kept for status() and the gate, and logged once per distinct message).
@@ -82,7 +86,9 @@ class SlurmDriver {
  private:
   void note(const Notice& n);
 
-  core::Store& fleet_;
+  core::HostListing& hosts_;
+  core::HostMoves& moves_;
+  core::AuditLog& audit_;
   DrainLedger& ledger_;
   SlurmControl& slurm_;
   reliability::ReliabilityStore* interruptions_;

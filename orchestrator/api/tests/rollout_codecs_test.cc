@@ -4,7 +4,9 @@
 #include "orchestrator/api/rollout_codecs.h"
 #include "orchestrator/api/rollout_views.h"
 
+#include <chrono>
 #include <set>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -208,6 +210,28 @@ TEST(RolloutViewsTest, ComplianceCountsEveryStateAndListsPodsWithTheirComponents
   EXPECT_EQ(j["pods"][0]["state"], "needs_upgrade");
   EXPECT_EQ(j["pods"][0]["components"][0]["current"][0],
             (json{{"version", "570.1"}, {"targets", 18}, {"bundle_is", "newer"}}));
+}
+
+TEST(RolloutViewsTest, EventsHaveTheirIdTimePodKindAndMessageNewestFirstAsGiven) {
+  const core::TimePoint t = core::TimePoint{} + std::chrono::milliseconds(1796113800250);  // 2026-12-01T08:30:00.250Z
+  const std::vector<rollouts::RolloutEventRow> events = {
+      {42, t, {"b1-p2", "upgrading", "b1-p2: 16 hosts"}},
+      {41, t - std::chrono::seconds(90), {"", "running", "started by t-1"}}};
+  const json j = rolloutEventsJson(events);
+  EXPECT_TRUE(j["next_cursor"].is_null());
+  ASSERT_EQ(j["items"].size(), 2u);
+  EXPECT_EQ(j["items"][0], (json{{"id", 42}, {"at", "2026-12-01T08:30:00.250Z"}, {"at_ms", 1796113800250},
+                                 {"pod", "b1-p2"}, {"kind", "upgrading"}, {"message", "b1-p2: 16 hosts"}}));
+  EXPECT_EQ(j["items"][1]["id"], 41);
+  EXPECT_EQ(j["items"][1]["pod"], "");  // the rollout's own event: an empty pod, not null
+  EXPECT_EQ(j["items"][1]["at"], "2026-12-01T08:28:30.250Z");
+  EXPECT_EQ(rolloutEventsJson({})["items"], json::array());
+
+  // The rollout's view carries the same items.
+  rollouts::RolloutView v;
+  v.bundle = testBundle();
+  v.events = events;
+  EXPECT_EQ(toJson(v)["events"], j["items"]);
 }
 
 }  // namespace

@@ -130,9 +130,10 @@ TEST_F(FakeRolloutStoreTest, EventsAreThisRolloutsNewestFirst) {
   auto events = store_.rolloutEvents(a, 2);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 2u);
-  EXPECT_EQ((*events)[0]["kind"], "paused");
-  EXPECT_EQ((*events)[0]["message"], "lunch");
-  EXPECT_EQ((*events)[1]["message"], "created -> running");  // no reason: the move, as the SQL writes it
+  EXPECT_EQ((*events)[0].event.kind, "paused");
+  EXPECT_EQ((*events)[0].event.message, "lunch");
+  EXPECT_EQ((*events)[1].event.message, "created -> running");  // no reason: the move, as the SQL writes it
+  EXPECT_GT((*events)[0].id, (*events)[1].id);
   EXPECT_EQ(store_.rolloutEvents(b, 10)->size(), 1u);
 }
 
@@ -210,6 +211,222 @@ TEST(FakeFleetTest, RecordsWhatIsAudited) {
   EXPECT_EQ(audits[0].action, "rollout.rollback");
   EXPECT_EQ(audits[0].target, "ro-1");
   EXPECT_EQ(audits[0].details_json, R"({"reason":"x"})");
+}
+
+TEST(FakeFleetTest, ATransitionIsCheckedStampedAndAuditedAndARefusedOneLeavesTheOthers) {
+  core::FakeClock clock;
+  FakeFleet fleet(&clock);
+  fleet.addPod("b1-p1", "b1");
+  auto out = fleet.transitionHosts({{"b1-p1-h01", core::HostAction::kDrain, std::nullopt, "rollout ro-1"},
+                                    {"b1-p1-h02", core::HostAction::kDrained, std::nullopt, "not draining"},
+                                    {"b1-p1-h01", core::HostAction::kDrained, std::nullopt, "no job left"}},
+                                   kAdmin);
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->size(), 3u);
+  EXPECT_EQ((*out)[0].value(), core::HostState::kDraining);
+  ASSERT_FALSE((*out)[1].ok());
+  EXPECT_EQ((*out)[1].error().code, ErrorCode::kConflict);
+  EXPECT_EQ((*out)[2].value(), core::HostState::kMaintenance);
+  EXPECT_EQ(fleet.state("b1-p1-h02"), core::HostState::kAvailable);
+  EXPECT_EQ(fleet.host("b1-p1-h01")->state_reason, "no job left");
+  EXPECT_EQ(fleet.host("b1-p1-h01")->state_since, clock.now());
+  auto audits = fleet.audits();
+  ASSERT_EQ(audits.size(), 2u);
+  EXPECT_EQ(audits[0].action, "host.drain");
+  EXPECT_EQ(json::parse(audits[1].details_json), (json{{"from", "draining"}, {"to", "maintenance"}, {"reason", "no job left"}}));
+  auto pod = fleet.getPod("b1-p1");
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(pod->pod.hosts_by_state.at("available"), 17);
+  EXPECT_EQ(pod->pod.healthy_gpus, 17 * 4);
+  auto detail = fleet.getHost("b1-p1-h01");
+  ASSERT_TRUE(detail.ok());
+  std::vector<std::string> allowed;
+  for (auto a : core::allowedActions(core::HostState::kMaintenance)) allowed.emplace_back(core::hostActionName(a));
+  EXPECT_FALSE(allowed.empty());
+  EXPECT_EQ(detail->allowed_actions, allowed) << "what an operator may do next, as the store answers it";
+}
+
+TEST(FakeFleetTest, ListsHostsFilteredAndSortedInKeysetPagesThatNeitherSplitNorRepeat) {
+  core::FakeClock clock;
+  FakeFleet fleet(&clock);
+  fleet.addPod("b1-p1", "b1");
+  fleet.addPod("b2-p1", "b2");
+  fleet.pods_.at("b2-p1").pod.labels["tier"] = "gold";
+  for (int i : {3, 1, 2}) {
+    clock.advance(std::chrono::seconds(1));
+    ASSERT_TRUE(fleet.transitionHosts({{"b1-p1-h0" + std::to_string(i), core::HostAction::kFail, std::nullopt,
+                                        "GPU " + std::to_string(i) + " fell off the BUS"}},
+                                      kAdmin)
+                    ->at(0)
+                    .ok());
+  }
+  auto collect = [&](core::HostFilter f, int limit) {
+    std::vector<std::string> ids;
+    core::PageRequest page{"", limit};
+    for (;;) {
+      auto got = fleet.listHosts(f, page);
+      EXPECT_TRUE(got.ok()) << got.error();
+      if (!got.ok()) return ids;
+      for (const auto& h : got->items) ids.push_back(h.id);
+      if (!got->next_cursor) return ids;
+      page.cursor = *got->next_cursor;
+    }
+  };
+  auto all = collect({}, 5);
+  ASSERT_EQ(all.size(), 36u);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 36u);
+
+  core::HostFilter failed;
+  failed.state = "failed";
+  failed.sort = {core::HostSortKey::kStateSince, true};
+  EXPECT_EQ(collect(failed, 1), (std::vector<std::string>{"b1-p1-h02", "b1-p1-h01", "b1-p1-h03"}));  // newest first
+  core::HostFilter reason;
+  reason.reason = "bus";
+  reason.id_prefix = "B1-P1-H0";
+  EXPECT_EQ(collect(reason, 2).size(), 3u);
+  core::HostFilter gold;
+  gold.label = "tier=gold";
+  EXPECT_EQ(collect(gold, 100).size(), 18u);
+  gold.label = "tier";
+  EXPECT_EQ(fleet.listHosts(gold, {}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(fleet.listHosts(failed, {"b1-p1-h02", 10}).error().code, ErrorCode::kInvalidArgument)
+      << "another sort's cursor is not an id";
+}
+
+// The run store under the run service, as kilnd uses it.
+class FakeRunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fleet_.addPod("b1-p1", "b1"); }
+  Result<runs::RunView> start(std::vector<std::string> hosts, const std::string& purpose = "manual",
+                              const std::string& workflow = "check") {
+    runs::StartRequest req;
+    req.workflow = workflow;
+    req.hosts = std::move(hosts);
+    req.purpose = purpose;
+    return runs_.startRun(req, kAdmin);
+  }
+  std::vector<Result<runs::ReportAnswer>> report(const protocol::Assignment& a, const std::string& host, int exit_code) {
+    return runs_.reportBatch({{a.id, host,
+                               json{{"lease", a.lease}, {"host", host}, {"started", true}, {"exit_code", exit_code},
+                                    {"duration_ms", 3}, {"ready", true}},
+                               ""}});
+  }
+
+  core::FakeClock clock_;
+  FakeFleet fleet_{&clock_};
+  FakeRunStore store_{&fleet_, &clock_};
+  runs::RunService runs_{fleet_, store_, clock_, {}, nullptr};
+};
+
+TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheRun) {
+  auto run = start({"b1-p1-h01", "b1-p1-h02"});
+  ASSERT_TRUE(run.ok()) << run.error();
+  EXPECT_EQ(store_.hostsWithOpenWork().value(), (std::vector<std::string>{"b1-p1-h01", "b1-p1-h02"}));
+  auto claimed = runs_.claimBatch({"b1-p1-h01", "b1-p1-h02", "b1-p1-h03"});
+  ASSERT_TRUE(claimed.ok()) << claimed.error();
+  ASSERT_EQ(claimed->size(), 2u);
+  const protocol::Assignment a = claimed->at("b1-p1-h01");
+  EXPECT_EQ(a.lease, 1);
+  EXPECT_EQ(store_.assignment(a.id).value()->state, "dispatched");
+  // An answer the agent never got: the same step and lease again.
+  auto again = runs_.claimWork("b1-p1-h01");
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->id, a.id);
+  EXPECT_EQ((*again)->lease, 1);
+
+  auto first = report(a, "b1-p1-h01", 0);
+  ASSERT_TRUE(first[0].ok()) << first[0].error();
+  EXPECT_EQ(first[0]->outcome, runs::ReportOutcome::kAccepted);
+  EXPECT_EQ(report(a, "b1-p1-h01", 0)[0]->outcome, runs::ReportOutcome::kDuplicate);
+  EXPECT_EQ(report(a, "b1-p1-h02", 0)[0].error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(report(claimed->at("b1-p1-h02"), "b1-p1-h02", 1)[0]->outcome, runs::ReportOutcome::kAccepted);
+  EXPECT_TRUE(store_.hostsWithOpenWork()->empty());
+
+  EXPECT_EQ(runs_.tick(), 1);  // the verdict
+  EXPECT_EQ(store_.runs_.at(run->row.id).state, "failed");
+  EXPECT_EQ(store_.runs_.at(run->row.id).summary["healthy"], 1);
+}
+
+TEST_F(FakeRunStoreTest, ALeaseThatRanOutLosesItsStepThroughTheEngine) {
+  auto run = start({"b1-p1-h01"});
+  ASSERT_TRUE(run.ok()) << run.error();
+  auto a = runs_.claimWork("b1-p1-h01");
+  ASSERT_TRUE(a.ok() && a->has_value());
+  clock_.advance(std::chrono::seconds(60 + 30 + 1));  // the step's timeout and the lease grace
+  runs_.tick();
+  EXPECT_EQ(store_.assignment((*a)->id).value()->state, "lost");
+  EXPECT_EQ(store_.runs_.at(run->row.id).state, "failed");
+  EXPECT_EQ(report(**a, "b1-p1-h01", 0)[0]->outcome, runs::ReportOutcome::kStale);
+}
+
+TEST_F(FakeRunStoreTest, RunTransitionsMoveTheFleetsHostsAndQuarantineReadsThem) {
+  fleet_.setState("b1-p1-h01", core::HostState::kIncoming);
+  ASSERT_TRUE(start({"b1-p1-h01"}, "burn_in").ok());
+  EXPECT_EQ(fleet_.state("b1-p1-h01"), core::HostState::kBurnIn);
+
+  // A host sent to repair twice, back in quarantine: the queue shows both and its validation.
+  for (auto action : {core::HostAction::kFail, core::HostAction::kRepair, core::HostAction::kRepairComplete,
+                      core::HostAction::kQuarantineFail, core::HostAction::kRepairComplete})
+    ASSERT_TRUE(fleet_.transitionHosts({{"b1-p1-h05", action, std::nullopt, "xid 79"}}, kAdmin)->at(0).ok());
+  auto validation = start({"b1-p1-h05"}, "quarantine", "quarantine-validation");
+  ASSERT_TRUE(validation.ok()) << validation.error();
+  auto queue = runs_.quarantineView();
+  ASSERT_TRUE(queue.ok()) << queue.error();
+  ASSERT_EQ(queue->size(), 1u);
+  EXPECT_EQ((*queue)[0].row.host.id, "b1-p1-h05");
+  EXPECT_EQ((*queue)[0].row.repairs, 2);
+  EXPECT_EQ((*queue)[0].row.last_failure, "xid 79");
+  EXPECT_EQ((*queue)[0].row.run_id, validation->row.id);
+  EXPECT_EQ((*queue)[0].row.progress["pass"], 1);
+
+  auto a = runs_.claimWork("b1-p1-h05");
+  ASSERT_TRUE(a.ok() && a->has_value());
+  ASSERT_TRUE(report(**a, "b1-p1-h05", 0)[0].ok());
+  EXPECT_EQ(fleet_.state("b1-p1-h05"), core::HostState::kAvailable) << "quarantine validation passed";
+  EXPECT_EQ(fleet_.audits().back().actor, "agent:b1-p1-h05");
+}
+
+TEST_F(FakeRunStoreTest, ListsRunsNewestFirstInPagesAndByHost) {
+  for (const auto* h : {"b1-p1-h01", "b1-p1-h02", "b1-p1-h01"}) ASSERT_TRUE(start({h}).ok());
+  auto first = runs_.listRuns({}, {"", 2});
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_EQ(first->items.size(), 2u);
+  EXPECT_EQ(first->items[0].id, "r-3");
+  EXPECT_EQ(first->items[0].pods, (std::vector<std::string>{"b1-p1"}));
+  ASSERT_TRUE(first->next_cursor);
+  auto second = runs_.listRuns({}, {*first->next_cursor, 2});
+  ASSERT_EQ(second->items.size(), 1u);
+  EXPECT_EQ(second->items[0].id, "r-1");
+  EXPECT_FALSE(second->next_cursor);
+  runs::RunFilter by_host;
+  by_host.host = "b1-p1-h01";
+  EXPECT_EQ(runs_.listRuns(by_host, {})->items.size(), 2u);
+  EXPECT_EQ(runs_.listRuns({}, {"r-2", 10}).error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(FakeRunStoreTest, APutWorkflowIsListedAndIfMatchNeedsTheCurrentVersion) {
+  const std::string yaml = std::string(FakeRunStore::kWorkflow).replace(6, 4, "burn");
+  auto put = runs_.putWorkflow("burn", yaml, kAdmin);
+  ASSERT_TRUE(put.ok()) << put.error();
+  auto listed = runs_.listWorkflows();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].row.name, "burn");
+  core::IfMatch stale{.etags = {"\"nope\""}};
+  EXPECT_EQ(runs_.putWorkflow("burn", yaml, kAdmin, stale).error().code, ErrorCode::kPreconditionFailed);
+  core::IfMatch current{.etags = {runs::workflowEtag(put->hash)}};
+  EXPECT_TRUE(runs_.putWorkflow("burn", yaml, kAdmin, current).ok());
+}
+
+TEST_F(FakeRunStoreTest, HostsThatStoppedPollingAreMarkedUnreachableOnce) {
+  ASSERT_TRUE(store_.recordHeartbeats({{"b1-p1-h01", "boot-1", clock_.now()}, {"b1-p1-h02", "boot-2", clock_.now()}}).ok());
+  clock_.advance(std::chrono::seconds(100));
+  ASSERT_TRUE(store_.recordHeartbeats({{"b1-p1-h02", "boot-2", clock_.now()}}).ok());
+  EXPECT_EQ(fleet_.host("b1-p1-h02")->last_seen, clock_.now());
+  const auto cutoff = clock_.now() - std::chrono::seconds(90);
+  EXPECT_EQ(store_.markUnreachable(cutoff).value(), (std::vector<std::string>{"b1-p1-h01"}));
+  EXPECT_TRUE(store_.markUnreachable(cutoff)->empty());
 }
 
 }  // namespace

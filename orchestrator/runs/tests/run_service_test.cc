@@ -128,9 +128,10 @@ TEST(RunServiceTest, WithoutOnWorkItStillStartsRuns) {
 
 TEST(RunServiceTest, AsAgentWorkItPassesTheStoresFailuresOnPerReport) {
   RunServiceUnderTest t;
+  t.store.fail_agent_work = unavailable("the database is down");
   AgentWork& work = t.service;  // all the gateway sees of it
   auto claimed = work.claimBatch({"b1-p1-h01"});
-  ASSERT_FALSE(claimed.ok()) << "the fake store cannot claim: its error comes back";
+  ASSERT_FALSE(claimed.ok()) << "the store cannot claim: its error comes back";
   EXPECT_EQ(claimed.error().code, ErrorCode::kUnavailable);
   auto answers = work.reportBatch({{"r-1:b1-p1-h01:1", "b1-p1-h01", nlohmann::json{{"lease", 1}}, ""},
                                    {"r-1:b1-p1-h02:1", "b1-p1-h02", nlohmann::json{{"lease", 1}}, ""}});

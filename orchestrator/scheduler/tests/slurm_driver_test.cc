@@ -76,7 +76,8 @@ class FakeInterruptions final : public reliability::ReliabilityStore {
     recorded.push_back(i);
     return true;
   }
-  Result<nlohmann::json> list(TimePoint, TimePoint, const std::string&, std::optional<bool>, const core::PageRequest&) override {
+  Result<core::Page<reliability::Interruption>> list(TimePoint, TimePoint, const std::string&, std::optional<bool>,
+                                                     const core::PageRequest&) override {
     return unavailable("fake");
   }
   Result<reliability::LedgerData> data(TimePoint, TimePoint, const reliability::Scope&, int) override {
@@ -94,9 +95,8 @@ class SlurmDriverTest : public ::testing::Test {
     for (const auto& id : {"p1-h01", "p1-h02"}) slurm_.nodes_[id] = SlurmNode{id, "IDLE", {}, "", "", std::nullopt};
   }
   SlurmDriver driver() {
-    return SlurmDriver(fleet_, ledger_, slurm_, &interruptions_, clock_, {}, [this](bool warning, const std::string& line) {
-      log_.push_back((warning ? "W " : "I ") + line);
-    });
+    return SlurmDriver(fleet_, fleet_, fleet_, ledger_, slurm_, &interruptions_, clock_, {},
+                       [this](bool warning, const std::string& line) { log_.push_back((warning ? "W " : "I ") + line); });
   }
   rollouts::testing::FakeFleet fleet_;
   FakeSlurm slurm_;
