@@ -155,8 +155,17 @@ Status Agent::run() {
       if (stopping_) break;
       next = std::move(queue_.front());
       queue_.pop_front();
+      // Held from here, not only once it runs: a poll made between this pop and the step's
+      // start would otherwise say the agent holds nothing, and kilnd would hand the step out
+      // again as undelivered (the e2e burn-in saw it: a duplicate, then a wait for the poll).
+      taken_ = next.is_object() && next.value("id", json()).is_string() ? next["id"].get<std::string>() : "";
     }
     process(next);
+    {
+      std::lock_guard lock(mu_);
+      taken_.clear();
+    }
+    cv_.notify_all();
   }
   if (poller_.joinable()) poller_.join();
   log_->info("stopped");
@@ -247,6 +256,7 @@ void Agent::pollLoop() {
       auto current = [&]() -> std::string {
         if (running_) return running_->id;
         if (!reporting_.empty()) return reporting_;
+        if (!taken_.empty()) return taken_;
         if (!queue_.empty() && queue_.front().value("id", json()).is_string())
           return queue_.front()["id"].get<std::string>();
         return "";

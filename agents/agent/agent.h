@@ -154,6 +154,8 @@ class Agent {
   // The step that ended and whose report is being sent: until kilnd has it, the agent still
   // polls as holding it (running=), so that kilnd does not hand it out again as undelivered.
   std::string reporting_;
+  // The assignment the executor took from queue_ and is processing (start to report).
+  std::string taken_;
   std::set<std::string> cancelled_ids_;  // cancels for assignments still queued
   std::thread poller_;  // started and joined by the executor thread only
 };
