@@ -67,6 +67,7 @@ struct Options {
   std::string state_dir;        // kiln-vfleet --state-dir (agent tokens; useful only on one database)
   int idle_poll = 2;            // kiln-vfleet --idle-poll: hosts without a long-poll slot poll this often
   int connections = 0;          // kiln-vfleet --connections; 0: enough for every host to long-poll (<= 16000)
+  std::vector<std::string> vfleet_args;  // extra kiln-vfleet flags, e.g. --running-poll-delay-ms=0
   bool keep = false;            // leave the databases behind (EXPLAIN ANALYZE, timelines by hand)
 };
 
@@ -74,7 +75,8 @@ const char* kUsage =
     "usage: kiln-bench-rollout [--gpus N] [--api-plan] [--plan-repeats N] [--skip-plan]\n"
     "                          [--pods N] [--max-concurrent N] [--time-scale X] [--timeout-min N]\n"
     "                          [--duration-spread SIGMA | --compare-spread SIGMA]\n"
-    "                          [--state-dir DIR] [--idle-poll S] [--connections N] [--skip-rollout] [--keep]\n"
+    "                          [--state-dir DIR] [--idle-poll S] [--connections N] [--vfleet-arg FLAG=VALUE]...\n"
+    "                          [--skip-rollout] [--keep]\n"
     "Starts its own kilnd (and kiln-vfleet) on fresh databases of the server in KILN_TEST_PG.\n"
     "--duration-spread: kiln-vfleet's (each step's tool time x a log-normal factor, median 1, shape\n"
     "SIGMA, 0-2). --compare-spread: the simulated rollout twice, fixed durations then SIGMA, each on\n"
@@ -94,6 +96,7 @@ int parseArgs(int argc, char** argv, Options& o) {
                      .number("--timeout-min", &o.timeout_min)
                      .text("--state-dir", &o.state_dir)
                      .number("--idle-poll", &o.idle_poll)
+                     .texts("--vfleet-arg", &o.vfleet_args)
                      .number("--connections", &o.connections)
                      .flag("--skip-plan", &o.skip_plan)
                      .flag("--skip-rollout", &o.skip_rollout)
@@ -687,6 +690,7 @@ SimFigures simulatedRollout(const Options& o, double spread) {
                                      "--status-interval", "2", "--seed", std::to_string(7 + k),
                                      "--connections", std::to_string(connections / shards), "--idle-poll",
                                      std::to_string(o.idle_poll), "--state-dir", shards == 1 ? state : state + "-" + std::to_string(k)};
+    args.insert(args.end(), o.vfleet_args.begin(), o.vfleet_args.end());
     const std::string log = dir + "/vfleet" + (shards == 1 ? "" : "-" + std::to_string(k)) + ".log";
     std::printf("[rollout] kiln-vfleet log %s, %ld connections, --idle-poll %d, --duration-spread %s\n", log.c_str(),
                 connections / shards, o.idle_poll, sigma.str().c_str());
