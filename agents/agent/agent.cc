@@ -143,7 +143,7 @@ Status Agent::run() {
   }
   for (const JournalEntry& e : unsettled) {
     if (stopping()) break;
-    resume(e);
+    holding(e.id, [&] { resume(e); });
   }
   ensurePoller();
 
@@ -155,21 +155,26 @@ Status Agent::run() {
       if (stopping_) break;
       next = std::move(queue_.front());
       queue_.pop_front();
-      // Held from here, not only once it runs: a poll made between this pop and the step's
-      // start would otherwise say the agent holds nothing, and kilnd would hand the step out
-      // again as undelivered (the e2e burn-in saw it: a duplicate, then a wait for the poll).
-      taken_ = next.is_object() && next.value("id", json()).is_string() ? next["id"].get<std::string>() : "";
     }
-    process(next);
-    {
-      std::lock_guard lock(mu_);
-      taken_.clear();
-    }
-    cv_.notify_all();
+    const std::string id = next.is_object() && next.value("id", json()).is_string() ? next["id"].get<std::string>() : "";
+    holding(id, [&] { process(next); });
   }
   if (poller_.joinable()) poller_.join();
   log_->info("stopped");
   return okStatus();
+}
+
+void Agent::holding(const std::string& id, const std::function<void()>& work) {
+  {
+    std::lock_guard lock(mu_);
+    held_ = id;
+  }
+  work();
+  {
+    std::lock_guard lock(mu_);
+    held_.clear();
+  }
+  cv_.notify_all();
 }
 
 // ---- enrolment -----------------------------------------------------------------------------
@@ -246,30 +251,28 @@ void Agent::pollLoop() {
   Backoff backoff(*this);
   int refused_in_a_row = 0;
   // The step the last running= decision was about, and since when the agent has held it.
-  std::string held;
-  MonoTime held_since{};
+  std::string timed;
+  MonoTime timed_since{};
   while (true) {
     std::string running, token, boot_id;
     {
       std::unique_lock lock(mu_);
       if (stopping_) break;
       auto current = [&]() -> std::string {
-        if (running_) return running_->id;
-        if (!reporting_.empty()) return reporting_;
-        if (!taken_.empty()) return taken_;
+        if (!held_.empty()) return held_;
         if (!queue_.empty() && queue_.front().value("id", json()).is_string())
           return queue_.front()["id"].get<std::string>();
         return "";
       };
       running = current();
       if (!running.empty() && settings_.running_poll_delay.count() > 0) {
-        if (running != held) {
-          held = running;
-          held_since = clock_.monotonic();
+        if (running != timed) {
+          timed = running;
+          timed_since = clock_.monotonic();
         }
         // A step that ends within the delay is never polled for: its report's answer says
         // all a poll would have (kRunningPollDelayMs).
-        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.monotonic() - held_since);
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.monotonic() - timed_since);
         if (waited < settings_.running_poll_delay) {
           clock_.waitFor(lock, cv_, settings_.running_poll_delay - waited,
                          [&] { return stopping_ || current() != running; });
@@ -467,10 +470,7 @@ std::string Agent::endRunning() {
   std::string note;
   {
     std::lock_guard lock(mu_);
-    if (running_) {
-      note = running_->note;
-      reporting_ = running_->id;  // until reportUntilDone settles it (every end is reported)
-    }
+    if (running_) note = running_->note;
     running_.reset();
   }
   cv_.notify_all();
@@ -661,18 +661,6 @@ void Agent::finish(const std::string& id, std::int64_t lease, json body) {
 }
 
 bool Agent::reportUntilDone(const std::string& id, std::int64_t lease, const json& body) {
-  // However this ends (acknowledged, dropped, stopping), the poller no longer holds the step.
-  struct Settled {
-    Agent& agent;
-    const std::string& id;
-    ~Settled() {
-      {
-        std::lock_guard lock(agent.mu_);
-        if (agent.reporting_ == id) agent.reporting_.clear();
-      }
-      agent.cv_.notify_all();
-    }
-  } settled{*this, id};
   json sent = body;
   {
     // Holding no other step, the agent takes its next one with the acknowledgement.

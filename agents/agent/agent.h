@@ -116,6 +116,8 @@ class Agent {
   void queueHandedOut(const std::string& body);
   std::shared_ptr<exec::CancelToken> beginRunning(const Assignment& a);
   std::string endRunning();
+  // Runs `work` (process or resume of assignment `id`) with held_ = id.
+  void holding(const std::string& id, const std::function<void()>& work);
   // Starts the poller once: after the replay, or as soon as a replayed reboot waits (with
   // running_ set, so that its polls say what runs).
   void ensurePoller();
@@ -151,11 +153,11 @@ class Agent {
   std::string boot_id_;
   std::deque<nlohmann::json> queue_;
   std::optional<Running> running_;
-  // The step that ended and whose report is being sent: until kilnd has it, the agent still
-  // polls as holding it (running=), so that kilnd does not hand it out again as undelivered.
-  std::string reporting_;
-  // The assignment the executor took from queue_ and is processing (start to report).
-  std::string taken_;
+  // The assignment the agent holds from the moment it takes it (off the queue, or from the
+  // journal at start) until its report is settled: what its polls name as running=. A poll
+  // made while it held a step but said nothing would make kilnd hand the step out again as
+  // undelivered (the e2e burn-in saw it between the queue's pop and the step's start).
+  std::string held_;
   std::set<std::string> cancelled_ids_;  // cancels for assignments still queued
   std::thread poller_;  // started and joined by the executor thread only
 };
