@@ -110,6 +110,12 @@ const std::string kUpdateGroups = std::string(
                                       "UPDATE run_groups g SET state = v.state, done = v.done, next_wakeup = to_timestamp(v.wake)"
                                       " FROM jsonb_to_recordset($1::jsonb) ") +
                                   kGroupRows + " WHERE g.run_id = v.run_id AND g.group_key = v.group_key";
+// A batch's new step records, in the order given (the log's id orders a run's records).
+constexpr const char* kInsertRecords =
+    "INSERT INTO run_step_records (run_id, group_key, host_id, record)"
+    " SELECT v.run_id, v.group_key, v.host_id, v.record FROM ROWS FROM"
+    " (jsonb_to_recordset($1::jsonb) AS (run_id text, group_key text, host_id text, record json))"
+    " WITH ORDINALITY AS v(run_id, group_key, host_id, record, n) ORDER BY v.n";
 constexpr const char* kInsertAssignments =
     "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms, parse,"
     " inventory_after, state)"
@@ -165,7 +171,8 @@ std::vector<PreparedStatement> runStatements() {
   return {{"lock_group", kLockGroup},           {"report_lock", kReportLock},
           {"report_done", kReportDone},         {"assignment_states", kAssignmentStates},
           {"insert_groups", kInsertGroups},     {"update_groups", kUpdateGroups},
-          {"insert_assignments", kInsertAssignments}, {"cancel_assignments", kCancelAssignments},
+          {"insert_records", kInsertRecords},   {"insert_assignments", kInsertAssignments},
+          {"cancel_assignments", kCancelAssignments},
           {"claim", kClaim},                    {"assignment_by_id", kAssignmentById},
           {"inventory_host", kInventoryHost},   {"inventory_switches", kInventorySwitches},
           {"inventory_at", kInventoryAt}};
@@ -185,16 +192,20 @@ struct GroupWrite {
   core::Actor actor;  // of its host transitions
 };
 
-// Writes groups' new states, the assignments they dispatched or cancelled, and their host
-// transitions: one statement per kind of row (transitions one by one).
+// Writes groups' new states (their step records into the run's step log, the rest into the
+// group row), the assignments they dispatched or cancelled, and their host transitions: one
+// statement per kind of row (transitions one by one).
 void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool insert) {
-  json groups = json::array(), dispatches = json::array(), cancels = json::array();
+  json groups = json::array(), records = json::array(), dispatches = json::array(), cancels = json::array();
   for (const auto& w : writes) {
     const GroupUpdate& u = *w.update;
     const bool done = runs::Engine::done(u.state);
+    for (const auto& h : u.state.hosts)
+      for (const auto& r : h.history)
+        records.push_back({{"run_id", w.run->id}, {"group_key", w.group_key}, {"host_id", h.host}, {"record", runs::toJson(r)}});
     groups.push_back({{"run_id", w.run->id},
                       {"group_key", w.group_key},
-                      {"state", runs::toJson(u.state)},
+                      {"state", runs::toJson(u.state, runs::Records::kWithout)},
                       {"done", done},
                       {"wake", u.effects.next_wakeup && !done ? json(toEpoch(*u.effects.next_wakeup)) : json()}});
     for (const auto& d : u.effects.dispatches)
@@ -205,6 +216,7 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
     for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
   }
   if (!groups.empty()) txn.exec_prepared(insert ? "insert_groups" : "update_groups", groups.dump());
+  if (!records.empty()) txn.exec_prepared("insert_records", records.dump());
   if (!dispatches.empty()) txn.exec_prepared("insert_assignments", dispatches.dump());
   if (!cancels.empty()) txn.exec_prepared("cancel_assignments", cancels.dump());
   for (const auto& w : writes)
@@ -354,10 +366,22 @@ class PgRunStore final : public runs::RunStore {
   Result<std::vector<GroupState>> runGroups(const std::string& id) override {
     return pool_.transact<std::vector<GroupState>>([&](pqxx::work& txn) -> Result<std::vector<GroupState>> {
       std::vector<GroupState> out;
+      std::map<std::pair<std::string, std::string>, runs::HostRun*> hosts;  // (group, host) -> its run
       for (const auto& r : txn.exec_params("SELECT state::text FROM run_groups WHERE run_id = $1 ORDER BY group_key", id)) {
         auto g = runs::groupFromJson(json::parse(r[0].c_str()));
         if (!g.ok()) return g.error();
         out.push_back(std::move(*g));
+      }
+      for (auto& g : out)
+        for (auto& h : g.hosts) hosts[{g.group, h.host}] = &h;
+      // The step log after any records a state written before it still embeds (older).
+      for (const auto& r : txn.exec_params(
+               "SELECT group_key, host_id, record::text FROM run_step_records WHERE run_id = $1 ORDER BY id", id)) {
+        auto it = hosts.find({r[0].as<std::string>(), r[1].as<std::string>()});
+        if (it == hosts.end()) return internalError("step record of run " + id + " for unknown host " + r[1].as<std::string>());
+        auto rec = runs::recordFromJson(json::parse(r[2].c_str()));
+        if (!rec.ok()) return rec.error();
+        it->second->history.push_back(std::move(*rec));
       }
       return out;
     });

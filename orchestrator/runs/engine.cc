@@ -194,6 +194,7 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
     rec.message = why;
     rec.finished_at = now;
     host.history.push_back(std::move(rec));
+    noteLeaderOutcome(host, host.history.size() - 1);
     ++host.step_index;
     host.attempt = 1;
     return true;
@@ -236,9 +237,8 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
       const HostRun& l = g.hosts[*leader];
       const bool leader_done = l.pass > host.pass || (l.pass == host.pass && l.step_index > host.step_index);
       if (!leader_done) return false;
-      const StepRecord* last = nullptr;
-      for (const auto& r : l.history)
-        if (r.step_id == step.id && r.pass == host.pass && r.retest_round == 0) last = &r;
+      const auto it = l.leader_outcomes.find(leaderKey(step.id, host.pass));
+      const SharedOutcome* last = it == l.leader_outcomes.end() ? nullptr : &it->second;
       StepRecord rec;
       rec.step_id = step.id;
       rec.pass = host.pass;
@@ -249,6 +249,7 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
       if (last && last->outcome == "failed")
         host.warnings.push_back(step.id + ": pod-wide step failed on " + l.host);
       host.history.push_back(std::move(rec));
+      noteLeaderOutcome(host, host.history.size() - 1);
       ++host.step_index;
       host.attempt = 1;
       return true;
@@ -359,8 +360,18 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   std::size_t failed_checks = 0;
   for (const auto& c : rec.checks) failed_checks += !c["passed"].get<bool>();
   const bool only_checks = check_failure && reasons.size() == failed_checks;
+  const std::size_t index = host.history.size();
   finishStep(g, h, std::move(rec), reasons.empty(), why, failed_at, only_checks, now);
+  noteLeaderOutcome(g.hosts[h], index);  // as finishStep left it (warned, retesting)
   return advance(g, now, before);
+}
+
+void Engine::noteLeaderOutcome(HostRun& host, std::size_t index) const {
+  if (spec_.scope != workflow::Scope::kPod || index >= host.history.size()) return;
+  const StepRecord& r = host.history[index];
+  if (r.retest_round != 0) return;
+  for (const auto& st : spec_.steps)
+    if (st.id == r.step_id && st.run_on == RunOn::kLeader) host.leader_outcomes[leaderKey(r.step_id, r.pass)] = {r.outcome, r.message};
 }
 
 void Engine::applyOnFailure(HostRun& host, const workflow::StepSpec& step, const std::string& why) const {
@@ -469,11 +480,14 @@ bool hasParsedOutput(const StepResult& r) {
   return !r.lost && r.started && !r.cancelled && !r.timed_out && r.parse_error.empty() && !r.parsed.is_null();
 }
 
-json toJson(const GroupState& g) {
+json toJson(const GroupState& g, Records records) {
   json hosts = json::array();
   for (const auto& h : g.hosts) {
     json history = json::array();
-    for (const auto& r : h.history) history.push_back(toJson(r));
+    if (records == Records::kWith)
+      for (const auto& r : h.history) history.push_back(toJson(r));
+    json shared = json::object();
+    for (const auto& [key, o] : h.leader_outcomes) shared[key] = {{"outcome", o.outcome}, {"message", o.message}};
     json j = {{"host", h.host},
               {"fields", h.fields},
               {"status", hostStatusName(h.status)},
@@ -486,7 +500,8 @@ json toJson(const GroupState& g) {
               {"soft_failed", h.soft_failed},
               {"failures", h.failures},
               {"warnings", h.warnings},
-              {"history", history}};
+              {"history", history},
+              {"leader_outcomes", shared}};
     j["not_before_ms"] = h.not_before ? json(toMillis(*h.not_before)) : json();
     if (h.retest)
       j["retest"] = {{"step_index", h.retest->step_index}, {"from_index", h.retest->from_index},
@@ -496,6 +511,26 @@ json toJson(const GroupState& g) {
   }
   return {{"run_id", g.run_id}, {"group", g.group}, {"next_seq", g.next_seq}, {"cancelled", g.cancelled},
           {"stopping", g.stopping}, {"hosts", hosts}};
+}
+
+Result<StepRecord> recordFromJson(const json& rj) {
+  try {
+    StepRecord r;
+    r.step_id = rj.at("step").get<std::string>();
+    r.pass = rj.at("pass").get<int>();
+    r.attempt = rj.at("attempt").get<int>();
+    r.retest_round = rj.at("retest_round").get<int>();
+    r.outcome = rj.at("outcome").get<std::string>();
+    r.message = rj.at("message").get<std::string>();
+    r.exit_code = rj.at("exit_code").get<int>();
+    r.duration_ms = rj.at("duration_ms").get<std::int64_t>();
+    r.finished_at = fromMillis(rj.at("finished_at_ms").get<std::int64_t>());
+    r.assignment_id = rj.at("assignment").get<std::string>();
+    r.checks = rj.at("checks");
+    return r;
+  } catch (const std::exception& e) {
+    return internalError(std::string("corrupt step record: ") + e.what());
+  }
 }
 
 Result<GroupState> groupFromJson(const json& j) {
@@ -534,21 +569,22 @@ Result<GroupState> groupFromJson(const json& j) {
         rt.elements = rj.at("elements").get<std::map<std::string, std::vector<bool>>>();
         h.retest = rt;
       }
-      for (const auto& rj : hj.at("history")) {
-        StepRecord r;
-        r.step_id = rj.at("step").get<std::string>();
-        r.pass = rj.at("pass").get<int>();
-        r.attempt = rj.at("attempt").get<int>();
-        r.retest_round = rj.at("retest_round").get<int>();
-        r.outcome = rj.at("outcome").get<std::string>();
-        r.message = rj.at("message").get<std::string>();
-        r.exit_code = rj.at("exit_code").get<int>();
-        r.duration_ms = rj.at("duration_ms").get<std::int64_t>();
-        r.finished_at = fromMillis(rj.at("finished_at_ms").get<std::int64_t>());
-        r.assignment_id = rj.at("assignment").get<std::string>();
-        r.checks = rj.at("checks");
-        h.history.push_back(std::move(r));
-      }
+      if (hj.contains("leader_outcomes"))
+        for (const auto& [key, o] : hj["leader_outcomes"].items())
+          h.leader_outcomes[key] = {o.at("outcome").get<std::string>(), o.at("message").get<std::string>()};
+      if (hj.contains("history"))
+        for (const auto& rj : hj["history"]) {
+          auto r = recordFromJson(rj);
+          if (!r.ok()) return r.error();
+          h.history.push_back(std::move(*r));
+        }
+      // A state written before the step log (schema 16) embeds every record and has no leader
+      // outcomes: the records load as pending (the next write moves them to the log) and each
+      // step's newest initial-run record is kept as a leader outcome; without the workflow at
+      // hand that is every step's, of which followers read only the leader steps'.
+      if (!hj.contains("leader_outcomes"))
+        for (const auto& r : h.history)
+          if (r.retest_round == 0) h.leader_outcomes[leaderKey(r.step_id, r.pass)] = {r.outcome, r.message};
       g.hosts.push_back(std::move(h));
     }
     return g;

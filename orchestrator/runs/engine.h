@@ -89,6 +89,12 @@ struct RetestState {
   std::map<std::string, std::vector<bool>> elements;  // "gpu 2 link 7" -> results
 };
 
+// What a host recorded for a `run_on: leader` step in the initial run (not a retest): what the
+// pod's other hosts share once the leader is past it.
+struct SharedOutcome {
+  std::string outcome, message;
+};
+
 struct HostRun {
   std::string host;
   workflow::ContextFields fields;  // host.* and pod.* values for substitution
@@ -104,8 +110,16 @@ struct HostRun {
   std::vector<std::string> failures;  // reasons, for the verdict
   std::vector<std::string> warnings;
   std::optional<RetestState> retest;
+  // Step records made since the state was loaded, oldest first. The store moves them into the
+  // run's insert-only step log when it writes the state (a report's cost does not grow with the
+  // run's history) and joins the log back in for views (RunStore::runGroups). The engine reads
+  // only the records of the current event; what it needs later lives in leader_outcomes.
   std::vector<StepRecord> history;
+  // The newest record of each leader step this host made, by leaderKey(step, pass).
+  std::map<std::string, SharedOutcome> leader_outcomes;
 };
+
+inline std::string leaderKey(const std::string& step_id, int pass) { return step_id + "#" + std::to_string(pass); }
 
 struct GroupState {
   std::string run_id;
@@ -170,6 +184,9 @@ class Engine {
   bool advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& fx) const;
   void finishStep(GroupState& g, std::size_t h, StepRecord rec, bool ok, const std::string& why,
                   const std::vector<std::string>& failed_at, bool check_failure, TimePoint now) const;
+  // Keeps host.history[index] in leader_outcomes when it is the initial run's record of a
+  // leader step (the followers share it).
+  void noteLeaderOutcome(HostRun& host, std::size_t index) const;
   void applyOnFailure(HostRun& host, const workflow::StepSpec& step, const std::string& why) const;
   void failHost(HostRun& host, const std::string& reason) const;
   std::optional<std::size_t> leaderOf(const GroupState& g) const;
@@ -182,8 +199,13 @@ class Engine {
   const workflow::ParamValues& params_;
 };
 
-nlohmann::json toJson(const GroupState& g);
+// A group's state as JSON. kWith keeps each host's pending records (tests, fakes); the store
+// writes kWithout and puts the records in its step log. groupFromJson reads both, and reads a
+// state written before the step log (every record embedded) as pending records.
+enum class Records { kWith, kWithout };
+nlohmann::json toJson(const GroupState& g, Records records = Records::kWith);
 Result<GroupState> groupFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const StepRecord& r);
+Result<StepRecord> recordFromJson(const nlohmann::json& j);
 
 }  // namespace kiln::runs

@@ -186,6 +186,61 @@ TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToIts
   EXPECT_EQ(db_.query("SELECT count(*) FROM assignments WHERE run_id = '" + id + "' AND step_id = 'second'"), "5");
 }
 
+// A group's state keeps no step records: each write appends them to the run's step log and
+// the run view joins them back, in order. A state written before the log (schema 16) embeds
+// its records: the view reads them there, and the group's next write moves them to the log.
+TEST_F(PgRunStoreTest, StepRecordsGoToTheRunsLogAndTheViewJoinsThemBack) {
+  auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  const std::string id = run->row.id;
+  const std::string in_states = "SELECT count(*) FROM run_groups g, jsonb_array_elements(g.state->'hosts') h"
+                                " WHERE g.run_id = '" + id + "' AND jsonb_array_length(h->'history') > 0";
+  std::vector<RunService::ReportRequest> batch;
+  for (int i = 0; i < 3; ++i) batch.push_back(passed(hosts_[i], claim(hosts_[i])));
+  auto answers = service_.reportBatch(batch);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(answers[i].ok() && answers[i]->next) << i;
+  EXPECT_EQ(db_.query("SELECT count(*) FROM run_step_records WHERE run_id = '" + id + "'"), "3");
+  EXPECT_EQ(db_.query(in_states), "0");
+
+  // As a kilnd before the log left it: host 0's and 1's records back in the state, none in the log.
+  db_.query("WITH recs AS (SELECT host_id, jsonb_agg(record::jsonb ORDER BY id) AS h FROM run_step_records"
+            " WHERE run_id = '" + id + "' AND host_id <> '" + hosts_[2] + "' GROUP BY host_id)"
+            " UPDATE run_groups g SET state = jsonb_set(g.state, '{hosts}', (SELECT jsonb_agg((e - 'leader_outcomes')"
+            " || jsonb_build_object('history', COALESCE(r.h, '[]'::jsonb)) ORDER BY o)"
+            " FROM jsonb_array_elements(g.state->'hosts') WITH ORDINALITY AS x(e, o) LEFT JOIN recs r ON r.host_id = e->>'host'))"
+            " WHERE g.run_id = '" + id + "'");
+  db_.query("DELETE FROM run_step_records WHERE run_id = '" + id + "' AND host_id <> '" + hosts_[2] + "'");
+  ASSERT_EQ(db_.query(in_states), "2");
+  auto steps_of = [&](const runs::RunView& v, const std::string& host) {
+    std::string out;
+    for (const auto& h : v.hosts)
+      if (h.host == host)
+        for (const auto& s : h.steps) out += (out.empty() ? "" : " ") + s.record.step_id + ":" + s.record.outcome;
+    return out;
+  };
+  auto before = service_.runView(id);
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(steps_of(*before, hosts_[i]), "first:passed") << i;
+
+  // Host 0's second step: the group's write moves every embedded record to the log first.
+  ASSERT_TRUE(service_.reportBatch({passed(hosts_[0], *answers[0]->next)})[0].ok());
+  EXPECT_EQ(db_.query(in_states), "0");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM run_step_records WHERE run_id = '" + id + "'"), "4");
+  EXPECT_EQ(db_.query("SELECT string_agg(record->>'step', ' ' ORDER BY id) FROM run_step_records"
+                      " WHERE run_id = '" + id + "' AND host_id = '" + hosts_[0] + "'"),
+            "first second");
+  auto after = service_.runView(id);
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_EQ(steps_of(*after, hosts_[0]), "first:passed second:passed");
+  EXPECT_EQ(steps_of(*after, hosts_[1]), "first:passed");
+  EXPECT_EQ(steps_of(*after, hosts_[2]), "first:passed");
+  // The output of each record comes from its assignment's report, as before.
+  for (const auto& h : after->hosts) {
+    if (h.host != hosts_[0]) continue;
+    for (const auto& s : h.steps) EXPECT_TRUE(s.output.has_value()) << s.record.step_id;
+  }
+}
+
 TEST_F(PgRunStoreTest, AReportThatIsNotAnObjectFailsAloneAndTheRestOfTheBatchLands) {
   auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok());

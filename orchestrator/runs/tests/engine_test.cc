@@ -293,6 +293,77 @@ TEST_F(EngineTest, BarrierWaitsForEveryHostAndLeaderRunsPodWideStepOnce) {
   EXPECT_EQ(g.hosts[1].history[2].outcome, "shared");
 }
 
+// The store moves a state's step records into the run's step log with every write
+// (Records::kWithout) and loads the state without them: what followers share of a leader step
+// must outlive its record. Each event here goes through that round trip.
+TEST_F(EngineTest, FollowersShareTheLeadersOutcomeAfterItsRecordMovedToTheLog) {
+  auto spec = load(kPodFlow);
+  Engine e(spec, params_);
+  auto g = group(e, 3);
+  std::map<std::string, std::vector<StepRecord>> log;
+  auto store = [&](GroupState& st) {
+    for (auto& h : st.hosts)
+      for (auto& r : h.history) log[h.host].push_back(r);
+    auto back = groupFromJson(toJson(st, Records::kWithout));
+    ASSERT_TRUE(back.ok()) << back.error();
+    for (const auto& h : back->hosts) EXPECT_TRUE(h.history.empty()) << h.host;
+    st = std::move(*back);
+  };
+  auto fx = e.start(g, now_);
+  store(g);
+  Effects stress;
+  for (const char* h : {"h1", "h2", "h3"}) {
+    auto r = e.onResult(g, forHost(fx, h)->assignment_id, exited(0, nvlink(0, 0, 0)), now_);
+    ASSERT_TRUE(r.ok());
+    if (!r->dispatches.empty()) stress = *r;
+    store(g);
+  }
+  ASSERT_EQ(stress.dispatches.size(), 1u);
+  auto after = e.onResult(g, stress.dispatches[0].assignment_id, exited(3), now_);  // the pod-wide step fails
+  ASSERT_TRUE(after.ok());
+  store(g);
+  ASSERT_EQ(g.hosts[0].leader_outcomes.count(leaderKey("stress", 1)), 1u);
+  EXPECT_EQ(g.hosts[0].leader_outcomes.at(leaderKey("stress", 1)).outcome, "failed");
+  for (const char* h : {"h2", "h3"}) {
+    ASSERT_EQ(log[h].size(), 3u) << h;  // before, ready, stress (shared)
+    EXPECT_EQ(log[h][2].outcome, "shared");
+    EXPECT_NE(log[h][2].message.find("run by h1: failed (exit code 3"), std::string::npos) << log[h][2].message;
+  }
+  for (std::size_t i : {1u, 2u}) {
+    ASSERT_EQ(g.hosts[i].warnings.size(), 1u) << g.hosts[i].host;
+    EXPECT_EQ(g.hosts[i].warnings[0], "stress: pod-wide step failed on h1");
+  }
+  EXPECT_EQ(log["h1"].back().step_id, "stress");
+  EXPECT_EQ(log["h1"].back().outcome, "failed");
+}
+
+// A state written before the step log embeds every record and no leader outcomes: it loads
+// with its records pending (the store's next write moves them) and the outcomes taken from
+// them, so a follower still behind a leader step shares what the leader recorded.
+TEST_F(EngineTest, AStateWithEmbeddedRecordsLoadsThemAsPending) {
+  auto spec = load(kPodFlow);
+  Engine e(spec, params_);
+  auto g = group(e, 2);
+  auto fx = e.start(g, now_);
+  ASSERT_TRUE(e.onResult(g, forHost(fx, "h1")->assignment_id, exited(0, nvlink(0, 0, 0)), now_).ok());
+  json old = toJson(g);
+  for (auto& h : old["hosts"]) h.erase("leader_outcomes");
+  old["hosts"][0]["history"].push_back(toJson(StepRecord{"stress", 1, 1, 0, "passed", "", 0, 5, now_, "a-9", json::array()}));
+  auto back = groupFromJson(old);
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_EQ(back->hosts[0].history.size(), 2u);
+  EXPECT_EQ(back->hosts[0].history[0].step_id, "before");
+  EXPECT_EQ(back->hosts[0].history[1].assignment_id, "a-9");
+  ASSERT_EQ(back->hosts[0].leader_outcomes.count(leaderKey("stress", 1)), 1u);
+  EXPECT_EQ(back->hosts[0].leader_outcomes.at(leaderKey("stress", 1)).outcome, "passed");
+  EXPECT_TRUE(back->hosts[1].history.empty());
+  // A record the log cannot read is an error, not a crash.
+  old["hosts"][0]["history"][0].erase("outcome");
+  auto bad = groupFromJson(old);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("corrupt step record"), std::string::npos) << bad.error().message;
+}
+
 // Drives host h2 through: initial after-check fails on link 2, then `retest_results` rounds.
 class RetestTest : public EngineTest {
  protected:
