@@ -83,6 +83,14 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
 // kind of row, however many reports a transaction carries. A group row is locked before any of
 // its assignment rows, everywhere, and several groups in (run, group) order (claims skip
 // locked rows and never wait).
+//
+// Rows are found by key as `key = ANY(ARRAY(SELECT ... FROM jsonb_...($n)))`, not as a join
+// with the JSON rows or `key IN (SELECT ...)`: the planner counts 100 rows for any set-returning
+// function but 10 for an array it cannot see, so these plans probe the primary key. With the
+// join, the report transaction's generic plans read every open assignment (a bitmap scan of
+// the partial indexes, ~300 pages a call with 1,800 hosts) or, when planned on a young table,
+// scanned it whole (48 M rows read in one 100-pod rollout). bench/rollout/README.md has the
+// figures.
 const std::string kLockGroup = "SELECT " + runColumns("r.") +
                                ", g.state::text FROM run_groups g JOIN workflow_runs r ON r.id = g.run_id"
                                " WHERE g.run_id = $1 AND g.group_key = $2 FOR UPDATE OF g";
@@ -92,24 +100,30 @@ const std::string kReportLock = "SELECT a.id, a.host_id, a.group_key, " + runCol
                                 ", g.state::text FROM assignments a"
                                 " JOIN run_groups g ON g.run_id = a.run_id AND g.group_key = a.group_key"
                                 " JOIN workflow_runs r ON r.id = a.run_id"
-                                " WHERE a.id IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                                " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))"
                                 " ORDER BY g.run_id, g.group_key FOR UPDATE OF g";
+// $1 the rows (id, lease, result), $2 their ids.
 constexpr const char* kReportDone =
     "UPDATE assignments a SET state = 'done', finished_at = now(), result = v.result"
     " FROM jsonb_to_recordset($1::jsonb) AS v(id text, lease int, result jsonb)"
-    " WHERE a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id";
+    " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))"
+    " AND a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id";
 constexpr const char* kAssignmentStates =
-    "SELECT id, state, lease FROM assignments WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))";
+    "SELECT id, state, lease FROM assignments WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))";
 constexpr const char* kGroupRows = "AS v(run_id text, group_key text, state jsonb, done boolean, wake float8)";
 const std::string kInsertGroups = std::string(
                                       "INSERT INTO run_groups (run_id, group_key, state, done, next_wakeup)"
                                       " SELECT v.run_id, v.group_key, v.state, v.done, to_timestamp(v.wake)"
                                       " FROM jsonb_to_recordset($1::jsonb) ") +
                                   kGroupRows;
+// $1 the rows, $2 their run ids and $3 their group keys (JSON arrays).
 const std::string kUpdateGroups = std::string(
                                       "UPDATE run_groups g SET state = v.state, done = v.done, next_wakeup = to_timestamp(v.wake)"
                                       " FROM jsonb_to_recordset($1::jsonb) ") +
-                                  kGroupRows + " WHERE g.run_id = v.run_id AND g.group_key = v.group_key";
+                                  kGroupRows +
+                                  " WHERE g.run_id = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))"
+                                  " AND g.group_key = ANY(ARRAY(SELECT jsonb_array_elements_text($3::jsonb)))"
+                                  " AND g.run_id = v.run_id AND g.group_key = v.group_key";
 // A batch's new step records, in the order given (the log's id orders a run's records).
 constexpr const char* kInsertRecords =
     "INSERT INTO run_step_records (run_id, group_key, host_id, record)"
@@ -125,7 +139,7 @@ constexpr const char* kInsertAssignments =
     " inventory_after boolean)";
 constexpr const char* kCancelAssignments =
     "UPDATE assignments SET state = 'cancelled', finished_at = now()"
-    " WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) AND state IN ('pending', 'dispatched')";
+    " WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb))) AND state IN ('pending', 'dispatched')";
 // The next work of hosts whose agents hold no step: first a step handed out before whose answer
 // never reached the agent (kilnd died between the commit and the reply, or the agent gave up
 // on the poll), the same id and lease again with the lease counted from now (kiln-agent's
@@ -197,12 +211,15 @@ struct GroupWrite {
 // statement per kind of row (transitions one by one).
 void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool insert) {
   json groups = json::array(), records = json::array(), dispatches = json::array(), cancels = json::array();
+  json group_runs = json::array(), group_keys = json::array();
   for (const auto& w : writes) {
     const GroupUpdate& u = *w.update;
     const bool done = runs::Engine::done(u.state);
     for (const auto& h : u.state.hosts)
       for (const auto& r : h.history)
         records.push_back({{"run_id", w.run->id}, {"group_key", w.group_key}, {"host_id", h.host}, {"record", runs::toJson(r)}});
+    group_runs.push_back(w.run->id);
+    group_keys.push_back(w.group_key);
     groups.push_back({{"run_id", w.run->id},
                       {"group_key", w.group_key},
                       {"state", runs::toJson(u.state, runs::Records::kWithout)},
@@ -215,7 +232,10 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
                             {"inventory_after", d.inventory_after}});
     for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
   }
-  if (!groups.empty()) txn.exec_prepared(insert ? "insert_groups" : "update_groups", groups.dump());
+  if (!groups.empty()) {
+    if (insert) txn.exec_prepared("insert_groups", groups.dump());
+    else txn.exec_prepared("update_groups", groups.dump(), group_runs.dump(), group_keys.dump());
+  }
   if (!records.empty()) txn.exec_prepared("insert_records", records.dump());
   if (!dispatches.empty()) txn.exec_prepared("insert_assignments", dispatches.dump());
   if (!cancels.empty()) txn.exec_prepared("cancel_assignments", cancels.dump());
@@ -586,6 +606,7 @@ class PgRunStore final : public runs::RunStore {
       for (const auto& it : items) body_bytes += it.result_text ? it.result_text->size() : 0;
       live_rows.reserve(body_bytes + 128 * items.size());
       std::set<std::string> first_seen;
+      json live_ids = json::array();
       std::vector<bool> candidate(items.size(), false);
       for (std::size_t i = 0; i < items.size(); ++i) {
         const auto& it = items[i];
@@ -596,6 +617,7 @@ class PgRunStore final : public runs::RunStore {
           replies[i] = Error(ErrorCode::kPermissionDenied, "assignment '" + it.assignment_id + "' belongs to another host");
         } else if (first_seen.insert(it.assignment_id).second) {
           candidate[i] = true;
+          live_ids.push_back(it.assignment_id);
           if (live_rows.size() > 1) live_rows += ',';
           // Appended piece by piece: a body of tens of KB is copied once, not through temporaries.
           live_rows += "{\"id\":";
@@ -611,7 +633,7 @@ class PgRunStore final : public runs::RunStore {
       live_rows += ']';
       std::set<std::string> live;
       if (live_rows.size() > 2)
-        for (const auto& r : txn.exec_prepared("report_done", live_rows)) live.insert(r[0].as<std::string>());
+        for (const auto& r : txn.exec_prepared("report_done", live_rows, live_ids.dump())) live.insert(r[0].as<std::string>());
       // The rest: not a live lease. Say which, under the groups' locks.
       json others = json::array();
       for (std::size_t i = 0; i < items.size(); ++i)

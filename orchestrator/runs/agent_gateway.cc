@@ -66,6 +66,9 @@ std::string AgentGateway::metrics() const {
   out += "# HELP kiln_agent_report_batches_total Transactions that applied agents' reports (several at once under load).\n"
          "# TYPE kiln_agent_report_batches_total counter\n";
   out += "kiln_agent_report_batches_total " + std::to_string(report_batches_.load()) + "\n";
+  out += "# HELP kiln_agent_report_deferrals_total Times a queued step report was left for a later transaction because another one held its run group.\n"
+         "# TYPE kiln_agent_report_deferrals_total counter\n";
+  out += "kiln_agent_report_deferrals_total " + std::to_string(reports_deferred_.load()) + "\n";
   std::lock_guard lock(latency_mu_);
   out += "# HELP kiln_agent_report_queue_seconds How long a step report waited for a transaction to take it.\n"
          "# TYPE kiln_agent_report_queue_seconds histogram\n";
@@ -224,10 +227,11 @@ void AgentGateway::drainClaims() {
         {
           std::lock_guard lock(mu_);
           auto& k = known_[host];
-          k.handed_out = w->second.id;
+          k.handed_out = w->second.assignment.id;
           k.epoch = c.epoch;
+          k.lane = w->second.assignment.run_id + "/" + w->second.group;
         }
-        c.poll.reply(std::optional<json>(json{{"assignment", protocol::toJson(w->second)}}));
+        c.poll.reply(std::optional<json>(json{{"assignment", protocol::toJson(w->second.assignment)}}));
         continue;
       }
       // Nothing for the host. Unless it was notified since the claim began (new work that the
@@ -244,10 +248,18 @@ void AgentGateway::drainClaims() {
   }
 }
 
+std::string AgentGateway::laneOf(const AgentReport& r) const {
+  if (auto it = known_.find(r.host); it != known_.end() && it->second.handed_out == r.assignment_id && !it->second.lane.empty())
+    return it->second.lane;
+  return "host " + r.host;
+}
+
 void AgentGateway::drainReports() {
   for (;;) {
     std::vector<QueuedReport> batch;
     std::vector<std::uint64_t> epochs;
+    std::set<std::string> lanes;  // of this batch, held in busy_lanes_ until its transaction ends
+    std::uint64_t deferred = 0;
     {
       std::lock_guard lock(mu_);
       std::set<std::string> ids;
@@ -255,10 +267,22 @@ void AgentGateway::drainReports() {
       for (auto it = report_queue_.begin(); it != report_queue_.end() && batch.size() < options_.report_batch;) {
         if (!batch.empty() && bytes + it->bytes > options_.report_batch_bytes) break;
         // A repeat of a report in this batch (a retry that caught up) waits for the next one.
-        if (!ids.insert(it->request.assignment_id).second) {
+        if (ids.count(it->request.assignment_id)) {
           ++it;
           continue;
         }
+        // A report of a group that another drain's transaction holds waits for the next batch
+        // (in this transaction it would only wait for that one's lock on the group's row, and
+        // hold up the rest of its batch); the holder takes it when it is done, with the rest
+        // of the group's reports that arrived meanwhile.
+        std::string lane = laneOf(it->request);
+        if (busy_lanes_.count(lane) && !lanes.count(lane)) {
+          ++deferred;
+          ++it;
+          continue;
+        }
+        ids.insert(it->request.assignment_id);
+        if (lanes.insert(lane).second) busy_lanes_.insert(std::move(lane));
         bytes += it->bytes;
         epochs.push_back(epoch_[it->request.host]);
         batch.push_back(std::move(*it));
@@ -279,6 +303,11 @@ void AgentGateway::drainReports() {
     for (auto& q : batch) requests.push_back(std::move(q.request));
     auto answers = runs_.reportBatch(requests);
     {
+      std::lock_guard lock(mu_);
+      for (const auto& l : lanes) busy_lanes_.erase(l);
+    }
+    reports_deferred_ += deferred;
+    {
       std::lock_guard lock(latency_mu_);
       // Per report: every report of the batch waited for the whole transaction.
       const double took = std::chrono::duration<double>(clock_.monotonic() - began).count();
@@ -293,7 +322,8 @@ void AgentGateway::drainReports() {
         ++reports_;
         if (answer->next) ++reports_handed_out_;
         std::lock_guard lock(mu_);
-        known_[host] = {id, answer->next ? answer->next->id : "", epochs[k]};
+        known_[host] = {id, answer->next ? answer->next->id : "", epochs[k],
+                        answer->next ? answer->next->run_id + "/" + answer->next_group : ""};
         if (auto it = parked_.find(host); it != parked_.end() && it->second.running == id) {
           ended = std::move(it->second);
           parked_.erase(it);

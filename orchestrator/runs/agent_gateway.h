@@ -146,7 +146,12 @@ class AgentGateway final : public WorkListener {
   struct Known {
     std::string done, handed_out;
     std::uint64_t epoch = 0;
+    std::string lane;  // of handed_out: laneOf
   };
+  // The lane of a report: "<run>/<group>" of the step this gateway handed the host, else the
+  // host's own (kilnd restarted, or another replica handed it out). Under mu_.
+  std::string laneOf(const AgentReport& r) const;
+  std::set<std::string> busy_lanes_;  // of the reports in a drain's transaction now
   std::unordered_map<std::string, Known> known_;
   struct QueuedClaim {
     std::string host;
@@ -158,9 +163,10 @@ class AgentGateway final : public WorkListener {
   std::deque<QueuedReport> report_queue_;
   int drains_ = 0;  // drainReports() tasks posted or running
 
+
   // Polls by what answered them: parked without a read, a read of the running step, a claim.
   std::atomic<std::uint64_t> polls_parked_{0}, polls_step_read_{0}, polls_claim_{0};
-  std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0}, report_batches_{0};
+  std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0}, report_batches_{0}, reports_deferred_{0};
   // Where a report's time goes before its answer: queued until a transaction takes it, then
   // that transaction (every report of the batch waits for all of it).
   mutable std::mutex latency_mu_;

@@ -37,11 +37,20 @@ struct AgentReport {
   std::string text;  // the body as the agent sent it, if known: stored as is (no second dump)
 };
 
+// A step handed out to a host, with the key of its run's group (RunStore: a pod-scope run's
+// pod, a host-scope run's host). The gateway does not apply the reports of one group in two
+// transactions at once: the second would only wait for the first's lock on the group's row.
+struct HandedOut {
+  protocol::Assignment assignment;
+  std::string group;
+};
+
 // What a report got: its outcome, and the host's next assignment when the body said "ready"
-// (encoded where the answer is sent, protocol::toJson).
+// (encoded where the answer is sent, protocol::toJson) with its group.
 struct ReportAnswer {
   ReportOutcome outcome = ReportOutcome::kStale;
   std::optional<protocol::Assignment> next;
+  std::string next_group;
 };
 
 // The work side of the agents' protocol (RunService in kilnd). Thread-safe.
@@ -49,7 +58,7 @@ class AgentWork {
  public:
   virtual ~AgentWork() = default;
   // At most one assignment for each of `hosts`, in one transaction: the hosts that got one.
-  virtual Result<std::map<std::string, protocol::Assignment>> claimBatch(const std::vector<std::string>& hosts) = 0;
+  virtual Result<std::map<std::string, HandedOut>> claimBatch(const std::vector<std::string>& hosts) = 0;
   // The reports applied together; one answer per report, in order.
   virtual std::vector<Result<ReportAnswer>> reportBatch(const std::vector<AgentReport>& reports) = 0;
 };

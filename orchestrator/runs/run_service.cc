@@ -471,11 +471,11 @@ Result<std::optional<protocol::Assignment>> RunService::claimWork(const std::str
   return std::optional<protocol::Assignment>(assignmentOf(**a));
 }
 
-Result<std::map<std::string, protocol::Assignment>> RunService::claimBatch(const std::vector<std::string>& hosts) {
+Result<std::map<std::string, HandedOut>> RunService::claimBatch(const std::vector<std::string>& hosts) {
   auto rows = store_.claimBatch(hosts, options_.lease_grace_ms);
   if (!rows.ok()) return rows.error();
-  std::map<std::string, protocol::Assignment> out;
-  for (const auto& [host, row] : *rows) out.emplace(host, assignmentOf(row));
+  std::map<std::string, HandedOut> out;
+  for (const auto& [host, row] : *rows) out.emplace(host, HandedOut{assignmentOf(row), row.group_key});
   return out;
 }
 
@@ -522,8 +522,11 @@ std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std:
       answers[i] = reply.error();
       return;
     }
-    ReportAnswer a{reply->outcome, std::nullopt};
-    if (reply->next) a.next = assignmentOf(*reply->next);
+    ReportAnswer a{reply->outcome, std::nullopt, ""};
+    if (reply->next) {
+      a.next = assignmentOf(*reply->next);
+      a.next_group = reply->next->group_key;
+    }
     run_complete = run_complete || reply->run_complete;
     if (reply->outcome == ReportOutcome::kAccepted) {
       notify(produced[i], reply->next ? reply->next->id : "");

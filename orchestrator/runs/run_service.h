@@ -87,7 +87,7 @@ class RunService final : public AgentWork {
   // Agent side: the assignments as the agents read them (the caller encodes them).
   Result<std::optional<protocol::Assignment>> claimWork(const std::string& host);
   // claimWork for many hosts in one transaction: the assignment of each host that got one.
-  Result<std::map<std::string, protocol::Assignment>> claimBatch(const std::vector<std::string>& hosts) override;
+  Result<std::map<std::string, HandedOut>> claimBatch(const std::vector<std::string>& hosts) override;
   using ReportAnswer = runs::ReportAnswer;  // agent_work.h
   using ReportRequest = AgentReport;
   // Agents' reports, applied in one transaction (RunStore::reportBatch); if that fails, one by

@@ -326,7 +326,8 @@ TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheR
   auto claimed = runs_.claimBatch({"b1-p1-h01", "b1-p1-h02", "b1-p1-h03"});
   ASSERT_TRUE(claimed.ok()) << claimed.error();
   ASSERT_EQ(claimed->size(), 2u);
-  const protocol::Assignment a = claimed->at("b1-p1-h01");
+  const protocol::Assignment a = claimed->at("b1-p1-h01").assignment;
+  EXPECT_EQ(claimed->at("b1-p1-h01").group, "b1-p1-h01") << "a host-scope run's group is its host";
   EXPECT_EQ(a.lease, 1);
   EXPECT_EQ(store_.assignment(a.id).value()->state, "dispatched");
   // An answer the agent never got: the same step and lease again.
@@ -340,7 +341,7 @@ TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheR
   EXPECT_EQ(first[0]->outcome, runs::ReportOutcome::kAccepted);
   EXPECT_EQ(report(a, "b1-p1-h01", 0)[0]->outcome, runs::ReportOutcome::kDuplicate);
   EXPECT_EQ(report(a, "b1-p1-h02", 0)[0].error().code, ErrorCode::kPermissionDenied);
-  EXPECT_EQ(report(claimed->at("b1-p1-h02"), "b1-p1-h02", 1)[0]->outcome, runs::ReportOutcome::kAccepted);
+  EXPECT_EQ(report(claimed->at("b1-p1-h02").assignment, "b1-p1-h02", 1)[0]->outcome, runs::ReportOutcome::kAccepted);
   EXPECT_TRUE(store_.hostsWithOpenWork()->empty());
 
   EXPECT_EQ(runs_.tick(), 1);  // the verdict

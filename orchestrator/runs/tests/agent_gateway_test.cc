@@ -35,9 +35,21 @@ Error unsupported() { return unavailable("not in the fake"); }
 // accepted. Called on the executor's thread.
 class FakeAgentWork final : public AgentWork {
  public:
-  void give(const std::string& host, protocol::Assignment assignment) {
+  void give(const std::string& host, protocol::Assignment assignment, std::string group = "") {
     std::lock_guard lock(mu_);
-    work_[host] = std::move(assignment);
+    work_[host] = {std::move(assignment), group.empty() ? host : std::move(group)};
+  }
+  // The next batch with a report of `host` waits for `gate` (entered is set when it does).
+  void holdBatchOf(const std::string& host, std::shared_future<void> gate, std::shared_ptr<std::promise<void>> entered) {
+    std::lock_guard lock(mu_);
+    hold_host_ = host;
+    gate_ = std::move(gate);
+    entered_ = std::move(entered);
+  }
+  // The assignment ids of each reportBatch call, in call order.
+  std::vector<std::vector<std::string>> reportBatches() const {
+    std::lock_guard lock(mu_);
+    return batches_;
   }
   std::vector<std::vector<std::string>> claims() const {
     std::lock_guard lock(mu_);
@@ -48,10 +60,10 @@ class FakeAgentWork final : public AgentWork {
     return reports_;
   }
 
-  Result<std::map<std::string, protocol::Assignment>> claimBatch(const std::vector<std::string>& hosts) override {
+  Result<std::map<std::string, HandedOut>> claimBatch(const std::vector<std::string>& hosts) override {
     std::lock_guard lock(mu_);
     claims_.push_back(hosts);
-    std::map<std::string, protocol::Assignment> out;
+    std::map<std::string, HandedOut> out;
     for (const auto& h : hosts)
       if (auto it = work_.find(h); it != work_.end()) {
         out[h] = std::move(it->second);
@@ -60,6 +72,24 @@ class FakeAgentWork final : public AgentWork {
     return out;
   }
   std::vector<Result<ReportAnswer>> reportBatch(const std::vector<AgentReport>& reports) override {
+    std::optional<std::shared_future<void>> wait;
+    {
+      std::lock_guard lock(mu_);
+      std::vector<std::string> ids;
+      for (const auto& r : reports) {
+        ids.push_back(r.assignment_id);
+        if (r.host == hold_host_ && gate_) {
+          wait = std::move(gate_);
+          gate_.reset();
+          hold_host_.clear();
+        }
+      }
+      batches_.push_back(ids);
+    }
+    if (wait) {
+      entered_->set_value();
+      wait->wait();
+    }
     std::lock_guard lock(mu_);
     std::vector<Result<ReportAnswer>> out;
     for (const auto& r : reports) {
@@ -71,9 +101,13 @@ class FakeAgentWork final : public AgentWork {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, protocol::Assignment> work_;
+  std::map<std::string, HandedOut> work_;
   std::vector<std::vector<std::string>> claims_;
   std::vector<AgentReport> reports_;
+  std::vector<std::vector<std::string>> batches_;
+  std::string hold_host_;
+  std::optional<std::shared_future<void>> gate_;
+  std::shared_ptr<std::promise<void>> entered_;
 };
 
 // The gateway's part of the run store: heartbeat batches (recorded, or failing on demand),
@@ -218,6 +252,62 @@ TEST(AgentGatewayTest, AnIdlePollParksWithoutAskingForWorkAndIsAnsweredWhenItsHo
   EXPECT_EQ(t.gateway.parkedCount(), 0u);
   EXPECT_EQ(t.work.claims(), (std::vector<std::vector<std::string>>{{"h1"}}));
   EXPECT_EQ(t.clock.waits(), std::vector<milliseconds>()) << "nothing waited on the clock";
+}
+
+// Two drains at once (report_drains 2): a report whose run group another drain's transaction
+// holds waits for that one, which takes it next; reports of other groups go on meanwhile. The
+// group is the one the gateway handed the step out with.
+TEST(AgentGatewayTest, AGroupsReportsAreNeverInTwoTransactionsAtOnce) {
+  FakeClock clock;
+  RecordingLogger log;
+  FakeAgentWork work;
+  FakeLivenessStore store;
+  Executor executor{2};
+  AgentGatewayOptions options;
+  options.report_drains = 2;
+  AgentGateway gateway{work, store, executor, clock, log, options};
+  const std::map<std::string, std::string> group_of{{"h1", "p1"}, {"h2", "p1"}, {"h3", "p2"}};
+  std::vector<Answer> polls(3);
+  int i = 0;
+  for (const auto& [host, group] : group_of) {
+    gateway.poll(host, "boot", 30, "", polls[i++].reply());
+    protocol::Assignment a;
+    a.id = "r-1:" + host + ":1";
+    a.run_id = "r-1";
+    a.step_id = "check";
+    work.give(host, a, group);
+    gateway.notify(host);
+  }
+  for (auto& p : polls) {
+    auto got = p.get();
+    ASSERT_TRUE(got && got->ok() && got->value().has_value()) << "the step was not handed out";
+  }
+
+  std::promise<void> gate;
+  auto entered = std::make_shared<std::promise<void>>();
+  work.holdBatchOf("h1", gate.get_future().share(), entered);
+  std::map<std::string, std::shared_ptr<std::promise<Result<ReportAnswer>>>> answered;
+  auto report = [&](const std::string& host) {
+    auto p = std::make_shared<std::promise<Result<ReportAnswer>>>();
+    answered[host] = p;
+    const json body{{"lease", 1}, {"exit_code", 0}};
+    gateway.report(host, "r-1:" + host + ":1", body, body.dump(), [p](Result<ReportAnswer> a) { p->set_value(std::move(a)); });
+  };
+  report("h1");
+  ASSERT_EQ(entered->get_future().wait_for(seconds(10)), std::future_status::ready) << "h1's batch never started";
+  report("h2");  // p1: held by h1's transaction
+  report("h3");  // p2
+  auto h3 = answered["h3"]->get_future();
+  ASSERT_EQ(h3.wait_for(seconds(10)), std::future_status::ready) << "p2's report waited for p1's transaction";
+  auto h2 = answered["h2"]->get_future();
+  EXPECT_EQ(h2.wait_for(milliseconds(50)), std::future_status::timeout) << "p1's second report went in a transaction of its own";
+  gate.set_value();
+  ASSERT_EQ(h2.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(h2.get().ok());
+  executor.join();
+  EXPECT_EQ(work.reportBatches(),
+            (std::vector<std::vector<std::string>>{{"r-1:h1:1"}, {"r-1:h3:1"}, {"r-1:h2:1"}}));
+  EXPECT_NE(gateway.metrics().find("kiln_agent_report_deferrals_total 1\n"), std::string::npos) << gateway.metrics();
 }
 
 TEST(AgentGatewayTest, AParkedPollIsAnswered204AtItsDeadlineAsTheClockMoves) {
