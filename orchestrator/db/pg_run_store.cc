@@ -79,8 +79,9 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
 }
 
 // The dispatch hot path (claim, report, lease checks, group writes), prepared on every pooled
-// connection. Many rows travel as one JSON parameter (jsonb_to_recordset): one round trip per
-// kind of row, however many reports a transaction carries. A group row is locked before any of
+// connection. Many rows travel as one JSON parameter (json_to_recordset): one round trip per
+// kind of row, however many reports a transaction carries. Reports' results and group states
+// are `json` columns (schema 17): stored as sent, not converted to jsonb. A group row is locked before any of
 // its assignment rows, everywhere, and several groups in (run, group) order (claims skip
 // locked rows and never wait).
 //
@@ -105,21 +106,21 @@ const std::string kReportLock = "SELECT a.id, a.host_id, a.group_key, " + runCol
 // $1 the rows (id, lease, result), $2 their ids.
 constexpr const char* kReportDone =
     "UPDATE assignments a SET state = 'done', finished_at = now(), result = v.result"
-    " FROM jsonb_to_recordset($1::jsonb) AS v(id text, lease int, result jsonb)"
+    " FROM json_to_recordset($1::json) AS v(id text, lease int, result json)"
     " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))"
     " AND a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id";
 constexpr const char* kAssignmentStates =
     "SELECT id, state, lease FROM assignments WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))";
-constexpr const char* kGroupRows = "AS v(run_id text, group_key text, state jsonb, done boolean, wake float8)";
+constexpr const char* kGroupRows = "AS v(run_id text, group_key text, state json, done boolean, wake float8)";
 const std::string kInsertGroups = std::string(
                                       "INSERT INTO run_groups (run_id, group_key, state, done, next_wakeup)"
                                       " SELECT v.run_id, v.group_key, v.state, v.done, to_timestamp(v.wake)"
-                                      " FROM jsonb_to_recordset($1::jsonb) ") +
+                                      " FROM json_to_recordset($1::json) ") +
                                   kGroupRows;
 // $1 the rows, $2 their run ids and $3 their group keys (JSON arrays).
 const std::string kUpdateGroups = std::string(
                                       "UPDATE run_groups g SET state = v.state, done = v.done, next_wakeup = to_timestamp(v.wake)"
-                                      " FROM jsonb_to_recordset($1::jsonb) ") +
+                                      " FROM json_to_recordset($1::json) ") +
                                   kGroupRows +
                                   " WHERE g.run_id = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))"
                                   " AND g.group_key = ANY(ARRAY(SELECT jsonb_array_elements_text($3::jsonb)))"
@@ -128,7 +129,7 @@ const std::string kUpdateGroups = std::string(
 constexpr const char* kInsertRecords =
     "INSERT INTO run_step_records (run_id, group_key, host_id, record)"
     " SELECT v.run_id, v.group_key, v.host_id, v.record FROM ROWS FROM"
-    " (jsonb_to_recordset($1::jsonb) AS (run_id text, group_key text, host_id text, record json))"
+    " (json_to_recordset($1::json) AS (run_id text, group_key text, host_id text, record json))"
     " WITH ORDINALITY AS v(run_id, group_key, host_id, record, n) ORDER BY v.n";
 constexpr const char* kInsertAssignments =
     "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms, parse,"
@@ -654,7 +655,7 @@ class PgRunStore final : public runs::RunStore {
         if (state == "done" && current == it.lease) {
           replies[i]->outcome = runs::ReportOutcome::kDuplicate;
         } else if (state == "cancelled") {
-          txn.exec_params("UPDATE assignments SET result = $2::jsonb WHERE id = $1 AND result IS NULL", it.assignment_id,
+          txn.exec_params("UPDATE assignments SET result = $2::json WHERE id = $1 AND result IS NULL", it.assignment_id,
                           it.result_text ? *it.result_text : it.result->dump());
           replies[i]->outcome = runs::ReportOutcome::kCancelled;
         } else {

@@ -193,7 +193,7 @@ TEST_F(PgRunStoreTest, StepRecordsGoToTheRunsLogAndTheViewJoinsThemBack) {
   auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   const std::string id = run->row.id;
-  const std::string in_states = "SELECT count(*) FROM run_groups g, jsonb_array_elements(g.state->'hosts') h"
+  const std::string in_states = "SELECT count(*) FROM run_groups g, jsonb_array_elements(g.state::jsonb->'hosts') h"
                                 " WHERE g.run_id = '" + id + "' AND jsonb_array_length(h->'history') > 0";
   std::vector<RunService::ReportRequest> batch;
   for (int i = 0; i < 3; ++i) batch.push_back(passed(hosts_[i], claim(hosts_[i])));
@@ -205,9 +205,9 @@ TEST_F(PgRunStoreTest, StepRecordsGoToTheRunsLogAndTheViewJoinsThemBack) {
   // As a kilnd before the log left it: host 0's and 1's records back in the state, none in the log.
   db_.query("WITH recs AS (SELECT host_id, jsonb_agg(record::jsonb ORDER BY id) AS h FROM run_step_records"
             " WHERE run_id = '" + id + "' AND host_id <> '" + hosts_[2] + "' GROUP BY host_id)"
-            " UPDATE run_groups g SET state = jsonb_set(g.state, '{hosts}', (SELECT jsonb_agg((e - 'leader_outcomes')"
+            " UPDATE run_groups g SET state = (jsonb_set(g.state::jsonb, '{hosts}', (SELECT jsonb_agg((e - 'leader_outcomes')"
             " || jsonb_build_object('history', COALESCE(r.h, '[]'::jsonb)) ORDER BY o)"
-            " FROM jsonb_array_elements(g.state->'hosts') WITH ORDINALITY AS x(e, o) LEFT JOIN recs r ON r.host_id = e->>'host'))"
+            " FROM jsonb_array_elements(g.state::jsonb->'hosts') WITH ORDINALITY AS x(e, o) LEFT JOIN recs r ON r.host_id = e->>'host')))::json"
             " WHERE g.run_id = '" + id + "'");
   db_.query("DELETE FROM run_step_records WHERE run_id = '" + id + "' AND host_id <> '" + hosts_[2] + "'");
   ASSERT_EQ(db_.query(in_states), "2");
