@@ -81,9 +81,9 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
 // The dispatch hot path (claim, report, lease checks, group writes), prepared on every pooled
 // connection. Many rows travel as one JSON parameter (json_to_recordset): one round trip per
 // kind of row, however many reports a transaction carries. Reports' results and group states
-// are `json` columns (schema 17): stored as sent, not converted to jsonb. A group row is locked before any of
-// its assignment rows, everywhere, and several groups in (run, group) order (claims skip
-// locked rows and never wait).
+// are `json` columns (schema 17): stored as sent, not converted to jsonb. A group row is
+// locked before any of its assignment rows, everywhere, and several groups in (run, group)
+// order (claims skip locked rows and never wait).
 //
 // Rows are found by key as `key = ANY(ARRAY(SELECT ... FROM jsonb_...($n)))`, not as a join
 // with the JSON rows or `key IN (SELECT ...)`: the planner counts 100 rows for any set-returning
