@@ -935,6 +935,10 @@ void printSimulated(const Options& o, const SimFigures& s) {
     std::printf("    %-28s %s\n", "queued for a transaction", describe(queued).c_str());
     std::printf("    %-28s %s; %.0f transactions, %.1f reports each\n", "its transaction", describe(batch).c_str(),
                 batches, batches > 0 ? batch.count / batches : 0.0);
+    // The controller's rounds (the run pass, then the rollout pass): a pod's drain, the step
+    // between its two runs and its undrain each wait for one.
+    const Histogram pass = delta("kiln_controller_pass_duration_seconds", "");
+    std::printf("    %-28s %s\n", "controller round", describe(pass).c_str());
   }
   printCpu(s.cpu, s.vfleets);
 }

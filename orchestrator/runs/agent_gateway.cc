@@ -18,7 +18,8 @@ AgentGateway::AgentGateway(AgentWork& work, RunStore& store, Executor& executor,
       failures_(log, clock),
       options_(options),
       next_flush_(clock.monotonic() + options.heartbeat_flush),
-      next_refresh_(clock.monotonic() + options.pending_refresh) {}
+      next_refresh_(clock.monotonic() + options.pending_refresh),
+      report_executor_(std::make_unique<Executor>(std::max(1, options.report_drains))) {}
 
 AgentGateway::~AgentGateway() { stop(); }
 
@@ -193,7 +194,7 @@ void AgentGateway::report(const std::string& host, const std::string& assignment
       drain = true;
     }
   }
-  if (drain) executor_.post([this] { drainReports(); });
+  if (drain) report_executor_->post([this] { drainReports(); });
 }
 
 void AgentGateway::drainClaims() {

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <queue>
@@ -46,6 +47,10 @@ struct AgentGatewayOptions {
   // about this many bytes of report bodies, each; at most report_drains transactions at once
   // (4 since the report transaction got cheaper, issue 15's fourth session: with 2 a 100-pod
   // rollout's reports waited ~20 ms for one; bench/rollout/README.md has both).
+  // The drains run on the gateway's own report_drains threads, not on the request executor: a
+  // drain waits on PostgreSQL for its whole transaction, and on the shared executor four of them
+  // held every request thread during a validation burst, so the next reports waited ~19 ms for a
+  // thread just to be parsed and queued (issue 15's fifth session).
   std::size_t report_batch = 64;
   std::size_t report_batch_bytes = 8u << 20;
   int report_drains = 4;
@@ -82,7 +87,7 @@ class AgentGateway final : public WorkListener {
   // The host has new work or a cancelled step (after the commit). Thread-safe.
   void notify(const std::string& host) override;
   // An agent's report (`text`: its body as sent, stored as is). Queued, and applied with the reports
-  // that arrived meanwhile in one transaction (AgentWork::reportBatch) on the executor; then
+  // that arrived meanwhile in one transaction (AgentWork::reportBatch) on a report thread; then
   // `reply` gets the answer, a poll of the host with running=<this assignment>, parked or still
   // on its way, is answered at once (the step is over), and the first poll with running=<the
   // assignment handed out with the answer> parks without a database read unless the host was
@@ -110,7 +115,7 @@ class AgentGateway final : public WorkListener {
     bool operator>(const Deadline& o) const { return at > o.at; }
   };
   void check(const std::string& host, Parked parked);  // on the executor
-  void drainReports();                                 // on the executor
+  void drainReports();                                 // on report_executor_
   void drainClaims();                                  // on the executor
   struct QueuedReport {
     AgentReport request;
@@ -174,6 +179,8 @@ class AgentGateway final : public WorkListener {
   mutable std::mutex latency_mu_;
   LatencyHistogram report_queue_seconds_, report_apply_seconds_;
   std::thread thread_, writer_;
+  // Runs drainReports(); last, so that it is destroyed (its queued drains finished) first.
+  std::unique_ptr<Executor> report_executor_;
 };
 
 }  // namespace kiln::runs

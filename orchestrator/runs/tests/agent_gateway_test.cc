@@ -310,6 +310,47 @@ TEST(AgentGatewayTest, AGroupsReportsAreNeverInTwoTransactionsAtOnce) {
   EXPECT_NE(gateway.metrics().find("kiln_agent_report_deferrals_total 1\n"), std::string::npos) << gateway.metrics();
 }
 
+// A report transaction runs on the gateway's own threads: while one waits on the database, the
+// request executor (here one thread) still answers polls. On the shared executor a validation
+// burst's drains held every request thread, and the next reports waited for one to be parsed.
+TEST(AgentGatewayTest, AReportTransactionNeverHoldsARequestThread) {
+  FakeClock clock;
+  RecordingLogger log;
+  FakeAgentWork work;
+  FakeLivenessStore store;
+  Executor executor{1};
+  AgentGatewayOptions options;
+  options.report_drains = 1;
+  AgentGateway gateway{work, store, executor, clock, log, options};
+  const auto handOut = [&](const std::string& host) {
+    Answer poll;
+    gateway.poll(host, "boot", 30, "", poll.reply());
+    protocol::Assignment a;
+    a.id = "r-1:" + host + ":1";
+    a.run_id = "r-1";
+    a.step_id = "check";
+    work.give(host, a, host);
+    gateway.notify(host);
+    auto got = poll.get();
+    return got && got->ok() && got->value().has_value();
+  };
+  ASSERT_TRUE(handOut("h1")) << "the step was not handed out";
+
+  std::promise<void> gate;
+  auto entered = std::make_shared<std::promise<void>>();
+  work.holdBatchOf("h1", gate.get_future().share(), entered);
+  auto answered = std::make_shared<std::promise<Result<ReportAnswer>>>();
+  const json body{{"lease", 1}, {"exit_code", 0}};
+  gateway.report("h1", "r-1:h1:1", body, body.dump(), [answered](Result<ReportAnswer> a) { answered->set_value(std::move(a)); });
+  ASSERT_EQ(entered->get_future().wait_for(seconds(10)), std::future_status::ready) << "h1's batch never started";
+  // The poll's claim runs on the request executor's one thread.
+  EXPECT_TRUE(handOut("h2")) << "a poll waited for a report transaction";
+  gate.set_value();
+  auto h1 = answered->get_future();
+  ASSERT_EQ(h1.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(h1.get().ok());
+}
+
 TEST(AgentGatewayTest, AParkedPollIsAnswered204AtItsDeadlineAsTheClockMoves) {
   GatewayUnderTest t;
   Answer a, b;
