@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 
 #include "orchestrator/core/clock.h"
 #include "orchestrator/db/pg_run_store.h"
@@ -133,6 +138,53 @@ TEST_F(PgRunStoreTest, TheReportThatClosesARunsLastGroupSaysSoOnce) {
   EXPECT_EQ(completions, 1);
   service.tick();
   EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "passed");
+}
+
+// Two batches that close a run's last two groups at once each see the other's group still open
+// from inside their transactions; the run is complete all the same, and the later commit says
+// so (a check after it). Before, neither did and the run waited for the controller's periodic
+// pass. The hosts' rows are held from a third session, so that both transactions block on their
+// failed host's transition (after their own look at the run's groups) until both have looked.
+TEST_F(PgRunStoreTest, TwoBatchesClosingARunsLastGroupsAtOnceStillSayItIsComplete) {
+  ASSERT_TRUE(service_
+                  .putWorkflow("one-step",
+                               "name: one-step\nversion: \"1\"\nscope: host\nsteps:\n"
+                               "  - id: only\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
+                               admin_)
+                  .ok());
+  std::atomic<int> completions{0};
+  runs::RunServiceOptions o;
+  o.on_run_complete = [&] { ++completions; };
+  RunService service(*fleet_, *store_, clock_, o, nullptr);
+  auto run = service.startRun({"one-step", {hosts_[0], hosts_[1]}, {}, json::object(), "pre_job", ""}, admin_);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto failed = [&](const std::string& host) {
+    auto r = passed(host, claim(host), false);
+    r.body["exit_code"] = 3;
+    return r;
+  };
+  const auto r0 = failed(hosts_[0]), r1 = failed(hosts_[1]);
+
+  pqxx::connection blocker(db_.url());
+  pqxx::work hold(blocker);
+  hold.exec_params("SELECT id FROM hosts WHERE id = $1 OR id = $2 FOR UPDATE", hosts_[0], hosts_[1]);
+  std::vector<Result<RunService::ReportAnswer>> a0, a1;
+  std::thread t0([&] { a0 = service.reportBatch({r0}); });
+  std::thread t1([&] { a1 = service.reportBatch({r1}); });
+  bool both_waiting = false;
+  for (int i = 0; i < 1000 && !both_waiting; ++i) {
+    both_waiting = db_.query("SELECT count(*) FROM pg_locks WHERE NOT granted") == "2";
+    if (!both_waiting) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  hold.abort();
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(both_waiting) << "the two transactions never waited together";
+  ASSERT_EQ(a0.size(), 1u);
+  ASSERT_EQ(a1.size(), 1u);
+  ASSERT_TRUE(a0[0].ok() && a1[0].ok());
+  EXPECT_GE(completions.load(), 1) << "neither batch said the run was complete";
+  EXPECT_EQ(db_.query("SELECT count(*) FROM run_groups WHERE run_id = '" + run->row.id + "' AND NOT done"), "0");
 }
 
 TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
