@@ -408,7 +408,19 @@ std::chrono::milliseconds AgentGateway::writerTurn() {
     }
   }
   if (refresh) next_refresh_ = now + options_.pending_refresh;
-  if (!beats.empty()) failures_.noted(store_.recordHeartbeats(beats), "agent gateway: recording agents' heartbeats");
+  if (!beats.empty()) {
+    auto written = store_.recordHeartbeats(beats);
+    if (!written.ok()) {
+      // Kept for the next flush (a newer poll of the same host wins): a write that gave way to
+      // a host transition's row locks, or a database away for a moment, loses no host's poll.
+      std::lock_guard lock(mu_);
+      for (auto& b : beats) {
+        const std::string host = b.host;
+        beats_.try_emplace(host, std::move(b));
+      }
+    }
+    failures_.noted(written, "agent gateway: recording agents' heartbeats");
+  }
   if (refresh) {
     auto hosts = store_.hostsWithOpenWork();
     if (failures_.noted(hosts, "agent gateway: reading the hosts with work"))

@@ -187,6 +187,27 @@ TEST_F(PgRunStoreTest, TwoBatchesClosingARunsLastGroupsAtOnceStillSayItIsComplet
   EXPECT_EQ(db_.query("SELECT count(*) FROM run_groups WHERE run_id = '" + run->row.id + "' AND NOT done"), "0");
 }
 
+// The batched heartbeat write gives way to a host transition's row locks (which it could
+// deadlock with: it locks the fleet's rows in its join's order) instead of waiting for them; the
+// gateway keeps the beats for its next flush (agent_gateway_test).
+TEST_F(PgRunStoreTest, TheHeartbeatWriteGivesWayToAHeldHostRow) {
+  pqxx::connection blocker(db_.url());
+  pqxx::work hold(blocker);
+  hold.exec_params("SELECT id FROM hosts WHERE id = $1 FOR UPDATE", hosts_[1]);
+  std::thread release([&] {  // a write that waits is let through after 2 s, and fails below
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    hold.abort();
+  });
+  const auto began = std::chrono::steady_clock::now();
+  auto written = store_->recordHeartbeats({{hosts_[0], "boot-0", clock_.now()}, {hosts_[1], "boot-1", clock_.now()}});
+  const auto waited = std::chrono::steady_clock::now() - began;
+  release.join();
+  EXPECT_FALSE(written.ok()) << "the write waited for the row and went through";
+  EXPECT_LT(waited, std::chrono::seconds(1)) << "gave way only after PostgreSQL's deadlock_timeout";
+  ASSERT_TRUE(store_->recordHeartbeats({{hosts_[0], "boot-0", clock_.now()}, {hosts_[1], "boot-1", clock_.now()}}).ok());
+  EXPECT_EQ(db_.query("SELECT boot_id FROM hosts WHERE id = '" + hosts_[1] + "'"), "boot-1");
+}
+
 TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
   ASSERT_TRUE(service_
                   .putWorkflow("two-soft",

@@ -444,7 +444,7 @@ TEST(AgentGatewayTest, HeartbeatsGoToTheStoreInOneBatchAtTheFlushInterval) {
   EXPECT_EQ(t.log.lines().size(), 0u);
 }
 
-TEST(AgentGatewayTest, AFailedHeartbeatWriteIsLoggedOnceAMinuteNotDropped) {
+TEST(AgentGatewayTest, AFailedHeartbeatWriteIsLoggedOnceAMinuteAndKeptForTheNextFlush) {
   GatewayUnderTest t;
   t.store.failHeartbeats(true);
   Answer a, b, c;
@@ -455,10 +455,14 @@ TEST(AgentGatewayTest, AFailedHeartbeatWriteIsLoggedOnceAMinuteNotDropped) {
   EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 1);
   EXPECT_EQ(t.log.count(LogLevel::kError, "database is away"), 1) << "the line says why";
 
-  t.gateway.poll("h1", "boot-1", 30, "", b.reply());
+  t.gateway.poll("h2", "boot-2", 30, "", b.reply());
   t.clock.advance(seconds(5));
   t.gateway.writerTurn();
-  EXPECT_EQ(t.store.batches().size(), 2u) << "the next flush tries again";
+  ASSERT_EQ(t.store.batches().size(), 2u) << "the next flush tries again";
+  std::set<std::string> again;
+  const auto batches = t.store.batches();
+  for (const auto& beat : batches[1]) again.insert(beat.host);
+  EXPECT_EQ(again, (std::set<std::string>{"h1", "h2"})) << "h1's beat was kept for it";
   EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 1) << "the same failure within a minute: said once";
 
   t.gateway.poll("h1", "boot-1", 30, "", c.reply());
