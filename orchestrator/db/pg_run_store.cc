@@ -735,9 +735,8 @@ class PgRunStore final : public runs::RunStore {
     if (!out.ok() || open_after.empty()) return out;
     // Two batches closing a run's last two groups at once each saw the other's group open, and
     // neither said the run was complete: the controller gave the verdict only at its next
-    // periodic pass (0.1-0.7 s later in a 1,000-pod rollout, when the 18 hosts of a pod finish
-    // their validation together). A statement of its own after the commit sees every commit
-    // before it, so the later of the two sees both groups done.
+    // periodic pass (up to leader_interval, 200 ms, later). A statement of its own after the
+    // commit sees every commit before it, so the later of the two sees both groups done.
     json runs_open = json::array();
     for (const auto& [run_id, _] : open_after) runs_open.push_back(run_id);
     auto complete = pool_.read<std::vector<std::string>>([&](pqxx::nontransaction& q) -> Result<std::vector<std::string>> {
@@ -841,7 +840,7 @@ class PgRunStore final : public runs::RunStore {
     return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
       // The UPDATE locks ~all the fleet's host rows in the join's order, a host transition (the
       // controller moving a pod's 18 hosts, a report's verdict) locks its few in id order: the
-      // two deadlocked three times in a 1,000-pod rollout, and PostgreSQL broke each only after
+      // two deadlocked three times in the first 300 s of a 1,000-pod rollout, and PostgreSQL broke each only after
       // deadlock_timeout (1 s), with the controller waiting. The heartbeats give way instead:
       // past 100 ms of waiting the write fails and the gateway keeps them for its next flush.
       txn.exec0("SET LOCAL lock_timeout = '100ms'");

@@ -314,14 +314,9 @@ TEST(AgentGatewayTest, AGroupsReportsAreNeverInTwoTransactionsAtOnce) {
 // request executor (here one thread) still answers polls. On the shared executor a validation
 // burst's drains held every request thread, and the next reports waited for one to be parsed.
 TEST(AgentGatewayTest, AReportTransactionNeverHoldsARequestThread) {
-  FakeClock clock;
-  RecordingLogger log;
-  FakeAgentWork work;
-  FakeLivenessStore store;
-  Executor executor{1};
-  AgentGatewayOptions options;
-  options.report_drains = 1;
-  AgentGateway gateway{work, store, executor, clock, log, options};
+  GatewayUnderTest t;
+  auto& gateway = t.gateway;
+  auto& work = t.work;
   const auto handOut = [&](const std::string& host) {
     Answer poll;
     gateway.poll(host, "boot", 30, "", poll.reply());
