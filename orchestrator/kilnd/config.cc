@@ -113,6 +113,8 @@ std::vector<Setting> settings() {
        [](Config& c, const std::string& v) { return setInt(c.db_pool, v, "--db-pool", 1, 256); }},
       {"--network-threads", "KILN_NETWORK_THREADS", "network_threads", false,
        [](Config& c, const std::string& v) { return setInt(c.network_threads, v, "--network-threads", 1, 64); }},
+      {"--controller-threads", "KILN_CONTROLLER_THREADS", "controller_threads", false,
+       [](Config& c, const std::string& v) { return setInt(c.controller_threads, v, "--controller-threads", 1, 64); }},
   };
 }
 
@@ -160,7 +162,7 @@ std::string usage() {
          "             [--scheduler-hook URL|PATH] [--scheduler none|hook|slurm] [--slurm-node-name RULE]\n"
          "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"
          "             [--slurm-timeout SECONDS] [--reliability-target PER_8K_GPUS_PER_DAY]\n"
-         "             [--pod-p90-target SECONDS]\n"
+         "             [--pod-p90-target SECONDS] [--controller-threads N]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

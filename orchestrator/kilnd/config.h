@@ -23,6 +23,8 @@ struct Config {
   int threads = 4;                   // request executor threads
   int db_pool = 8;
   int network_threads = 4;
+  // Pods in flight the rollout controller reconciles at once (ControllerOptions::reconcile_threads).
+  int controller_threads = 4;
   std::string workflows_dir;       // workflow YAML loaded (and versioned) at start-up
   int unreachable_after_s = 90;    // an agent silent this long makes its host unreachable
   int lease_grace_s = 30;          // beyond a step's timeout before its assignment is lost

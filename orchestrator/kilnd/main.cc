@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
   auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   rollouts::ControllerOptions rollout_options;
   rollout_options.log = core_log.get();
+  rollout_options.reconcile_threads = config->controller_threads;
 
   // --scheduler slurm: the Slurm driver (its own thread, leader only) drains a host's node
   // before a rollout works on it, resumes the nodes it drained, and feeds allocations and

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "common/histogram.h"
@@ -21,7 +24,44 @@ RolloutController::RolloutController(core::FleetHosts& fleet, RolloutControllerS
       runs_(runs),
       clock_(clock),
       options_(std::move(options)),
-      failures_(options_.log ? *options_.log : nullLogger(), clock_) {}
+      failures_(options_.log ? *options_.log : nullLogger(), clock_) {
+  if (options_.reconcile_threads > 1) workers_ = std::make_unique<Executor>(options_.reconcile_threads);
+}
+
+int RolloutController::reconcileAll(const LoadedRollout& ro, const std::vector<RolloutPodRow*>& pods,
+                                    const std::map<std::string, std::string>& run_states) {
+  if (!workers_ || pods.size() < 2) {
+    int changes = 0;
+    for (auto* p : pods) changes += reconcile(ro, *p, run_states);
+    return changes;
+  }
+  struct Join {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::size_t left = 0;
+    int changes = 0;
+    std::exception_ptr error;
+  } join;
+  join.left = pods.size();
+  for (auto* p : pods)
+    workers_->post([this, &ro, &run_states, &join, p] {
+      int n = 0;
+      std::exception_ptr error;
+      try {
+        n = reconcile(ro, *p, run_states);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(join.mu);
+      join.changes += n;
+      if (error && !join.error) join.error = error;
+      if (--join.left == 0) join.cv.notify_one();  // under the lock: `join` outlives the call
+    });
+  std::unique_lock lock(join.mu);
+  join.cv.wait(lock, [&] { return join.left == 0; });
+  if (join.error) std::rethrow_exception(join.error);
+  return join.changes;
+}
 
 int RolloutController::admitPods(const LoadedRollout& ro, const std::vector<RolloutPodRow>& rows) {
   AdmissionInput in;
@@ -153,9 +193,10 @@ int RolloutController::tick() {
     std::map<std::string, std::string> run_states;
     if (auto st = runs_.runStates(run_ids); noted(st, "rollout " + id + ": the states of its runs"))
       run_states = std::move(*st);
-    int reconciled = 0;
+    std::vector<RolloutPodRow*> flying;
     for (auto& p : *rows)
-      if (inFlight(p.phase)) reconciled += reconcile(*ro, p, run_states);
+      if (inFlight(p.phase)) flying.push_back(&p);
+    const int reconciled = reconcileAll(*ro, flying, run_states);
     changes += reconciled;
     if (reconciled > 0) rows = store_.rolloutPods(id);  // a pod changed phase
     if (!noted(rows, "rollout " + id + ": its pods")) continue;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/executor.h"
 #include "common/failure_log.h"
 #include "common/logger.h"
 #include "orchestrator/core/clock.h"
@@ -61,6 +62,12 @@ struct ControllerOptions {
   std::chrono::seconds hook_repeat{300};
   // Where a write the pass goes on without is said (null: nowhere); see common/failure_log.h.
   Logger* log = nullptr;
+  // How many pods in flight a pass reconciles at once, each on its own thread (and database
+  // connection). Pods in flight share nothing a step writes (their own hosts, runs and row), so
+  // a round in which many pods finish a phase together takes about its slowest pod instead of
+  // the sum of them. Admission runs after every pod's step of the pass is done. 1: one pod
+  // after another on the pass's thread.
+  int reconcile_threads = 1;
 };
 
 // What Kiln tells the job scheduler about a rollout's drain: "kiln: ro-3 firmware-upgrade
@@ -110,6 +117,10 @@ class RolloutController {
   int upgrade(PodStep& step);   // controller_upgrade.cc
   int validate(PodStep& step);  // controller_validate.cc
   int admitPods(const LoadedRollout& ro, const std::vector<RolloutPodRow>& pods);
+  // reconcile() for each pod, on the reconcile threads when there are any; returns once every
+  // pod's step is done, with their changes (rethrows the first exception one of them threw).
+  int reconcileAll(const LoadedRollout& ro, const std::vector<RolloutPodRow*>& pods,
+                   const std::map<std::string, std::string>& run_states);
   // Asks the job scheduler to release the pod's allocated hosts unless it was asked recently
   // or an ask is pending; `allocated_hosts` is called only when an ask is due.
   void askRelease(const std::string& rollout, const std::string& pod,
@@ -141,6 +152,8 @@ class RolloutController {
     std::map<std::string, ReleaseAsk> by_pod;
   };
   std::shared_ptr<ReleaseAsks> asks_ = std::make_shared<ReleaseAsks>();
+  // The reconcile threads (null with options_.reconcile_threads <= 1). Last: stopped first.
+  std::unique_ptr<Executor> workers_;
 };
 
 }  // namespace kiln::rollouts

@@ -118,6 +118,8 @@ TEST(KilndConfigTest, ClearErrors) {
   EXPECT_NE(parseConfig({}, {}, noFile).error().message.find("--database-url"), std::string::npos);
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--listen", "127.0.0.1:99999"}, {}, noFile).ok());
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--threads", "0"}, {}, noFile).ok());
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--controller-threads", "0"}, {}, noFile).ok());
+  EXPECT_EQ(parseConfig({"--database-url", "x", "--controller-threads", "2"}, {}, noFile)->controller_threads, 2);
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--tls-cert", "c"}, {}, noFile).ok());
   EXPECT_NE(parseConfig({"--database-url", "x", "--scheduler-hook", "127.0.0.1:8091/release"}, {}, noFile)
                 .error()

@@ -37,6 +37,17 @@
 
 namespace kiln::rollouts::testing {
 
+// The fakes' one lock, taken by each of their interface methods: a controller with reconcile
+// threads calls them from several threads at once, as PgStore's pool serves it (and the fakes
+// call each other: recursive).
+inline std::recursive_mutex& fakesMutex() {
+  static std::recursive_mutex mu;
+  return mu;
+}
+struct FakesLock {
+  std::lock_guard<std::recursive_mutex> guard{fakesMutex()};
+};
+
 // Pods "<building>-p<n>" of 18 catalina hosts "<pod>-h01".."-h18", all available; a pod's
 // state follows its hosts' as the store keeps it. The parts of the fleet store its consumers
 // hold (the rollout controller and service, the run service, the Slurm driver), each as PgStore
@@ -84,6 +95,7 @@ class FakeFleet final : public core::FleetHosts, public core::FleetReads, public
 
   // As the SQL: the pod's summary counts its hosts by state and the GPUs of those serving jobs.
   Result<core::PodDetail> getPod(const std::string& id) override {
+    FakesLock fakes_lock;
     ++get_pod_calls;
     auto it = pods_.find(id);
     if (it == pods_.end()) return notFound("no pod '" + id + "'");
@@ -98,6 +110,7 @@ class FakeFleet final : public core::FleetHosts, public core::FleetReads, public
     return d;
   }
   Result<std::map<std::string, std::vector<core::HostSummary>>> hostsOfPods(const std::vector<std::string>& ids) override {
+    FakesLock fakes_lock;
     ++hosts_of_pods_calls;
     std::map<std::string, std::vector<core::HostSummary>> out;
     for (const auto& id : ids)
@@ -105,6 +118,7 @@ class FakeFleet final : public core::FleetHosts, public core::FleetReads, public
     return out;
   }
   Result<core::HostDetail> getHost(const std::string& id) override {
+    FakesLock fakes_lock;
     auto* h = host(id);
     if (!h) return notFound("no host '" + id + "'");
     core::HostDetail d;
@@ -116,6 +130,7 @@ class FakeFleet final : public core::FleetHosts, public core::FleetReads, public
   // last id for the id order, else [the sort column as text, id] (state_since as microseconds
   // since the epoch here, a timestamp there: opaque either way).
   Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter& f, const core::PageRequest& page) override {
+    FakesLock fakes_lock;
     std::string label_key, label_value;
     if (!f.label.empty()) {
       const auto eq = f.label.find('=');
@@ -183,6 +198,7 @@ class FakeFleet final : public core::FleetHosts, public core::FleetReads, public
   }
   Result<std::vector<Result<core::HostState>>> transitionHosts(const std::vector<core::HostTransition>& ts,
                                                                const core::Actor& actor) override {
+                                                                 FakesLock fakes_lock;
     ++transition_batches;
     std::vector<Result<core::HostState>> out;
     for (const auto& t : ts) out.push_back(apply(t, actor));
@@ -190,6 +206,7 @@ class FakeFleet final : public core::FleetHosts, public core::FleetReads, public
   }
   Status audit(const core::Actor& actor, const std::string& action, const std::string& target,
                const std::string& details_json) override {
+                 FakesLock fakes_lock;
     record(actor, action, target, details_json);
     return Ok{};
   }
@@ -276,6 +293,7 @@ class FakeBundleCatalog final : public BundleCatalog {
 
   Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle& b, const core::Actor& actor,
                                                      const std::optional<core::IfMatch>& if_match) override {
+                                                       FakesLock fakes_lock;
     const std::string what = "bundle " + b.name + "@" + b.version;
     BundleRow* existing = byRef(b.name + "@" + b.version);
     if (if_match && !existing) return core::preconditionFailed(what, std::nullopt);
@@ -301,11 +319,13 @@ class FakeBundleCatalog final : public BundleCatalog {
     return std::make_pair(row, PutOutcome::kCreated);
   }
   Result<std::optional<BundleRow>> getBundle(const std::string& ref) override {
+    FakesLock fakes_lock;
     if (auto* r = byRef(ref)) return std::optional<BundleRow>(*r);
     return std::optional<BundleRow>();
   }
   // As the SQL: newest first, then by id.
   Result<std::vector<BundleRow>> listBundles() override {
+    FakesLock fakes_lock;
     std::vector<BundleRow> out = rows_;
     std::stable_sort(out.begin(), out.end(), [](const BundleRow& a, const BundleRow& b) {
       return a.created_at != b.created_at ? a.created_at > b.created_at : a.bundle.id < b.bundle.id;
@@ -402,13 +422,21 @@ class FakeRolloutStore final : public RolloutStore {
 
   Result<std::pair<BundleRow, PutOutcome>> putBundle(const Bundle& b, const core::Actor& actor,
                                                      const std::optional<core::IfMatch>& if_match) override {
+                                                       FakesLock fakes_lock;
     return bundles_.putBundle(b, actor, if_match);
   }
-  Result<std::optional<BundleRow>> getBundle(const std::string& ref) override { return bundles_.getBundle(ref); }
-  Result<std::vector<BundleRow>> listBundles() override { return bundles_.listBundles(); }
+  Result<std::optional<BundleRow>> getBundle(const std::string& ref) override {
+    FakesLock fakes_lock;
+    return bundles_.getBundle(ref);
+  }
+  Result<std::vector<BundleRow>> listBundles() override {
+    FakesLock fakes_lock;
+    return bundles_.listBundles();
+  }
   // As the SQL: the pods the selector's sites, buildings, platforms, pods and labels match (all
   // pods when it names none), by id, with the active rollout holding each.
   Result<std::vector<PodSnapshot>> podSnapshots(const Selector& s) override {
+    FakesLock fakes_lock;
     auto among = [](const std::vector<std::string>& values, const std::string& v) {
       return values.empty() || std::find(values.begin(), values.end(), v) != values.end();
     };
@@ -442,6 +470,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   // "ro-<n>" from a sequence that skips the ids addRollout took.
   Result<std::string> nextRolloutId() override {
+    FakesLock fakes_lock;
     std::string id;
     do id = "ro-" + std::to_string(++next_rollout_);
     while (rollouts_.count(id));
@@ -451,6 +480,7 @@ class FakeRolloutStore final : public RolloutStore {
   // rollout starts in state created, its pods pending; its bundle counts as used from then on.
   Result<RolloutRow> createRollout(const RolloutRow& r, const std::vector<RolloutPodRow>& pods,
                                    const core::Actor& actor) override {
+                                     FakesLock fakes_lock;
     for (const auto& p : pods)
       if (auto other = holder(p.pod); !other.empty())
         return conflict("pod " + p.pod + " is already in rollout " + other).with("pod", p.pod);
@@ -476,11 +506,13 @@ class FakeRolloutStore final : public RolloutStore {
     return row;
   }
   Result<RolloutRow> getRollout(const std::string& id) override {
+    FakesLock fakes_lock;
     auto it = rollouts_.find(id);
     if (it == rollouts_.end()) return notFound("no rollout '" + id + "'");
     return it->second;
   }
   Result<std::vector<RolloutPodRow>> rolloutPods(const std::string& id) override {
+    FakesLock fakes_lock;
     auto it = pods_.find(id);
     if (it == pods_.end()) return std::vector<RolloutPodRow>();
     auto rows = it->second;
@@ -489,6 +521,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   // As the SQL: newest first by the number in the id, pages keyed by that number.
   Result<core::Page<RolloutRow>> listRollouts(std::optional<RolloutState> state, const core::PageRequest& page) override {
+    FakesLock fakes_lock;
     auto number = [](const std::string& text) -> std::optional<std::int64_t> {
       std::int64_t n = 0;
       const auto* end = text.data() + text.size();
@@ -516,6 +549,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   // As the SQL: the newest `limit`, newest first.
   Result<std::vector<RolloutEventRow>> rolloutEvents(const std::string& id, int limit) override {
+    FakesLock fakes_lock;
     std::lock_guard lock(mu_);
     std::vector<RolloutEventRow> out;
     for (auto it = events_.rbegin(); it != events_.rend() && static_cast<int>(out.size()) < limit; ++it)
@@ -524,6 +558,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   // Oldest first.
   Result<std::vector<std::string>> activeRollouts() override {
+    FakesLock fakes_lock;
     std::vector<const RolloutRow*> rows;
     for (const auto& [id, r] : rollouts_)
       if (active(r.state)) rows.push_back(&r);
@@ -534,6 +569,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   Result<RolloutRow> transition(const std::string& id, const std::vector<RolloutState>& from, RolloutState to_state,
                                 const std::string& reason, const core::Actor&) override {
+                                  FakesLock fakes_lock;
     const std::string to = rolloutStateName(to_state);
     auto it = rollouts_.find(id);
     if (it == rollouts_.end()) return notFound("no rollout '" + id + "'");
@@ -555,6 +591,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   Status updatePods(const std::string& id, const std::vector<PodUpdate>& updates,
                     const std::vector<RolloutEvent>& events) override {
+                      FakesLock fakes_lock;
     ++update_pods_calls;
     if (fail_update_pods) return *fail_update_pods;
     for (const auto& u : updates) {
@@ -586,6 +623,7 @@ class FakeRolloutStore final : public RolloutStore {
     return Ok{};
   }
   Status setWaiting(const std::string& id, const std::map<std::string, std::string>& reasons) override {
+    FakesLock fakes_lock;
     ++set_waiting_calls;
     auto rows = pods_.find(id);
     if (rows == pods_.end()) return Ok{};
@@ -597,6 +635,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   // As the SQL: a pod is down when its state is not in service or it is in flight in any rollout.
   Result<std::map<std::string, BuildingLoad>> buildingLoads(const std::set<std::string>& buildings) override {
+    FakesLock fakes_lock;
     std::set<std::string> in_flight, rebooting;
     for (const auto& [_, rows] : pods_)
       for (const auto& p : rows)
@@ -615,6 +654,7 @@ class FakeRolloutStore final : public RolloutStore {
     return out;
   }
   Result<std::map<std::string, PodHostStates>> podHostStates(const std::set<std::string>& pods) override {
+    FakesLock fakes_lock;
     std::map<std::string, PodHostStates> out;
     for (const auto& id : pods) {
       auto it = fleet_.pods_.find(id);
@@ -629,6 +669,7 @@ class FakeRolloutStore final : public RolloutStore {
   }
   // As the SQL: every rollout by state; the pods of unfinished rollouts by phase.
   Result<std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>>> counts() override {
+    FakesLock fakes_lock;
     std::pair<std::map<RolloutState, int>, std::map<PodPhase, int>> out;
     for (const auto& [id, r] : rollouts_) {
       ++out.first[r.state];
@@ -640,6 +681,7 @@ class FakeRolloutStore final : public RolloutStore {
   // As the SQL: unfinished rollouts and those finished at or after `finished_since`, oldest
   // first, their pods in plan order.
   Result<std::vector<MetricRollout>> metricRollouts(core::TimePoint finished_since) override {
+    FakesLock fakes_lock;
     std::vector<const RolloutRow*> rows;
     for (const auto& [id, r] : rollouts_)
       if (!finished(r.state) || (r.finished_at && *r.finished_at >= finished_since)) rows.push_back(&r);
@@ -668,6 +710,7 @@ class FakeRolloutStore final : public RolloutStore {
   // that finished before this rollout started its first pod.
   Result<std::map<std::string, std::string>> previousBundles(const std::string& rollout_id,
                                                              const std::vector<std::string>& pods) override {
+                                                               FakesLock fakes_lock;
     std::optional<core::TimePoint> started;
     if (auto rows = pods_.find(rollout_id); rows != pods_.end())
       for (const auto& p : rows->second)
@@ -691,6 +734,7 @@ class FakeRolloutStore final : public RolloutStore {
   // succeeded or got an upgrade run.
   Result<std::map<std::string, std::string>> laterChanges(const std::string& rollout_id,
                                                           const std::vector<std::string>& pods) override {
+                                                            FakesLock fakes_lock;
     std::map<std::string, std::string> out;
     auto self = rollouts_.find(rollout_id);
     if (self == rollouts_.end()) return out;
@@ -806,6 +850,7 @@ class FakeRunStore final : public runs::RunStore {
   // there is a fleet) only when the hash does.
   Status putWorkflow(const runs::WorkflowRow& w, const core::Actor& actor,
                      const std::optional<core::IfMatch>& if_match) override {
+                       FakesLock fakes_lock;
     auto current = currentWorkflow(w.name);
     if (if_match) {
       std::optional<std::string> etag;
@@ -823,6 +868,7 @@ class FakeRunStore final : public runs::RunStore {
     return Ok{};
   }
   Result<std::optional<runs::WorkflowRow>> currentWorkflow(const std::string& name) override {
+    FakesLock fakes_lock;
     auto it = current_.find(name);
     if (it == current_.end()) return builtIn(name);
     runs::WorkflowRow w = versions_.at(name).at(it->second.first);
@@ -830,6 +876,7 @@ class FakeRunStore final : public runs::RunStore {
     return std::optional<runs::WorkflowRow>(w);
   }
   Result<std::optional<runs::WorkflowRow>> workflowVersion(const std::string& name, const std::string& hash) override {
+    FakesLock fakes_lock;
     if (auto it = versions_.find(name); it != versions_.end())
       if (auto v = it->second.find(hash); v != it->second.end()) return std::optional<runs::WorkflowRow>(v->second);
     if (!current_.count(name) && hash == kBuiltInHash) return builtIn(name);
@@ -837,14 +884,19 @@ class FakeRunStore final : public runs::RunStore {
   }
   // The workflows put, by name.
   Result<std::vector<runs::WorkflowRow>> listWorkflows() override {
+    FakesLock fakes_lock;
     std::vector<runs::WorkflowRow> out;
     for (const auto& [name, _] : current_) out.push_back(**currentWorkflow(name));
     return out;
   }
-  Result<std::string> nextRunId() override { return "r-" + std::to_string(++next_run_); }
+  Result<std::string> nextRunId() override {
+    FakesLock fakes_lock;
+    return "r-" + std::to_string(++next_run_);
+  }
   // As the SQL, in one go: an owner or Idempotency-Key already taken is kConflict, a start
   // transition the host's state refuses fails the run, and nothing is written then.
   Result<runs::RunRow> createRun(const runs::NewRun& nr, const core::Actor& actor) override {
+    FakesLock fakes_lock;
     runs::RunRow run = nr.run;
     if (!run.owner.empty())
       for (const auto& [_, r] : runs_)
@@ -883,6 +935,7 @@ class FakeRunStore final : public runs::RunStore {
     return run;
   }
   Result<runs::RunRow> getRun(const std::string& id) override {
+    FakesLock fakes_lock;
     ++get_run_calls;
     auto it = runs_.find(id);
     if (it == runs_.end()) return notFound("no workflow run '" + id + "'");
@@ -891,12 +944,14 @@ class FakeRunStore final : public runs::RunStore {
     return run;
   }
   Result<std::optional<std::string>> runByOwner(const std::string& owner) override {
+    FakesLock fakes_lock;
     for (const auto& [id, r] : runs_)
       if (r.owner == owner) return std::optional<std::string>(id);
     return std::optional<std::string>();
   }
   // By group key.
   Result<std::vector<runs::GroupState>> runGroups(const std::string& id) override {
+    FakesLock fakes_lock;
     ++run_groups_calls;
     auto it = groups_.find(id);
     if (it == groups_.end()) return std::vector<runs::GroupState>();
@@ -906,6 +961,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   // In the order they were dispatched.
   Result<std::vector<runs::AssignmentRow>> runAssignments(const std::string& id) override {
+    FakesLock fakes_lock;
     std::vector<runs::AssignmentRow> out;
     for (const auto& a : assignments_)
       if (a.run_id == id) out.push_back(a);
@@ -914,6 +970,7 @@ class FakeRunStore final : public runs::RunStore {
   // As the SQL: newest first by the number in the id, every filter; a run's pods are the first
   // 4 of its hosts' (from the pod.id the service gave each host), sorted.
   Result<core::Page<runs::RunRow>> listRuns(const runs::RunFilter& f, const core::PageRequest& page) override {
+    FakesLock fakes_lock;
     std::int64_t before = std::numeric_limits<std::int64_t>::max();
     if (!page.cursor.empty()) {
       auto n = number(page.cursor);
@@ -949,6 +1006,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   Status updateGroup(const std::string& run_id, const std::string& group, const runs::GroupFn& fn,
                      const core::Actor& actor) override {
+                       FakesLock fakes_lock;
     auto* g = findGroup(run_id, group);
     if (!g) return notFound("no group '" + group + "' in run '" + run_id + "'");
     auto update = fn(runs_.at(run_id), *g);
@@ -960,6 +1018,7 @@ class FakeRunStore final : public runs::RunStore {
   // class comment).
   Status stopGroup(const std::string& run_id, const std::string& group, const runs::StopFn& fn,
                    const core::Actor& actor) override {
+                     FakesLock fakes_lock;
     auto* g = findGroup(run_id, group);
     if (!g) return notFound("no group '" + group + "' in run '" + run_id + "'");
     std::set<std::string> undispatched;
@@ -973,6 +1032,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   // Groups not done whose timer is due, the earliest first.
   Result<std::vector<std::pair<std::string, std::string>>> dueGroups(core::TimePoint at, int limit) override {
+    FakesLock fakes_lock;
     std::vector<std::pair<core::TimePoint, std::pair<std::string, std::string>>> due;
     for (const auto& [key, wake] : wake_)
       if (wake <= at) due.emplace_back(wake, key);
@@ -984,6 +1044,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   // Running runs whose groups are all done get `verdict`'s state and summary.
   Result<std::vector<std::string>> finalizeRuns(const VerdictFn& verdict) override {
+    FakesLock fakes_lock;
     std::vector<std::string> out;
     for (auto& [id, run] : runs_) {
       if (run.state != "running") continue;
@@ -999,6 +1060,7 @@ class FakeRunStore final : public runs::RunStore {
     return out;
   }
   Status cancelRun(const std::string& id, const runs::GroupFn& fn, const core::Actor& actor) override {
+    FakesLock fakes_lock;
     auto run = runs_.find(id);
     if (run == runs_.end()) return notFound("no workflow run '" + id + "'");
     if (run->second.state != "running")
@@ -1019,6 +1081,7 @@ class FakeRunStore final : public runs::RunStore {
     return Ok{};
   }
   Result<std::optional<runs::AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) override {
+    FakesLock fakes_lock;
     if (fail_agent_work) return *fail_agent_work;
     auto claimed = claim({host}, grace_ms);
     if (claimed.empty()) return std::optional<runs::AssignmentRow>();
@@ -1026,6 +1089,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   Result<std::map<std::string, runs::AssignmentRow>> claimBatch(const std::vector<std::string>& hosts,
                                                                 std::int64_t grace_ms) override {
+                                                                  FakesLock fakes_lock;
     if (fail_agent_work) return *fail_agent_work;
     return claim(hosts, grace_ms);
   }
@@ -1035,6 +1099,7 @@ class FakeRunStore final : public runs::RunStore {
   // next step. A failing fn fails the batch and writes nothing.
   Result<std::vector<Result<runs::ReportReply>>> reportBatch(const std::vector<runs::ReportItem>& items,
                                                              std::int64_t grace_ms) override {
+                                                               FakesLock fakes_lock;
     if (fail_agent_work) return *fail_agent_work;
     const auto saved_runs = runs_;
     const auto saved_groups = groups_;
@@ -1103,6 +1168,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   // Dispatched assignments whose lease ran out, the earliest first.
   Result<std::vector<runs::AssignmentRow>> expiredLeases(core::TimePoint at, int limit) override {
+    FakesLock fakes_lock;
     std::vector<runs::AssignmentRow> out;
     for (const auto& a : assignments_)
       if (a.state == "dispatched" && a.lease_expires_at && *a.lease_expires_at < at) out.push_back(a);
@@ -1112,6 +1178,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   // Marks the assignment lost and applies fn, if it is still dispatched on that lease.
   Result<bool> expireLease(const std::string& id, int lease, const runs::GroupFn& fn) override {
+    FakesLock fakes_lock;
     auto* a = findAssignment(id);
     if (!a || a->state != "dispatched" || a->lease != lease) return false;
     auto* g = findGroup(a->run_id, a->group_key);
@@ -1125,22 +1192,26 @@ class FakeRunStore final : public runs::RunStore {
     return true;
   }
   Result<std::vector<std::string>> hostsWithOpenWork() override {
+    FakesLock fakes_lock;
     std::set<std::string> hosts;
     for (const auto& a : assignments_)
       if (a.state == "pending" || a.state == "dispatched") hosts.insert(a.host);
     return std::vector<std::string>(hosts.begin(), hosts.end());
   }
   Result<std::optional<runs::AssignmentRow>> assignment(const std::string& id) override {
+    FakesLock fakes_lock;
     if (auto* a = findAssignment(id)) return std::optional<runs::AssignmentRow>(*a);
     return std::optional<runs::AssignmentRow>();
   }
   Result<core::NewToken> enrollAgent(const std::string&, const std::string&, const std::string&, const nlohmann::json&,
                                      const core::Actor&) override {
+                                       FakesLock fakes_lock;
     return unavailable("FakeRunStore issues no agent tokens");
   }
   // Each host's last poll, kept on the fake fleet's hosts when there is one (unknown hosts
   // ignored there); an unreachable host is reachable again.
   Status recordHeartbeats(const std::vector<runs::Heartbeat>& beats) override {
+    FakesLock fakes_lock;
     for (const auto& b : beats) {
       unreachable_.erase(b.host);
       if (!fleet_) last_seen_[b.host] = b.at;
@@ -1150,6 +1221,7 @@ class FakeRunStore final : public runs::RunStore {
   }
   // Hosts whose last poll is older than `cutoff` (retired ones left out), once until they poll again.
   Result<std::vector<std::string>> markUnreachable(core::TimePoint cutoff) override {
+    FakesLock fakes_lock;
     std::map<std::string, core::TimePoint> seen = last_seen_;
     if (fleet_)
       for (const auto& [_, d] : fleet_->pods_)
@@ -1166,6 +1238,7 @@ class FakeRunStore final : public runs::RunStore {
   // As the SQL, from the fake fleet: its quarantined hosts (oldest first), their repairs and
   // last failure from its audit records, and the newest quarantine-validation run of each.
   Result<std::vector<runs::QuarantineRow>> quarantine() override {
+    FakesLock fakes_lock;
     if (!fleet_) return unavailable("FakeRunStore::quarantine reads a FakeFleet: construct the store with one");
     std::vector<runs::QuarantineRow> out;
     for (const auto& [_, d] : fleet_->pods_)
@@ -1204,6 +1277,7 @@ class FakeRunStore final : public runs::RunStore {
     return out;
   }
   Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) override {
+    FakesLock fakes_lock;
     ++run_states_calls;
     std::map<std::string, std::string> out;
     for (const auto& id : ids)

@@ -5,6 +5,9 @@
 
 #include "orchestrator/rollouts/rollout_service.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -23,7 +26,8 @@ using testing::FakeRunStore;
 
 const core::Actor kSre{"t-1", "sre"};
 
-class RolloutControllerTest : public ::testing::Test {
+// Each test runs with the pods in flight reconciled one after another and on four threads.
+class RolloutControllerTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     bundle_ = bundle("b-2", "2", "580.1");
@@ -46,6 +50,7 @@ class RolloutControllerTest : public ::testing::Test {
     o.validation_workflow = "validate";
     o.drain_gate = std::move(gate);
     o.log = &log_;
+    o.reconcile_threads = GetParam();
     service_ = std::make_unique<testing::RolloutsUnderTest>(fleet_, rollouts_, runs_, clock_, std::move(o));
     return *service_;
   }
@@ -115,7 +120,7 @@ class RolloutControllerTest : public ::testing::Test {
 
 // ---- writes the pass cannot make ----
 
-TEST_F(RolloutControllerTest, AWriteThePassCannotMakeIsLoggedOnceAMinuteAndTheNextPassTriesAgain) {
+TEST_P(RolloutControllerTest, AWriteThePassCannotMakeIsLoggedOnceAMinuteAndTheNextPassTriesAgain) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
   rollouts_.fail_update_pods = unavailable("connection to the database lost");
@@ -141,7 +146,7 @@ TEST_F(RolloutControllerTest, AWriteThePassCannotMakeIsLoggedOnceAMinuteAndTheNe
 
 // ---- failure budget ----
 
-TEST_F(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePodsInFlightFinish) {
+TEST_P(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePodsInFlightFinish) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4", "b1-p5"},
                        policy(3, {{"failure_budget", {{"pods", 1}}}}));
   auto& svc = service();
@@ -205,7 +210,7 @@ TEST_F(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePods
 
 // ---- the job scheduler's drain gate (--scheduler slurm) ----
 
-TEST_F(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulersGateOpens) {
+TEST_P(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulersGateOpens) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   std::set<std::string> busy = {host("b1-p1", 3)};  // Slurm still runs a job there
   std::vector<std::string> reasons;
@@ -234,9 +239,52 @@ TEST_F(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulers
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
 
+// ---- pods in flight at once ----
+
+TEST_P(RolloutControllerTest, PodsInFlightTakeAPasssStepsAtOnceOnTheReconcileThreadsAndAdmissionWaitsForThem) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(2));
+  const bool threads = GetParam() > 1;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::string> asked;  // pods whose hosts the gate was asked about
+  int inside = 0, most = 0;
+  // The first host of each pod waits (on the reconcile threads, real time) until the other
+  // pod's drain asks too: only a pass that drains both pods at once gets past it at once.
+  auto& svc = service([&](const core::HostSummary& h, const std::string&) -> std::optional<std::string> {
+    std::unique_lock lock(mu);
+    const bool first = asked.insert(h.pod).second;
+    most = std::max(most, ++inside);
+    cv.notify_all();
+    if (first && threads) cv.wait_for(lock, std::chrono::seconds(10), [&] { return asked.size() >= 2; });
+    --inside;
+    return std::nullopt;
+  });
+  svc.tick();  // admits p1 and p2
+  svc.tick();  // drains both and starts their upgrades
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kUpgrading);
+  EXPECT_EQ(hostsIn("b1-p2", core::HostState::kMaintenance), 18);
+  EXPECT_EQ(most, threads ? 2 : 1) << "pods whose drains asked the gate at the same time";
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kPending) << "two at once: the third waits";
+
+  // Both finish in one pass: the pass admits p3 only after both pods' steps are done, and
+  // never more than two are in flight.
+  finishUpgrade("b1-p1");
+  finishUpgrade("b1-p2");
+  svc.tick();
+  finishValidation("b1-p1");
+  finishValidation("b1-p2");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(phase("b1-p2"), PodPhase::kSucceeded);
+  EXPECT_EQ(phase("b1-p3"), PodPhase::kDraining);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
+  EXPECT_EQ(hostsIn("b1-p2", core::HostState::kAvailable), 18);
+}
+
 // ---- pause, resume and verbs in the wrong state ----
 
-TEST_F(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResumeAdmitsAgain) {
+TEST_P(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResumeAdmitsAgain) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(2));
   auto& svc = service();
   svc.tick();
@@ -274,7 +322,7 @@ TEST_F(RolloutControllerTest, PauseStartsNoNewPodWhilePodsInFlightFinishAndResum
   EXPECT_EQ(pod("b1-p3").waiting_reason, "");
 }
 
-TEST_F(RolloutControllerTest, AVerbInTheWrongStateIsRefusedAsAConflictAndChangesNothing) {
+TEST_P(RolloutControllerTest, AVerbInTheWrongStateIsRefusedAsAConflictAndChangesNothing) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1), "created");
   auto& svc = service();
   auto refused = [&](const std::string& verb, const std::string& in_state) {
@@ -320,7 +368,7 @@ TEST_F(RolloutControllerTest, AVerbInTheWrongStateIsRefusedAsAConflictAndChanges
 
 // ---- abort ----
 
-TEST_F(RolloutControllerTest, APodAbortedRightAfterAdmissionSaysNoHostWasDrained) {
+TEST_P(RolloutControllerTest, APodAbortedRightAfterAdmissionSaysNoHostWasDrained) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
   svc.tick();  // admitted: draining, no host moved yet
@@ -334,7 +382,7 @@ TEST_F(RolloutControllerTest, APodAbortedRightAfterAdmissionSaysNoHostWasDrained
   EXPECT_EQ(state(), "aborted");
 }
 
-TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHostsOutOfServiceAndStartsNoOther) {
+TEST_P(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHostsOutOfServiceAndStartsNoOther) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
   auto& svc = service();
   svc.tick();  // admits p1, p2
@@ -385,7 +433,7 @@ TEST_F(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHosts
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
 
-TEST_F(RolloutControllerTest, AbortLeavesHostsWhoseUpgradeStepNoAgentHadTakenDrainedAndNotFailed) {
+TEST_P(RolloutControllerTest, AbortLeavesHostsWhoseUpgradeStepNoAgentHadTakenDrainedAndNotFailed) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -403,7 +451,7 @@ TEST_F(RolloutControllerTest, AbortLeavesHostsWhoseUpgradeStepNoAgentHadTakenDra
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kFailed), 0);
 }
 
-TEST_F(RolloutControllerTest, AbortLetsAPodInValidationFinishItAndReturnsOnlyTheHostsThatPassed) {
+TEST_P(RolloutControllerTest, AbortLetsAPodInValidationFinishItAndReturnsOnlyTheHostsThatPassed) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -431,7 +479,7 @@ TEST_F(RolloutControllerTest, AbortLetsAPodInValidationFinishItAndReturnsOnlyThe
   EXPECT_EQ(phase("b1-p2"), PodPhase::kPending);
 }
 
-TEST_F(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWithdrew) {
+TEST_P(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWithdrew) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -452,7 +500,7 @@ TEST_F(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWi
 
 // ---- retry ----
 
-TEST_F(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgainAsAttemptTwo) {
+TEST_P(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgainAsAttemptTwo) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2, {{"failure_budget", {{"pods", 1}}}}));
   auto& svc = service();
   svc.tick();
@@ -493,7 +541,7 @@ TEST_F(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgain
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
 }
 
-TEST_F(RolloutControllerTest, RetryingAPodThatDidNotFailIsRefusedAndChangesNothing) {
+TEST_P(RolloutControllerTest, RetryingAPodThatDidNotFailIsRefusedAndChangesNothing) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
   auto& svc = service();
   svc.tick();
@@ -523,7 +571,7 @@ TEST_F(RolloutControllerTest, RetryingAPodThatDidNotFailIsRefusedAndChangesNothi
   EXPECT_EQ(svc.podVerb("ro-1", "b1-p1", "redo", kSre).error().code, ErrorCode::kNotFound);
 }
 
-TEST_F(RolloutControllerTest, RetryingAPodOfAFinishedRolloutIsRefusedRatherThanLeftPendingForever) {
+TEST_P(RolloutControllerTest, RetryingAPodOfAFinishedRolloutIsRefusedRatherThanLeftPendingForever) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -540,7 +588,7 @@ TEST_F(RolloutControllerTest, RetryingAPodOfAFinishedRolloutIsRefusedRatherThanL
   EXPECT_EQ(phase("b1-p1"), PodPhase::kAborted);
 }
 
-TEST_F(RolloutControllerTest, RetryingAPodOfAnAbortingRolloutIsRefusedTooAndSkipOfAFinishedOne) {
+TEST_P(RolloutControllerTest, RetryingAPodOfAnAbortingRolloutIsRefusedTooAndSkipOfAFinishedOne) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(2));
   auto& svc = service();
   svc.tick();
@@ -575,7 +623,7 @@ TEST_F(RolloutControllerTest, RetryingAPodOfAnAbortingRolloutIsRefusedTooAndSkip
 
 // ---- skip ----
 
-TEST_F(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompletesWithoutIt) {
+TEST_P(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompletesWithoutIt) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -600,7 +648,7 @@ TEST_F(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompl
   EXPECT_EQ(run_store_.runsOf("upgrade").size(), 1u);
 }
 
-TEST_F(RolloutControllerTest, SkipTakesAFailedPodOutOfTheBudgetButRefusesAPodInFlightOrSucceeded) {
+TEST_P(RolloutControllerTest, SkipTakesAFailedPodOutOfTheBudgetButRefusesAPodInFlightOrSucceeded) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"failure_budget", {{"pods", 0}}}}));
   auto& svc = service();
   svc.tick();
@@ -642,7 +690,7 @@ TEST_F(RolloutControllerTest, SkipTakesAFailedPodOutOfTheBudgetButRefusesAPodInF
 
 // ---- rollback ----
 
-TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisRolloutChanged) {
+TEST_P(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisRolloutChanged) {
   upgradedADayAgo({"b1-p1", "b1-p2", "b1-p3", "b1-p4"});
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
   auto& svc = service();
@@ -687,7 +735,7 @@ TEST_F(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisR
   EXPECT_EQ(phase("b1-p4"), PodPhase::kPending);
 }
 
-TEST_F(RolloutControllerTest, TheRollbackRolloutNamesTheRolloutItRollsBack) {
+TEST_P(RolloutControllerTest, TheRollbackRolloutNamesTheRolloutItRollsBack) {
   upgradedADayAgo({"b1-p1"});
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
@@ -705,7 +753,7 @@ TEST_F(RolloutControllerTest, TheRollbackRolloutNamesTheRolloutItRollsBack) {
   EXPECT_EQ(rollouts_.rollouts_.at(rb->row.id).rollback_of, "ro-1");
 }
 
-TEST_F(RolloutControllerTest, RollbackIsRefusedWhileTheRolloutRunsOrWhenNoChangedPodHasAnEarlierBundle) {
+TEST_P(RolloutControllerTest, RollbackIsRefusedWhileTheRolloutRunsOrWhenNoChangedPodHasAnEarlierBundle) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -734,7 +782,7 @@ TEST_F(RolloutControllerTest, RollbackIsRefusedWhileTheRolloutRunsOrWhenNoChange
 
 // ---- spares ----
 
-TEST_F(RolloutControllerTest, TwoFailedHostsOfEighteenLeaveSixtyFourGpusAndThePodServesWithThemInRepair) {
+TEST_P(RolloutControllerTest, TwoFailedHostsOfEighteenLeaveSixtyFourGpusAndThePodServesWithThemInRepair) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -755,7 +803,7 @@ TEST_F(RolloutControllerTest, TwoFailedHostsOfEighteenLeaveSixtyFourGpusAndThePo
   EXPECT_EQ(state(), "completed");
 }
 
-TEST_F(RolloutControllerTest, ThreeFailedHostsLeaveTooFewGpusAndThePodFails) {
+TEST_P(RolloutControllerTest, ThreeFailedHostsLeaveTooFewGpusAndThePodFails) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   auto& svc = service();
   svc.tick();
@@ -773,7 +821,7 @@ TEST_F(RolloutControllerTest, ThreeFailedHostsLeaveTooFewGpusAndThePodFails) {
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 15);
 }
 
-TEST_F(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainstTheSpares) {
+TEST_P(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainstTheSpares) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));
   auto& svc = service();
   svc.tick();
@@ -802,7 +850,7 @@ TEST_F(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainst
 
 // ---- time ----
 
-TEST_F(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePreviousWaveFinished) {
+TEST_P(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePreviousWaveFinished) {
   rollouts_.bundles_.add(bundle_);
   auto& svc = service();
   CreateRequest req;
@@ -854,7 +902,7 @@ TEST_F(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePrevious
   EXPECT_EQ(phase("b1-p4"), PodPhase::kDraining);
 }
 
-TEST_F(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
+TEST_P(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"soak", "10m"}}));
   pod("b1-p3").wave = 1;
   auto& svc = service();
@@ -903,7 +951,7 @@ TEST_F(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
   EXPECT_EQ(svc.view("ro-1")->eta_s, 1800.0);
 }
 
-TEST_F(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaWaitsForTheNextOpening) {
+TEST_P(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaWaitsForTheNextOpening) {
   // The fake clock starts at midnight UTC; the window is 02:00-02:45 every day.
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"windows", {"02:00-02:45"}}}));
   auto& svc = service();
@@ -945,6 +993,12 @@ TEST_F(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaW
   EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
   EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("window: outside the maintenance windows", 0), 0u) << pod("b1-p3").waiting_reason;
 }
+
+INSTANTIATE_TEST_SUITE_P(ReconcileThreads, RolloutControllerTest, ::testing::Values(1, 4),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 1 ? std::string("OnePodAfterAnother")
+                                                  : std::to_string(info.param) + "Threads";
+                         });
 
 }  // namespace
 }  // namespace kiln::rollouts
