@@ -59,6 +59,15 @@ class PgRunStoreTest : public ::testing::Test {
   }
 
   std::string step(const protocol::Assignment& a) { return a.step_id; }
+  // Workflow "one-step": a host workflow of one step.
+  void putOneStep() {
+    ASSERT_TRUE(service_
+                    .putWorkflow("one-step",
+                                 "name: one-step\nversion: \"1\"\nscope: host\nsteps:\n"
+                                 "  - id: only\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
+                                 admin_)
+                    .ok());
+  }
 
   kiln::testing::TestDatabase db_;
   std::unique_ptr<core::Store> fleet_ = makePgStore({db_.url(), 2});
@@ -140,18 +149,51 @@ TEST_F(PgRunStoreTest, TheReportThatClosesARunsLastGroupSaysSoOnce) {
   EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "passed");
 }
 
+// Runs whose last groups closed since the last pass are finished together, in one transaction
+// (their finished_at, PostgreSQL's now(), is its start), each with its own verdict and audit
+// record; a run with a group still open stays running, and a cancelled one stays cancelled.
+TEST_F(PgRunStoreTest, RunsThatEndedSinceTheLastPassAreFinishedInOneTransactionEachWithItsVerdict) {
+  putOneStep();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto run = service_.startRun({"one-step", {hosts_[i]}, {}, json::object(), "manual", ""}, admin_);
+    ASSERT_TRUE(run.ok()) << run.error().message;
+    ids.push_back(run->row.id);
+  }
+  auto broken = passed(hosts_[1], claim(hosts_[1]), false);
+  broken.body["exit_code"] = 3;
+  const auto answers = service_.reportBatch({passed(hosts_[0], claim(hosts_[0]), false), broken});
+  ASSERT_TRUE(answers[0].ok() && answers[1].ok());
+  ASSERT_TRUE(service_.cancelRun(ids[3], admin_).ok());
+  auto state = [&](int i) { return db_.query("SELECT state FROM workflow_runs WHERE id = '" + ids[i] + "'"); };
+  ASSERT_EQ(state(0), "running");
+
+  service_.tick();
+  EXPECT_EQ(state(0), "passed");
+  EXPECT_EQ(state(1), "failed");
+  EXPECT_EQ(state(2), "running") << "its host has not reported";
+  EXPECT_EQ(state(3), "cancelled");
+  EXPECT_EQ(db_.query("SELECT count(DISTINCT finished_at) FROM workflow_runs WHERE id IN ('" + ids[0] + "', '" +
+                      ids[1] + "')"),
+            "1")
+      << "finished in one transaction";
+  EXPECT_EQ(db_.query("SELECT summary->>'healthy' || '/' || (summary->>'hosts') FROM workflow_runs WHERE id = '" +
+                      ids[1] + "'"),
+            "0/1");
+  EXPECT_EQ(db_.query("SELECT string_agg(target || ':' || (details->>'state'), ',' ORDER BY details->>'state' DESC) FROM audit_log"
+                      " WHERE action = 'run.finish'"),
+            ids[0] + ":passed," + ids[1] + ":failed");
+  service_.tick();  // nothing more to finish
+  EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE action = 'run.finish'"), "2");
+}
+
 // Two batches that close a run's last two groups at once each see the other's group still open
 // from inside their transactions; the run is complete all the same, and the later commit says
 // so (a check after it). Before, neither did and the run waited for the controller's periodic
 // pass. The hosts' rows are held from a third session, so that both transactions block on their
 // failed host's transition (after their own look at the run's groups) until both have looked.
 TEST_F(PgRunStoreTest, TwoBatchesClosingARunsLastGroupsAtOnceStillSayItIsComplete) {
-  ASSERT_TRUE(service_
-                  .putWorkflow("one-step",
-                               "name: one-step\nversion: \"1\"\nscope: host\nsteps:\n"
-                               "  - id: only\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
-                               admin_)
-                  .ok());
+  putOneStep();
   std::atomic<int> completions{0};
   runs::RunServiceOptions o;
   o.on_run_complete = [&] { ++completions; };
