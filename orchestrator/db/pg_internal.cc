@@ -1,7 +1,10 @@
 #include "orchestrator/db/pg_internal.h"
 
-#include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/core/fleet_model.h"
 
@@ -102,8 +105,22 @@ core::HostSummary hostFromRow(const pqxx::row& r) {
 }
 
 
-Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
-                                    std::string* defer_pod_refresh) {
+namespace {
+
+// A job was running on a host that failed: an interruption candidate for triage.
+void recordInterruptionCandidate(pqxx::work& txn, const core::HostTransition& t, const std::string& pod,
+                                 const core::Actor& actor) {
+  const std::string id = "cand-" + txn.exec1("SELECT nextval('interruption_candidate_seq')")[0].as<std::string>();
+  txn.exec_params(
+      "INSERT INTO interruptions (id, at, pod, cause, description, candidate, created_by)"
+      " VALUES ($1, now(), $2, 'unknown', $3, true, $4)",
+      id, pod, "host " + t.host + " failed while allocated: " + t.reason, actor.token_id);
+  txn.exec_params("INSERT INTO interruption_hosts (interruption_id, host_id) VALUES ($1, $2)", id, t.host);
+}
+
+}  // namespace
+
+Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor) {
   auto rows = txn.exec_params("SELECT state, pod_id FROM hosts WHERE id = $1 FOR UPDATE", t.host);
   if (rows.empty()) return notFound("no host '" + t.host + "'");
   const core::HostState from_state = hostStateColumn(rows[0][0]);
@@ -126,18 +143,89 @@ Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransit
       t.host, action, from, to, actor.token_id, t.reason);
   writeAudit(txn, actor, "host." + action, t.host,
              nlohmann::json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
-  if (defer_pod_refresh) *defer_pod_refresh = pod;
-  else refreshPodState(txn, pod);
-  if (from_state == core::HostState::kAllocated && *next == core::HostState::kFailed) {
-    // A job was running on the host: record an interruption candidate for triage.
-    const std::string id = "cand-" + txn.exec1("SELECT nextval('interruption_candidate_seq')")[0].as<std::string>();
-    txn.exec_params(
-        "INSERT INTO interruptions (id, at, pod, cause, description, candidate, created_by)"
-        " VALUES ($1, now(), $2, 'unknown', $3, true, $4)",
-        id, pod, "host " + t.host + " failed while allocated: " + t.reason, actor.token_id);
-    txn.exec_params("INSERT INTO interruption_hosts (interruption_id, host_id) VALUES ($1, $2)", id, t.host);
-  }
+  refreshPodState(txn, pod);
+  if (from_state == core::HostState::kAllocated && *next == core::HostState::kFailed)
+    recordInterruptionCandidate(txn, t, pod, actor);
   return *next;
+}
+
+std::vector<Result<core::HostState>> applyTransitions(pqxx::work& txn, const std::vector<core::HostTransition>& ts,
+                                                      const core::Actor& actor) {
+  using nlohmann::json;
+  std::vector<Result<core::HostState>> out;
+  if (ts.empty()) return out;
+  struct Host {
+    core::HostState state;
+    std::string pod, reason;
+    int moves = 0, repairs = 0;
+  };
+  std::map<std::string, Host> hosts;
+  {
+    std::set<std::string> ids;
+    for (const auto& t : ts) ids.insert(t.host);
+    // Every row lock up front, in id order: two batches over overlapping hosts queue instead of
+    // deadlocking.
+    for (const auto& r : txn.exec_params("SELECT id, state, pod_id FROM hosts WHERE id IN"
+                                         " (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
+                                         json(std::vector<std::string>(ids.begin(), ids.end())).dump()))
+      hosts[r[0].as<std::string>()] = Host{hostStateColumn(r[1]), r[2].as<std::string>(), "", 0, 0};
+  }
+  // Each transition from the state the ones before it left (a host may move twice: drain,
+  // then drained), as applyTransition one after another would.
+  json events = json::array(), audits = json::array();
+  for (const auto& t : ts) {
+    auto it = hosts.find(t.host);
+    if (it == hosts.end()) {
+      out.emplace_back(notFound("no host '" + t.host + "'"));
+      continue;
+    }
+    Host& h = it->second;
+    auto next = core::nextState(h.state, t.action, t.override_to);
+    if (!next.ok()) {
+      next.error().with("host", t.host);
+      out.emplace_back(next.error());
+      continue;
+    }
+    const std::string from(core::hostStateName(h.state)), to(core::hostStateName(*next));
+    const std::string action(core::hostActionName(t.action));
+    events.push_back({{"h", t.host}, {"a", action}, {"f", from}, {"t", to}, {"r", t.reason}});
+    audits.push_back({{"a", "host." + action}, {"t", t.host}, {"d", {{"from", from}, {"to", to}, {"reason", t.reason}}}});
+    if (h.state == core::HostState::kAllocated && *next == core::HostState::kFailed)
+      recordInterruptionCandidate(txn, t, h.pod, actor);
+    h.state = *next;
+    h.reason = t.reason;
+    ++h.moves;
+    h.repairs += t.action == core::HostAction::kRepairComplete ? 1 : 0;
+    out.emplace_back(*next);
+  }
+  if (events.empty()) return out;
+  // One statement each for the hosts, their events and the audit records: the host_events
+  // trigger (service_days, db/migrations/0005) runs once for the batch instead of once a host,
+  // and holds its building's row for one statement's rows.
+  json rows = json::array();
+  std::set<std::string> pods;
+  for (const auto& [id, h] : hosts) {
+    if (h.moves == 0) continue;
+    rows.push_back({{"id", id}, {"s", core::hostStateName(h.state)}, {"r", h.reason}, {"n", h.moves}, {"p", h.repairs}});
+    pods.insert(h.pod);
+  }
+  txn.exec_params(
+      "UPDATE hosts h SET state = v.s, state_since = now(), state_reason = v.r, version = h.version + v.n,"
+      " repairs = h.repairs + v.p FROM jsonb_to_recordset($1::jsonb) AS v(id text, s text, r text, n int, p int)"
+      " WHERE h.id = v.id",
+      rows.dump());
+  txn.exec_params(
+      "INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
+      " SELECT v.h, v.a, v.f, v.t, $2, v.r FROM ROWS FROM (jsonb_to_recordset($1::jsonb)"
+      " AS (h text, a text, f text, t text, r text)) WITH ORDINALITY AS v(h, a, f, t, r, n) ORDER BY v.n",
+      events.dump(), actor.token_id);
+  txn.exec_params(
+      "INSERT INTO audit_log (actor, action, target, details)"
+      " SELECT $2, v.a, v.t, v.d FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (a text, t text, d jsonb))"
+      " WITH ORDINALITY AS v(a, t, d, n) ORDER BY v.n",
+      audits.dump(), actor.token_id);
+  for (const auto& pod : pods) refreshPodState(txn, pod);
+  return out;
 }
 
 }  // namespace kiln::db

@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "orchestrator/core/store.h"
 
@@ -36,10 +37,12 @@ Status claimIdempotencyKey(pqxx::work& txn, const std::optional<core::Idempotenc
 // Recomputes a pod's state from its hosts.
 void refreshPodState(pqxx::work& txn, const std::string& pod_id);
 // One lifecycle transition under the host's row lock, checked by core::nextState, with its
-// host event and audit record, and the pod's state refreshed. kNotFound, kConflict. With
-// `defer_pod_refresh`, the pod is not refreshed here: its id is written there, for a caller
-// applying many transitions to refresh each pod once.
-Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor,
-                                    std::string* defer_pod_refresh = nullptr);
+// host event and audit record, and the pod's state refreshed. kNotFound, kConflict.
+Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor);
+// applyTransition for each of `ts` in order (a host may appear more than once), with the same
+// outcomes, in a fixed number of statements: every host's row lock up front (in id order), one
+// write each for the hosts, their events and the audit records, then each pod's state once.
+std::vector<Result<core::HostState>> applyTransitions(pqxx::work& txn, const std::vector<core::HostTransition>& ts,
+                                                      const core::Actor& actor);
 
 }  // namespace kiln::db

@@ -401,29 +401,7 @@ class PgStore final : public core::Store {
                                                                const core::Actor& actor) override {
     using Outcomes = std::vector<Result<core::HostState>>;
     if (ts.empty()) return Outcomes{};
-    return pool_.transact<Outcomes>([&](pqxx::work& txn) -> Result<Outcomes> {
-      std::set<std::string> ids;
-      for (const auto& t : ts) ids.insert(t.host);
-      // Every row lock up front, in id order: two batches over overlapping hosts queue
-      // instead of deadlocking.
-      txn.exec_params("SELECT id FROM hosts WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
-                      json(std::vector<std::string>(ids.begin(), ids.end())).dump());
-      Outcomes out;
-      out.reserve(ts.size());
-      std::set<std::string> pods;
-      for (const auto& t : ts) {
-        std::string pod;
-        auto applied = applyTransition(txn, t, actor, &pod);
-        if (!applied.ok()) {
-          out.emplace_back(applied.error());
-          continue;
-        }
-        pods.insert(pod);
-        out.emplace_back(*applied);
-      }
-      for (const auto& pod : pods) refreshPodState(txn, pod);
-      return out;
-    });
+    return pool_.transact<Outcomes>([&](pqxx::work& txn) -> Result<Outcomes> { return applyTransitions(txn, ts, actor); });
   }
 
   Result<std::int64_t> countHealthyPods(const std::string& platform) override {

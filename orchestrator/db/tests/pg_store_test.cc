@@ -304,6 +304,28 @@ TEST_F(PgStoreTest, BatchedTransitionsApplyInOrderAndReportRefusedOnesPerHost) {
   EXPECT_EQ(db_.query("SELECT count(*) FROM host_events WHERE action IN ('drain', 'drained') AND reason <> 'earlier'"), "5");
   EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE action IN ('host.drain', 'host.drained')"), "6");
   EXPECT_EQ(store_->getPod("prn-b01-p1")->pod.state, core::PodState::kMaintenance);
+  // A host moved twice: its events in the batch's order, each from where the one before left
+  // it; its row counts both moves and keeps the last reason.
+  EXPECT_EQ(db_.query("SELECT string_agg(action || ':' || from_state || '>' || to_state, ',' ORDER BY id)"
+                      " FROM host_events WHERE host_id = 'prn-b01-p1-h03' AND action <> 'import'"),
+            "drain:available>draining,drained:draining>maintenance");
+  EXPECT_EQ(db_.query("SELECT string_agg(details->>'from' || '>' || (details->>'to'), ',' ORDER BY id)"
+                      " FROM audit_log WHERE target = 'prn-b01-p1-h03' AND action LIKE 'host.%'"),
+            "available>draining,draining>maintenance");
+  EXPECT_EQ(db_.query("SELECT state || ' ' || state_reason FROM hosts WHERE id = 'prn-b01-p1-h03'"),
+            "maintenance no job on the host");
+  EXPECT_EQ(db_.query("SELECT (SELECT version FROM hosts WHERE id = 'prn-b01-p1-h03') -"
+                      " (SELECT version FROM hosts WHERE id = 'prn-b01-p1-h04')"),
+            "2");
+  // The hosts in service per day, kept by host_events' trigger from the batch's one statement,
+  // equal a rebuild from the events (three hosts left service).
+  const std::string kept = db_.query("SELECT string_agg(building_id || ' ' || net_hosts || ' ' || tail_host_us, ',')"
+                                     " FROM service_days WHERE building_id = 'prn-b01'");
+  EXPECT_EQ(db_.query("SELECT sum(net_hosts) FROM service_days WHERE building_id = 'prn-b01'"), "15");
+  db_.query("SELECT kiln_rebuild_service_days()");
+  EXPECT_EQ(db_.query("SELECT string_agg(building_id || ' ' || net_hosts || ' ' || tail_host_us, ',')"
+                      " FROM service_days WHERE building_id = 'prn-b01'"),
+            kept);
   // One transaction for the whole batch: every event carries its start time, now().
   std::vector<core::HostTransition> undrain;
   for (int i = 4; i <= 18; ++i) {
@@ -313,6 +335,13 @@ TEST_F(PgStoreTest, BatchedTransitionsApplyInOrderAndReportRefusedOnesPerHost) {
   }
   ASSERT_TRUE(store_->transitionHosts(undrain, admin_).ok());
   EXPECT_EQ(db_.query("SELECT count(*) || '/' || count(DISTINCT at) FROM host_events WHERE reason = 'x'"), "30/1");
+  // A host failed while a job ran on it is an interruption candidate, batched or not.
+  ASSERT_TRUE(store_->transitionHost({"prn-b01-p1-h04", core::HostAction::kAllocate, std::nullopt, "job"}, admin_).ok());
+  auto failed = store_->transitionHosts({{"prn-b01-p1-h04", core::HostAction::kFail, std::nullopt, "xid 79"},
+                                         {"prn-b01-p1-h05", core::HostAction::kFail, std::nullopt, "xid 79"}},
+                                        admin_);
+  ASSERT_TRUE(failed.ok() && (*failed)[0].ok() && (*failed)[1].ok());
+  EXPECT_EQ(db_.query("SELECT string_agg(host_id, ',') FROM interruption_hosts"), "prn-b01-p1-h04");
 }
 
 TEST_F(PgStoreTest, ConcurrentOverlappingBatchesDoNotDeadlock) {
