@@ -5,7 +5,8 @@
 // and admits new pods only through rollouts::admit(). Every step is idempotent, so a kilnd
 // killed at any point and restarted (or another replica taking over) carries on without
 // upgrading a pod twice. The API's side (bundles, plans, verbs, views) is RolloutService;
-// kilnd's ControllerLoop calls tick() from one thread, on the leader only.
+// kilnd's ControllerLoop calls tick() from one thread, on the leader only; within a pass the
+// pods in flight take their steps on ControllerOptions::reconcile_threads threads.
 //
 // Files: controller.cc (the pass and admission), controller_phases.cc (what the phases share),
 // controller_drain.cc, controller_upgrade.cc and controller_validate.cc (one phase of a pod in
