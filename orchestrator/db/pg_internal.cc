@@ -121,32 +121,7 @@ void recordInterruptionCandidate(pqxx::work& txn, const core::HostTransition& t,
 }  // namespace
 
 Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor) {
-  auto rows = txn.exec_params("SELECT state, pod_id FROM hosts WHERE id = $1 FOR UPDATE", t.host);
-  if (rows.empty()) return notFound("no host '" + t.host + "'");
-  const core::HostState from_state = hostStateColumn(rows[0][0]);
-  const std::string from(core::hostStateName(from_state));
-  const std::string pod = rows[0][1].as<std::string>();
-  auto next = core::nextState(from_state, t.action, t.override_to);
-  if (!next.ok()) {
-    next.error().with("host", t.host);
-    return next.error();
-  }
-  const std::string to(core::hostStateName(*next));
-  const std::string action(core::hostActionName(t.action));
-  txn.exec_params(
-      "UPDATE hosts SET state = $2, state_since = now(), state_reason = $3, version = version + 1,"
-      " repairs = repairs + $4 WHERE id = $1",
-      t.host, to, t.reason, t.action == core::HostAction::kRepairComplete ? 1 : 0);
-  txn.exec_params(
-      "INSERT INTO host_events (host_id, action, from_state, to_state, actor, reason)"
-      " VALUES ($1, $2, $3, $4, $5, $6)",
-      t.host, action, from, to, actor.token_id, t.reason);
-  writeAudit(txn, actor, "host." + action, t.host,
-             nlohmann::json{{"from", from}, {"to", to}, {"reason", t.reason}}.dump());
-  refreshPodState(txn, pod);
-  if (from_state == core::HostState::kAllocated && *next == core::HostState::kFailed)
-    recordInterruptionCandidate(txn, t, pod, actor);
-  return *next;
+  return std::move(applyTransitions(txn, {t}, actor).front());
 }
 
 std::vector<Result<core::HostState>> applyTransitions(pqxx::work& txn, const std::vector<core::HostTransition>& ts,

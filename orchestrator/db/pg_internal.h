@@ -37,11 +37,13 @@ Status claimIdempotencyKey(pqxx::work& txn, const std::optional<core::Idempotenc
 // Recomputes a pod's state from its hosts.
 void refreshPodState(pqxx::work& txn, const std::string& pod_id);
 // One lifecycle transition under the host's row lock, checked by core::nextState, with its
-// host event and audit record, and the pod's state refreshed. kNotFound, kConflict.
+// host event and audit record, and the pod's state refreshed (an allocated host that fails is
+// an interruption candidate). kNotFound, kConflict. applyTransitions of one.
 Result<core::HostState> applyTransition(pqxx::work& txn, const core::HostTransition& t, const core::Actor& actor);
-// applyTransition for each of `ts` in order (a host may appear more than once), with the same
-// outcomes, in a fixed number of statements: every host's row lock up front (in id order), one
-// write each for the hosts, their events and the audit records, then each pod's state once.
+// Each of `ts` in order, as one after another (a host may appear more than once: each moves from
+// where the one before left it), in a fixed number of statements: every host's row lock up
+// front (in id order), one write each for the hosts, their events and the audit records, then
+// each pod's state once. One outcome per transition.
 std::vector<Result<core::HostState>> applyTransitions(pqxx::work& txn, const std::vector<core::HostTransition>& ts,
                                                       const core::Actor& actor);
 
