@@ -37,6 +37,15 @@ Result<T> field(const json& j, const char* name, T fallback) {
   }
 }
 
+// kInvalidContent "<what>: <first field>: <its message>" with every bad field (the REST error
+// body's shape: api/codecs.cc builds its own the same way).
+Error invalidFields(const std::string& what, std::vector<FieldError> fields, bool one_field_detail) {
+  Error bad = invalidContent(what + ": " + (fields[0].path.empty() ? "" : fields[0].path + ": ") + fields[0].message);
+  bad.fields = std::move(fields);
+  if (one_field_detail && bad.fields.size() == 1) bad.with("field", bad.fields[0].path);
+  return bad;
+}
+
 }  // namespace
 
 Result<Assignment> assignmentFromJson(const json& j) {
@@ -175,6 +184,107 @@ json toJson(const StepReport& r) {
               {f::kBootId, r.boot_id},
               {f::kInventory, r.inventory},
               {f::kAgentNote, r.agent_note}};
+}
+
+json toJson(const Registration& r) {
+  return json{{"host", r.host}, {"boot_id", r.boot_id}, {"agent_version", r.agent_version}, {"inventory", r.inventory}};
+}
+
+Result<Registration> registrationFromJson(const json& body) {
+  if (!body.is_object()) {
+    return invalidFields("invalid registration",
+                         {{"", "expected a JSON object {host, boot_id, agent_version, inventory}"}},
+                         /*one_field_detail=*/false);
+  }
+  std::vector<FieldError> bad;
+  for (const auto& [k, _] : body.items())
+    if (k != "host" && k != "boot_id" && k != "agent_version" && k != "inventory") bad.push_back({k, "unknown field"});
+  Registration out;
+  if (auto it = body.find("host"); it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty())
+    bad.push_back({"host", "is required (a host id)"});
+  else
+    out.host = it->get<std::string>();
+  const auto text = [&](const char* key, std::string& to) {
+    auto it = body.find(key);
+    if (it == body.end()) return;
+    if (!it->is_string() || it->get_ref<const std::string&>().size() > 256)
+      bad.push_back({key, "expected a string of at most 256 characters"});
+    else
+      to = it->get<std::string>();
+  };
+  text("boot_id", out.boot_id);
+  text("agent_version", out.agent_version);
+  if (auto it = body.find("inventory"); it != body.end()) {
+    if (it->is_object())
+      out.inventory = *it;
+    else if (!it->is_null())
+      bad.push_back({"inventory", "expected an object"});
+  }
+  if (!bad.empty()) return invalidFields("invalid registration", std::move(bad), /*one_field_detail=*/true);
+  return out;
+}
+
+json toJson(const Enrolment& e) {
+  return json{{"host", e.host}, {"token", e.token}, {"token_id", e.token_id}};
+}
+
+Result<Enrolment> enrolmentFromBody(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return invalidContent("the registration answer is not a JSON object");
+  Enrolment e;
+  auto token = j.find("token");
+  if (token == j.end() || !token->is_string() || token->get_ref<const std::string&>().empty())
+    return invalidContent("the registration answer has no token");
+  e.token = token->get<std::string>();
+  if (auto it = j.find("host"); it != j.end() && it->is_string()) e.host = it->get<std::string>();
+  if (auto it = j.find("token_id"); it != j.end() && it->is_string()) e.token_id = it->get<std::string>();
+  return e;
+}
+
+std::string_view reportOutcomeName(ReportOutcome o) {
+  switch (o) {
+    case ReportOutcome::kAccepted:
+      return "accepted";
+    case ReportOutcome::kDuplicate:
+      return "duplicate";
+    case ReportOutcome::kCancelled:
+      return "cancelled";
+  }
+  return "accepted";
+}
+
+json toJson(const ReportReply& r) {
+  json j = {{"acknowledged", true}, {"outcome", std::string(reportOutcomeName(r.outcome))}};
+  if (r.assignment) j["assignment"] = *r.assignment;
+  return j;
+}
+
+Result<ReportReply> reportReplyFromBody(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return invalidContent("the report answer is not a JSON object");
+  ReportReply r;
+  auto outcome = j.find("outcome");
+  if (outcome == j.end() || outcome->is_null()) {
+    // A 200 without one (kilnd before the outcome was said) took the report.
+  } else if (!outcome->is_string()) {
+    return invalidContent("the report answer's outcome is not a string");
+  } else if (const auto& name = outcome->get_ref<const std::string&>(); name == "accepted") {
+    r.outcome = ReportOutcome::kAccepted;
+  } else if (name == "duplicate") {
+    r.outcome = ReportOutcome::kDuplicate;
+  } else if (name == "cancelled") {
+    r.outcome = ReportOutcome::kCancelled;
+  } else {
+    return invalidContent("the report answer's outcome '" + name + "' is not accepted, duplicate or cancelled");
+  }
+  if (auto it = j.find("assignment"); it != j.end() && it->is_object()) r.assignment = std::move(*it);
+  return r;
+}
+
+const std::vector<std::string>& parseFormatNames() {
+  static const std::vector<std::string> kNames = {"nvidia-smi-xml", "dcgmi-diag-json", "dcgmi-nvlink-json", "json",
+                                                  "key-value"};
+  return kNames;
 }
 
 }  // namespace kiln::protocol

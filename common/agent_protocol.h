@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +108,55 @@ struct StepReport {
 // Every field, always (the agents' side). `ready` is added by the sender, at the moment it
 // sends (whether the agent holds another step then).
 nlohmann::json toJson(const StepReport& r);
+
+// ---- Registration (POST registerPath() with the enrolment token) ----
+
+// What an agent says of itself when it enrols.
+struct Registration {
+  std::string host, boot_id, agent_version;
+  nlohmann::json inventory = nlohmann::json::object();  // the agent's component reading
+  bool operator==(const Registration&) const = default;
+};
+// Every field, always (the agents' side).
+nlohmann::json toJson(const Registration& r);
+// kilnd's strict reading: kInvalidContent with one FieldError per bad field (an unknown field,
+// host missing or empty, boot_id or agent_version not a string of at most 256 bytes, inventory
+// neither an object nor null); the message names the first.
+Result<Registration> registrationFromJson(const nlohmann::json& body);
+
+// The 200 answer to a registration: the host's agent token.
+struct Enrolment {
+  std::string host, token, token_id;
+  bool operator==(const Enrolment&) const = default;
+};
+nlohmann::json toJson(const Enrolment& e);
+// kInvalidContent when the body is not a JSON object with a non-empty string token.
+Result<Enrolment> enrolmentFromBody(const std::string& body);
+
+// ---- The answer to a step report (POST resultPath(id)) ----
+
+// What kilnd made of a report it took (a stale lease is answered 409 instead).
+enum class ReportOutcome { kAccepted, kDuplicate, kCancelled };
+std::string_view reportOutcomeName(ReportOutcome o);  // "accepted", "duplicate", "cancelled"
+
+struct ReportReply {
+  ReportOutcome outcome = ReportOutcome::kAccepted;
+  // The host's next step, handed out with the answer to a report that said `ready`: raw, as
+  // PollAnswer's (validated by the agent, which can report on it).
+  std::optional<nlohmann::json> assignment;
+};
+// {"acknowledged": true, "outcome": ..., "assignment"?: ...} (kilnd's side).
+nlohmann::json toJson(const ReportReply& r);
+// kInvalidContent when the body is not a JSON object or its outcome is not one of the three; an
+// answer without an outcome (kilnd before it said one) is kAccepted.
+Result<ReportReply> reportReplyFromBody(const std::string& body);
+
+// ---- Parse formats ----
+
+// The names a step may give as its `parse` (a workflow step's `parse:`, Assignment::parse):
+// the workflow loader accepts these and no other, kiln-agent's parsers read each of them
+// (agents/parsers: its tests check the two lists agree).
+const std::vector<std::string>& parseFormatNames();
 
 // RFC 3986 unreserved characters kept, every other byte %XX.
 std::string percentEncode(const std::string& s);

@@ -3,6 +3,7 @@
 
 #include "common/agent_protocol.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -33,7 +34,7 @@ TEST(AgentProtocolTest, EveryGoldenAssignmentDecodesAndEncodesBackFieldForField)
   EXPECT_EQ(run->lease, 3);
   EXPECT_EQ(run->attempt, 2);
   EXPECT_EQ(run->argv, (std::vector<std::string>{"nvidia-smi", "-q", "-x"}));
-  EXPECT_EQ(run->parse, "nvidia_smi_xml");
+  EXPECT_EQ(run->parse, "nvidia-smi-xml");
   EXPECT_FALSE(run->isReboot());
   auto reboot = assignmentFromJson(golden("assignment_reboot.json"));
   EXPECT_TRUE(reboot->isReboot());
@@ -134,6 +135,103 @@ TEST(AgentProtocolTest, DumpJsonReplacesInvalidUtf8InsteadOfThrowing) {
   std::string text;
   ASSERT_NO_THROW(text = dumpJson(j));
   EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+}
+
+// ---- registration, its answer, the report's answer, parse formats ----
+
+TEST(AgentProtocolTest, ARegistrationIsWhatBothAgentsSendAndKilndReads) {
+  const json doc = golden("registration.json");
+  Registration r{"prn-b01-p0001-h07", "8c1d2f0a-4b7e-4e59-9a21-5d3c0b6f7e18", "0.9.0",
+                 json{{"driver", "580.65.06"}, {"gpu_vbios", "97.00.82.00.5F"}}};
+  EXPECT_EQ(toJson(r), doc);  // the agents' encoding is the golden file
+  auto read = registrationFromJson(doc);
+  ASSERT_TRUE(read.ok()) << read.error();
+  EXPECT_EQ(*read, r);
+  // An agent that has no inventory yet sends an empty object, which kilnd takes.
+  Registration bare{"h1", "", "", json::object()};
+  EXPECT_EQ(*registrationFromJson(toJson(bare)), bare);
+}
+
+// Before the codec, a boot_id or agent_version of another type threw nlohmann's type_error in
+// the handler (the request's safety net answered 422 with the library's message).
+TEST(AgentProtocolTest, RegistrationChecksTypes) {
+  auto ok = registrationFromJson(json::parse(R"({"host": "h1", "boot_id": "b", "inventory": {"driver": "575"}})"));
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok->boot_id, "b");
+  EXPECT_EQ(ok->inventory["driver"], "575");
+  auto bad = registrationFromJson(json::parse(R"({"host": "h1", "boot_id": 5, "inventory": [1]})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidContent);
+  ASSERT_EQ(bad.error().fields.size(), 2u);
+  EXPECT_EQ(bad.error().fields[0].path, "boot_id");
+  EXPECT_EQ(bad.error().fields[1].path, "inventory");
+  EXPECT_EQ(registrationFromJson(json::object()).error().details.at("field"), "host");
+}
+
+TEST(AgentProtocolTest, RegistrationListsEveryBadFieldAndRefusesUnknownOnes) {
+  auto bad = registrationFromJson(json::parse(R"({"hostname": "h1", "boot_id": 5, "agent_version": "1"})"));
+  ASSERT_FALSE(bad.ok());
+  std::vector<std::string> paths;
+  for (const auto& f : bad.error().fields) paths.push_back(f.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"hostname", "host", "boot_id"}));
+  EXPECT_EQ(bad.error().fields[0].message, "unknown field");
+  auto unknown = registrationFromJson(json::parse(R"({"host": "h1", "colour": "blue"})"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().details.at("field"), "colour");
+  EXPECT_EQ(registrationFromJson(json::array()).error().code, ErrorCode::kInvalidContent);
+}
+
+TEST(AgentProtocolTest, TheRegistrationAnswerIsWhatKilndSendsAndTheAgentsRead) {
+  const json doc = golden("enrolment.json");
+  const Enrolment e{"prn-b01-p0001-h07", "kiln_t-41_9f2c4b7d1e8a6f3c0b5d2e7a9c1f4b8d", "t-41"};
+  EXPECT_EQ(toJson(e), doc);
+  auto read = enrolmentFromBody(doc.dump());
+  ASSERT_TRUE(read.ok()) << read.error();
+  EXPECT_EQ(*read, e);
+  for (const char* bad : {"", "[]", "{}", R"({"token": ""})", R"({"token": 5})", "not json"})
+    EXPECT_EQ(enrolmentFromBody(bad).error().code, ErrorCode::kInvalidContent) << bad;
+}
+
+TEST(AgentProtocolTest, TheReportAnswerCarriesTheOutcomeAndTheNextStep) {
+  const json doc = golden("report_reply.json");
+  ReportReply r;
+  r.outcome = ReportOutcome::kAccepted;
+  r.assignment = doc["assignment"];
+  EXPECT_EQ(toJson(r), doc);  // kilnd's encoding
+  auto read = reportReplyFromBody(doc.dump());
+  ASSERT_TRUE(read.ok()) << read.error();
+  EXPECT_EQ(read->outcome, ReportOutcome::kAccepted);
+  ASSERT_TRUE(read->assignment.has_value());
+  // The step inside is an assignment like any other.
+  auto next = assignmentFromJson(*read->assignment);
+  ASSERT_TRUE(next.ok()) << next.error();
+  EXPECT_EQ(next->id, "a-18");
+  for (ReportOutcome o : {ReportOutcome::kDuplicate, ReportOutcome::kCancelled}) {
+    auto again = reportReplyFromBody(toJson(ReportReply{o, std::nullopt}).dump());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->outcome, o);
+    EXPECT_FALSE(again->assignment.has_value());
+  }
+  EXPECT_FALSE(reportReplyFromBody(R"({"acknowledged": true, "outcome": "stale"})").ok());
+  EXPECT_FALSE(reportReplyFromBody(R"({"acknowledged": true, "outcome": 3})").ok());
+  auto older = reportReplyFromBody(R"({"acknowledged": true})");  // kilnd before the outcome
+  ASSERT_TRUE(older.ok());
+  EXPECT_EQ(older->outcome, ReportOutcome::kAccepted);
+  EXPECT_FALSE(reportReplyFromBody("[]").ok());
+}
+
+TEST(AgentProtocolTest, TheGoldenAssignmentsNameKnownParseFormats) {
+  const auto& names = parseFormatNames();
+  EXPECT_EQ(names.size(), 5u);
+  for (const char* file : {"assignment_run.json", "assignment_reboot.json", "assignment_minimal.json"}) {
+    auto a = assignmentFromJson(golden(file));
+    ASSERT_TRUE(a.ok()) << file;
+    if (!a->parse.empty()) {
+      EXPECT_NE(std::find(names.begin(), names.end(), a->parse), names.end()) << file;
+    }
+  }
+  auto reply = golden("report_reply.json");
+  EXPECT_NE(std::find(names.begin(), names.end(), reply["assignment"]["parse"].get<std::string>()), names.end());
 }
 
 }  // namespace

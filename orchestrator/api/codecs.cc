@@ -205,25 +205,4 @@ Result<std::string> decodeVerbReason(std::string_view raw, std::string_view cont
   return reason;
 }
 
-Result<AgentRegistration> decodeAgentRegistration(const json& body) {
-  if (!body.is_object())
-    return fieldErrors("invalid registration", {{"", "expected a JSON object {host, boot_id, agent_version, inventory}"}},
-                       /*one_field_detail=*/false);
-  std::vector<FieldError> bad;
-  for (const auto& [k, _] : body.items())
-    if (k != "host" && k != "boot_id" && k != "agent_version" && k != "inventory") bad.push_back({k, "unknown field"});
-  AgentRegistration out;
-  if (!body.contains("host") || !body["host"].is_string() || body["host"].get_ref<const std::string&>().empty())
-    bad.push_back({"host", "is required (a host id)"});
-  else out.host = body["host"].get<std::string>();
-  optionalText(body, "boot_id", 256, "expected a string of at most 256 characters", out.boot_id, bad);
-  optionalText(body, "agent_version", 256, "expected a string of at most 256 characters", out.agent_version, bad);
-  if (body.contains("inventory")) {
-    if (body["inventory"].is_object()) out.inventory = body["inventory"];
-    else if (!body["inventory"].is_null()) bad.push_back({"inventory", "expected an object"});
-  }
-  if (!bad.empty()) return fieldErrors("invalid registration", std::move(bad), /*one_field_detail=*/true);
-  return out;
-}
-
 }  // namespace kiln::api

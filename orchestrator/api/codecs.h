@@ -62,11 +62,7 @@ Result<TokenBody> decodeTokenRequest(const nlohmann::json& body);
 // A rollout verb's optional body: nothing (blank), or {"reason": "..."} (at most 1000 characters).
 Result<std::string> decodeVerbReason(std::string_view body, std::string_view content_type);
 
-// POST /api/v1/agents/register: {host, boot_id?, agent_version?, inventory?}.
-struct AgentRegistration {
-  std::string host, boot_id, agent_version;
-  nlohmann::json inventory = nlohmann::json::object();
-};
-Result<AgentRegistration> decodeAgentRegistration(const nlohmann::json& body);
+// POST /api/v1/agents/register is the agent protocol's (common/agent_protocol.h:
+// protocol::registrationFromJson).
 
 }  // namespace kiln::api

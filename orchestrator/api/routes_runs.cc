@@ -142,12 +142,12 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return body.error();
-                auto reg = decodeAgentRegistration(*body);
+                auto reg = protocol::registrationFromJson(*body);
                 if (!reg.ok()) return reg.error();
-                const std::string& host = reg->host;
-                auto t = s.run_store->enrollAgent(host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
+                auto t =
+                    s.run_store->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
                 if (!t.ok()) return t.error();
-                return jsonResponse(200, {{"host", host}, {"token", t->secret}, {"token_id", t->info.id}});
+                return jsonResponse(200, protocol::toJson(protocol::Enrolment{reg->host, t->secret, t->info.id}));
               }});
 
   router.add({.method = "GET", .pattern = "/api/v1/agents/{host}/work", .role = core::Role::kAgent,
@@ -229,19 +229,24 @@ void addRunRoutes(Router& router, Services& s) {
                 s.agents->report(ctx.agent_host, id, std::move(*body), ctx.req.body,
                                  [done, id](Result<runs::RunService::ReportAnswer> answer) {
                                    if (!answer.ok()) return done(answer.error());
-                                   const char* outcome = nullptr;
+                                   protocol::ReportReply reply;
                                    switch (answer->outcome) {
-                                     case runs::ReportOutcome::kAccepted: outcome = "accepted"; break;
-                                     case runs::ReportOutcome::kDuplicate: outcome = "duplicate"; break;
-                                     case runs::ReportOutcome::kCancelled: outcome = "cancelled"; break;
-                                     case runs::ReportOutcome::kStale: break;
+                                     case runs::ReportOutcome::kAccepted:
+                                       reply.outcome = protocol::ReportOutcome::kAccepted;
+                                       break;
+                                     case runs::ReportOutcome::kDuplicate:
+                                       reply.outcome = protocol::ReportOutcome::kDuplicate;
+                                       break;
+                                     case runs::ReportOutcome::kCancelled:
+                                       reply.outcome = protocol::ReportOutcome::kCancelled;
+                                       break;
+                                     case runs::ReportOutcome::kStale:
+                                       return done(
+                                           conflict("the lease of assignment " + id +
+                                                    " is stale: the step was reassigned or expired; drop this report"));
                                    }
-                                   if (!outcome)
-                                     return done(conflict("the lease of assignment " + id +
-                                                          " is stale: the step was reassigned or expired; drop this report"));
-                                   json reply = {{"acknowledged", true}, {"outcome", outcome}};
-                                   if (answer->next) reply["assignment"] = protocol::toJson(*answer->next);
-                                   done(jsonResponse(200, reply));
+                                   if (answer->next) reply.assignment = protocol::toJson(*answer->next);
+                                   done(jsonResponse(200, protocol::toJson(reply)));
                                  });
               }});
 }

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/agent_protocol.h"
+
 namespace kiln::workflow {
 
 std::optional<Duration> parseDuration(std::string_view text) {
@@ -110,9 +112,7 @@ const char* checkOpName(CheckOp op) {
 }
 
 const std::vector<std::string>& knownParseFormats() {
-  static const std::vector<std::string> kFormats = {
-      "nvidia-smi-xml", "dcgmi-diag-json", "dcgmi-nvlink-json", "json", "key-value"};
-  return kFormats;
+  return protocol::parseFormatNames();
 }
 
 const std::vector<std::string>& knownContextFields() {

@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     case 6: {
-      auto r = kiln::api::decodeAgentRegistration(*doc);
+      auto r = kiln::protocol::registrationFromJson(*doc);
       if (r.ok()) KILN_FUZZ_EXPECT(r->inventory.is_object(), "inventory");
       break;
     }

@@ -8,6 +8,7 @@
 
 #include "agents/parsers/parsers.h"
 #include "agents/parsers/tests/testdata_util.h"
+#include "common/agent_protocol.h"
 
 namespace kiln::parsers {
 namespace {
@@ -24,6 +25,18 @@ CommandRun runCommand(const std::vector<std::string>& args, const std::string& s
   std::ostringstream err;
   int code = runParseCommand(args, in, out, err);
   return {code, out.str(), err.str()};
+}
+
+// The formats a workflow may name (the protocol's list, which the loader checks steps against)
+// are exactly the ones the agent parses.
+TEST(ParseCommandTest, TheAgentParsesEveryFormatTheProtocolNamesAndNoOther) {
+  std::vector<std::string> ours;
+  for (auto name : formatNames()) ours.emplace_back(name);
+  std::vector<std::string> protocol = protocol::parseFormatNames();
+  std::sort(ours.begin(), ours.end());
+  std::sort(protocol.begin(), protocol.end());
+  EXPECT_EQ(ours, protocol);
+  for (const auto& name : protocol::parseFormatNames()) EXPECT_TRUE(formatFromName(name).ok()) << name;
 }
 
 TEST(ParseCommandTest, ParsesStdinAndPrintsJson) {

@@ -152,11 +152,8 @@ void Fleet::enrol(Host& h) {
   h.enrol_queued = false;
   h.phase = Host::Phase::kEnrolling;
   enrolling_++;
-  json body = {{"host", h.state.host},
-               {"boot_id", h.state.boot_id},
-               {"agent_version", kAgentVersion},
-               {"inventory", inventoryOf(h.state)}};
-  HttpRequest req{"POST", "/api/v1/agents/register", settings_.enroll_token, body.dump(),
+  const protocol::Registration registration{h.state.host, h.state.boot_id, kAgentVersion, inventoryOf(h.state)};
+  HttpRequest req{"POST", protocol::registerPath(), settings_.enroll_token, protocol::toJson(registration).dump(),
                   Priority::kHigh};
   const auto sent = loop_.now();
   std::weak_ptr<int> life = life_;
@@ -182,9 +179,8 @@ void Fleet::onEnrolled(Host& h, SteadyClock::time_point sent, Result<HttpRespons
   enrolling_--;
   enrolNext();
   if (r.ok() && r->status == 200) {
-    auto j = json::parse(r->body, nullptr, false);
-    if (j.is_object() && j.contains("token") && j["token"].is_string()) {
-      h.token = j["token"].get<std::string>();
+    if (auto enrolment = protocol::enrolmentFromBody(r->body)) {
+      h.token = std::move(enrolment->token);
       h.phase = Host::Phase::kActive;
       h.failures = 0;
       counters_.enrolments++;
@@ -439,9 +435,8 @@ void Fleet::onReport(Host& h, SteadyClock::time_point sent, Result<HttpResponse>
   request_latency_.record(loop_.now() - sent);
   if (r.ok() && r->status == 200) {
     counters_.reports_ok++;
-    auto answer = json::parse(r->body, nullptr, false);
-    if (answer.is_object() && answer.contains("assignment") && answer["assignment"].is_object())
-      return afterReport(h, &answer["assignment"]);
+    auto answer = protocol::reportReplyFromBody(r->body);
+    if (answer && answer->assignment) return afterReport(h, &*answer->assignment);
     return afterReport(h);
   }
   if (r.ok() && r->status == 409) {

@@ -105,35 +105,6 @@ TEST(CodecsTest, VerbReason) {
   EXPECT_EQ(decodeVerbReason("[1]", "application/json").error().code, ErrorCode::kInvalidContent);
 }
 
-// Before the codec, a boot_id or agent_version of another type threw nlohmann's type_error in
-// the handler (the request's safety net answered 422 with the library's message).
-TEST(CodecsTest, AgentRegistrationChecksTypes) {
-  auto ok = decodeAgentRegistration(json::parse(R"({"host": "h1", "boot_id": "b", "inventory": {"driver": "575"}})"));
-  ASSERT_TRUE(ok.ok()) << ok.error();
-  EXPECT_EQ(ok->boot_id, "b");
-  EXPECT_EQ(ok->inventory["driver"], "575");
-  auto bad = decodeAgentRegistration(json::parse(R"({"host": "h1", "boot_id": 5, "inventory": [1]})"));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidContent);
-  ASSERT_EQ(bad.error().fields.size(), 2u);
-  EXPECT_EQ(bad.error().fields[0].path, "boot_id");
-  EXPECT_EQ(bad.error().fields[1].path, "inventory");
-  EXPECT_EQ(decodeAgentRegistration(json::object()).error().details.at("field"), "host");
-}
-
-TEST(CodecsTest, AgentRegistrationListsEveryBadFieldAndRefusesUnknownOnes) {
-  auto bad = decodeAgentRegistration(json::parse(R"({"hostname": "h1", "boot_id": 5, "agent_version": "1"})"));
-  ASSERT_FALSE(bad.ok());
-  std::vector<std::string> paths;
-  for (const auto& f : bad.error().fields) paths.push_back(f.path);
-  EXPECT_EQ(paths, (std::vector<std::string>{"hostname", "host", "boot_id"}));
-  EXPECT_EQ(bad.error().fields[0].message, "unknown field");
-  auto unknown = decodeAgentRegistration(json::parse(R"({"host": "h1", "colour": "blue"})"));
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().details.at("field"), "colour");
-  EXPECT_EQ(decodeAgentRegistration(json::array()).error().code, ErrorCode::kInvalidContent);
-}
-
 TEST(CodecsTest, ChoiceIsAnEnumValueOrAbsent) {
   EXPECT_TRUE(decodeChoice("", "state", {"running"}).ok());
   EXPECT_TRUE(decodeChoice("running", "state", {"running", "passed"}).ok());
