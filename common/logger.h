@@ -1,14 +1,18 @@
 #pragma once
-// The logging seam of the core (docs/STYLE.md: core code takes its collaborators, never reaches for
-// a global). Services that would otherwise drop a failed Result say so through a Logger; kilnd
-// hands them one that writes to its spdlog logger (kilnd/log_format.h), tests a RecordingLogger.
+// The one logging interface of kilnd and kiln-agent (docs/STYLE.md: code takes its collaborators,
+// never reaches for a global). Each component gets its own named logger from the process's
+// (named("slurm"): its lines say which component wrote them); the composition roots build the
+// process's over spdlog (common/spd_log.h), tests use a RecordingLogger.
 // Thread-safe: implementations may be called from any thread.
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <fmt/core.h>
 
 namespace kiln {
 
@@ -19,12 +23,43 @@ std::string_view logLevelName(LogLevel level);
 class Logger {
  public:
   virtual ~Logger() = default;
+  // `message` is written as it is (never a format string).
   virtual void log(LogLevel level, std::string_view message) = 0;
+  // Whether a line at `level` would be written: a caller may skip building a costly line.
+  virtual bool enabled(LogLevel /*level*/) const { return true; }
+  // The logger of one component of the process, whose lines carry its name. The default
+  // writes through this one with "[component] " before each message. May outlive nothing it
+  // was named from: the composition root keeps the process's logger for its whole life.
+  virtual std::shared_ptr<Logger> named(std::string_view component);
 
   void debug(std::string_view m) { log(LogLevel::kDebug, m); }
   void info(std::string_view m) { log(LogLevel::kInfo, m); }
   void warn(std::string_view m) { log(LogLevel::kWarn, m); }
   void error(std::string_view m) { log(LogLevel::kError, m); }
+  // fmt-style lines, "assignment {}: exit {}" (checked at compile time); formatted only when
+  // the level is enabled.
+  template <typename... Args>
+  void debug(fmt::format_string<Args...> f, Args&&... args) {
+    logf(LogLevel::kDebug, f, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  void info(fmt::format_string<Args...> f, Args&&... args) {
+    logf(LogLevel::kInfo, f, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  void warn(fmt::format_string<Args...> f, Args&&... args) {
+    logf(LogLevel::kWarn, f, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  void error(fmt::format_string<Args...> f, Args&&... args) {
+    logf(LogLevel::kError, f, std::forward<Args>(args)...);
+  }
+
+ private:
+  template <typename... Args>
+  void logf(LogLevel level, fmt::format_string<Args...> f, Args&&... args) {
+    if (enabled(level)) log(level, fmt::format(f, std::forward<Args>(args)...));
+  }
 };
 
 // Says nothing: the default where a caller has no log (tools, most tests).

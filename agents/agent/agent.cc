@@ -51,7 +51,7 @@ class Agent::Backoff {
 };
 
 Agent::Agent(AgentSettings settings, Transport& transport, exec::ProcessRunner& runner,
-             HostProbe& probe, Clock& clock, std::shared_ptr<spdlog::logger> log,
+             HostProbe& probe, Clock& clock, std::shared_ptr<Logger> log,
              std::function<double()> random01)
     : settings_(std::move(settings)),
       transport_(transport),
@@ -59,6 +59,7 @@ Agent::Agent(AgentSettings settings, Transport& transport, exec::ProcessRunner& 
       probe_(probe),
       clock_(clock),
       log_(std::move(log)),
+      live_log_(log_->named("live_output")),
       random01_(std::move(random01)) {
   if (!random01_) {
     auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
@@ -204,28 +205,22 @@ Status Agent::enrolOnce() {
   } else {
     log_->warn("inventory: {}", inv.error().message);
   }
-  json body = {{"host", settings_.host},
-               {"boot_id", bootId()},
-               {"agent_version", kAgentVersion},
-               {"inventory", inventory}};
-  auto reply = transport_.send({"POST", registerPath(), dumpJson(body), enroll_token, false});
+  const protocol::Registration registration{settings_.host, bootId(), kAgentVersion, std::move(inventory)};
+  auto reply = transport_.send({"POST", registerPath(), dumpJson(protocol::toJson(registration)), enroll_token, false});
   if (!reply) return reply.error();
   if (reply->status != 200) {
     return Error(ErrorCode::kUnavailable, "register answered " + std::to_string(reply->status) +
                                               ": " + snippet(reply->body));
   }
-  json answer = json::parse(reply->body, nullptr, false);
-  if (!answer.is_object() || !answer.value("token", json()).is_string() ||
-      answer["token"].get<std::string>().empty()) {
-    return invalidContent("register answer has no token: " + snippet(reply->body));
-  }
-  const std::string token = answer["token"].get<std::string>();
+  auto answer = protocol::enrolmentFromBody(reply->body);
+  if (!answer) return invalidContent(answer.error().message + ": " + snippet(reply->body));
+  const std::string token = answer->token;
   if (auto st = writeAgentToken(settings_.state_dir, token); !st) return st;
   {
     std::lock_guard lock(mu_);
     token_ = token;
   }
-  log_->info("enrolled as {} (token id {})", settings_.host, answer.value("token_id", ""));
+  log_->info("enrolled as {} (token id {})", settings_.host, answer->token_id);
   return okStatus();
 }
 
@@ -334,10 +329,10 @@ void Agent::handlePollAnswer(const std::string& body) {
 }
 
 void Agent::queueHandedOut(const std::string& body) {
-  json answer = json::parse(body, nullptr, false);
-  if (!answer.is_object() || !answer.contains("assignment")) return;
+  auto answer = protocol::reportReplyFromBody(body);
+  if (!answer || !answer->assignment) return;
   std::lock_guard lock(mu_);
-  queue_.push_back(std::move(answer["assignment"]));
+  queue_.push_back(std::move(*answer->assignment));
   cv_.notify_all();
 }
 
@@ -496,7 +491,7 @@ void Agent::runStep(const Assignment& a) {
   spec.kill_grace = milliseconds(a.kill_grace_ms);
   spec.output_cap = a.output_cap;
   spec.parse_capture_cap = a.parse.empty() ? 0 : settings_.parse_capture_cap;
-  LiveOutputSender live(transport_, clock_, log_, settings_.host, a.id, a.lease,
+  LiveOutputSender live(transport_, clock_, live_log_, settings_.host, a.id, a.lease,
                         [this] {
                           std::lock_guard lock(mu_);
                           return token_;

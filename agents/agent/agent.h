@@ -22,8 +22,8 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/logger.h>
 
+#include "common/logger.h"
 #include "common/agent_protocol.h"
 #include "common/clock.h"
 #include "agents/agent/host_probe.h"
@@ -67,7 +67,7 @@ class Agent {
   // The collaborators must outlive the agent. `random01` draws jitter in [0, 1); default: a
   // seeded std::mt19937.
   Agent(AgentSettings settings, Transport& transport, exec::ProcessRunner& runner,
-        HostProbe& probe, Clock& clock, std::shared_ptr<spdlog::logger> log,
+        HostProbe& probe, Clock& clock, std::shared_ptr<Logger> log,
         std::function<double()> random01 = {});
   ~Agent();  // requests a stop and joins the poller
   Agent(const Agent&) = delete;
@@ -139,7 +139,8 @@ class Agent {
   exec::ProcessRunner& runner_;
   HostProbe& probe_;
   Clock& clock_;
-  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<Logger> log_;
+  std::shared_ptr<Logger> live_log_;  // the live output senders' ("live_output")
   std::function<double()> random01_;
   std::mutex random_mu_;
 

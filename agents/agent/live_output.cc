@@ -79,7 +79,7 @@ void LiveBuffer::acknowledge(std::int64_t end) {
   start_ += static_cast<std::int64_t>(drop);
 }
 
-LiveOutputSender::LiveOutputSender(Transport& transport, Clock& clock, std::shared_ptr<spdlog::logger> log,
+LiveOutputSender::LiveOutputSender(Transport& transport, Clock& clock, std::shared_ptr<Logger> log,
                                    std::string host, std::string assignment_id, std::int64_t lease,
                                    std::function<std::string()> token, LiveOutputSettings settings)
     : transport_(transport),

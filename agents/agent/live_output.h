@@ -22,8 +22,8 @@
 #include <string_view>
 #include <thread>
 
-#include <spdlog/logger.h>
 
+#include "common/logger.h"
 #include "common/clock.h"
 #include "agents/agent/transport.h"
 
@@ -69,7 +69,7 @@ struct LiveOutputSettings {
 class LiveOutputSender {
  public:
   // `token` gives the agent's current token at each call. Collaborators must outlive it.
-  LiveOutputSender(Transport& transport, Clock& clock, std::shared_ptr<spdlog::logger> log, std::string host,
+  LiveOutputSender(Transport& transport, Clock& clock, std::shared_ptr<Logger> log, std::string host,
                    std::string assignment_id, std::int64_t lease, std::function<std::string()> token,
                    LiveOutputSettings settings);
   ~LiveOutputSender();  // stop()
@@ -88,7 +88,7 @@ class LiveOutputSender {
 
   Transport& transport_;
   Clock& clock_;
-  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<Logger> log_;
   const std::string host_, assignment_id_;
   const std::int64_t lease_;
   std::function<std::string()> token_;

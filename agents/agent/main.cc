@@ -15,6 +15,7 @@
 #include "agents/agent/host_probe.h"
 #include "agents/agent/transport.h"
 #include "common/exec/process_runner.h"
+#include "common/spd_log.h"
 #include "agents/parsers/parsers.h"
 
 extern char** environ;
@@ -52,11 +53,11 @@ int runAgent(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto log = std::make_shared<spdlog::logger>(
-      "kiln-agent", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  log->set_level(spdlog::level::from_str(o.log_level));
-  log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  log->flush_on(spdlog::level::info);
+  auto spd = std::make_shared<spdlog::logger>("kiln-agent", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  spd->set_level(spdlog::level::from_str(o.log_level));
+  (void)kiln::setLogFormat(*spd, "text");  // kilnd's text format: a component's lines say "[component]"
+  spd->flush_on(spdlog::level::info);
+  std::shared_ptr<kiln::Logger> log = kiln::makeSpdLogger(spd);
 
   if (!kiln::exec::becomeSubreaper()) log->warn("cannot become a child subreaper");
   initializeHttpThreads(2);
@@ -103,7 +104,7 @@ int runAgent(const std::vector<std::string>& args) {
   log->info("kiln-agent {} for {} -> {}", kAgentVersion, o.host, o.url);
   kiln::Status st = agent.run();
   if (!st) log->error("{}", st.error().message);
-  log->flush();
+  spd->flush();
   std::cout.flush();
   // Abandoned HTTP calls may still run on network threads: end without running destructors
   // (everything that matters is fsync'ed in the journal already).

@@ -1,7 +1,5 @@
 #include "orchestrator/api/api.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -102,7 +100,7 @@ Router buildRouter(Services& services) {
   return router;
 }
 
-Api::Api(Services services, Executor& executor, std::shared_ptr<spdlog::logger> log)
+Api::Api(Services services, Executor& executor, std::shared_ptr<Logger> log)
     : services_(std::move(services)), executor_(executor), log_(std::move(log)) {
   services_.metrics = &metrics_;
   services_.forget_token = [this](const std::string& id) { forgetToken(id); };
@@ -268,8 +266,8 @@ void Api::finish(const http::Request& req, const Route* route, const core::Actor
     }
   }
   reply(std::move(resp));
-  const auto level = route && route->quiet && status < 400 ? spdlog::level::debug : spdlog::level::info;
-  if (!log_->should_log(level)) return;
+  const auto level = route && route->quiet && status < 400 ? LogLevel::kDebug : LogLevel::kInfo;
+  if (!log_->enabled(level)) return;
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1f", secs * 1000);
   LogFields fields = {{"request_id", request_id}, {"method", req.method},        {"path", req.path},
@@ -277,7 +275,8 @@ void Api::finish(const http::Request& req, const Route* route, const core::Actor
                       {"actor", actor.name},      {"token_id", actor.token_id}};
   for (const auto& [name, value] : params) fields.emplace_back(objectKey(pattern, name), value);
   LogScope scope(fields);
-  log_->log(level, "{} {} {} {}ms token={} req={}", req.method, req.path, status, ms, actor.token_id, request_id);
+  log_->log(level, fmt::format("{} {} {} {}ms token={} req={}", req.method, req.path, status, ms, actor.token_id,
+                               request_id));
 }
 
 Result<std::optional<Api::Principal>> Api::authenticate(const http::Request& req, bool cached_only) {

@@ -12,14 +12,11 @@
 #include <unordered_map>
 
 #include "common/executor.h"
+#include "common/logger.h"
 #include "orchestrator/api/metrics.h"
 #include "orchestrator/api/router.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
-
-namespace spdlog {
-class logger;
-}
 
 namespace kiln::runs {
 class RunService;
@@ -35,7 +32,10 @@ namespace kiln::reliability {
 class ReliabilityService;
 }
 namespace kiln::scheduler {
-class SlurmDriver;
+class Driver;
+}
+namespace kiln::fleet {
+class FleetService;
 }
 
 namespace kiln::api {
@@ -61,6 +61,7 @@ struct Targets {
 // the OpenAPI document); handlers dereference them only when serving.
 struct Services {
   core::Store* store = nullptr;
+  fleet::FleetService* fleet = nullptr;  // host moves and what follows them (POST /hosts/{id}/actions)
   core::Clock* clock = nullptr;
   RequestMetrics* metrics = nullptr;
   ControllerMetrics* controller = nullptr;  // null: kiln_leader and the controller series are not exported
@@ -70,8 +71,7 @@ struct Services {
   runs::LiveOutputStore* live_output = nullptr;  // null: the live output routes answer 503
   rollouts::RolloutService* rollouts = nullptr;
   reliability::ReliabilityService* reliability = nullptr;
-  std::string scheduler_kind = "none";        // none | hook | slurm (GET /scheduler)
-  scheduler::SlurmDriver* slurm = nullptr;    // null unless --scheduler slurm
+  scheduler::Driver* scheduler = nullptr;     // null: --scheduler none (GET /scheduler says "none")
   Targets targets;
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;
@@ -103,7 +103,7 @@ Router buildRouter(Services& services);
 
 class Api final : public http::Handler {
  public:
-  Api(Services services, Executor& executor, std::shared_ptr<spdlog::logger> log);
+  Api(Services services, Executor& executor, std::shared_ptr<Logger> log);
   ~Api() override;
 
   // Further routes from other subsystems (workflows, rollouts, agents) before serving starts.
@@ -142,7 +142,7 @@ class Api final : public http::Handler {
   Services services_;
   Router router_;
   Executor& executor_;
-  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<Logger> log_;
   RequestMetrics metrics_;
 
   struct CachedToken {

@@ -5,7 +5,7 @@
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/core/capacity.h"
 #include "orchestrator/core/fleet_spec.h"
-#include "orchestrator/runs/run_service.h"
+#include "orchestrator/fleet/fleet_service.h"
 
 namespace kiln::api {
 namespace {
@@ -175,19 +175,13 @@ void addFleetRoutes(Router& router, Services& s) {
                 const std::string action_name(core::hostActionName(action));
                 if (core::actionKind(action) == core::ActionKind::kAdmin && ctx.role != core::Role::kAdmin)
                   return Error(ErrorCode::kPermissionDenied, "'" + action_name + "' needs the admin role");
-                auto r = s.store->transitionHost({ctx.param("id"), action, decoded->to, decoded->reason}, ctx.actor);
+                // The fleet service applies the move and what follows it (quarantine validation
+                // after a repair, the scheduler's drain or resume): fleet/fleet_service.h.
+                auto r = s.fleet->move({ctx.param("id"), action, decoded->to, decoded->reason}, ctx.actor);
                 if (!r.ok()) return r.error();
-                json out = toJson(*r);
-                // Every repair goes through quarantine validation before the pool (docs/FACTS.md).
-                if ((action == core::HostAction::kRepairComplete || action == core::HostAction::kQuarantine) && s.runs) {
-                  runs::StartRequest q;
-                  q.workflow = "quarantine-validation";
-                  q.hosts = {ctx.param("id")};
-                  q.purpose = "quarantine";
-                  auto run = s.runs->startRun(q, ctx.actor);
-                  if (run.ok()) out["quarantine_run"] = run->row.id;
-                  else out["quarantine_run_error"] = run.error().message;
-                }
+                json out = toJson(r->host);
+                if (r->quarantine_run) out["quarantine_run"] = *r->quarantine_run;
+                if (r->quarantine_run_error) out["quarantine_run_error"] = *r->quarantine_run_error;
                 return jsonResponse(200, out);
               }});
 

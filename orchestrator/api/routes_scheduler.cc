@@ -1,11 +1,11 @@
-// The job scheduler: what kilnd's Slurm driver sees (GET /scheduler, /scheduler/nodes) and the
-// pre-job check a Slurm prolog asks for (POST /scheduler/checks, kilnctl slurm prolog).
+// The job scheduler: what kilnd's scheduler driver sees (GET /scheduler, /scheduler/nodes) and
+// the pre-job check a Slurm prolog asks for (POST /scheduler/checks, kilnctl slurm prolog).
 
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/run_views.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/run_service.h"
-#include "orchestrator/scheduler/slurm_driver.h"
+#include "orchestrator/scheduler/driver.h"
 
 namespace kiln::api {
 namespace {
@@ -17,7 +17,7 @@ json nodeJson(const scheduler::NodeStatus& n) {
             {"host", n.host.empty() ? json(nullptr) : json(n.host)},
             {"host_state", n.host_state ? json(std::string(core::hostStateName(*n.host_state))) : json(nullptr)},
             {"known_to_slurm", n.known},
-            {"slurm_state", n.slurm_state.empty() ? json(nullptr) : json(n.slurm_state)},
+            {"slurm_state", n.state.empty() ? json(nullptr) : json(n.state)},
             {"reason", n.reason},
             {"reason_user", n.reason_user},
             {"drained_by_kiln", n.drained_by_kiln},
@@ -31,20 +31,18 @@ void addSchedulerRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/scheduler", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                json j = {{"kind", s.scheduler_kind}};
-                if (s.slurm != nullptr) {
-                  const auto st = s.slurm->status();
-                  core::putTime(j, "last_pass", st.last_pass);
-                  j["last_error"] = st.last_error.empty() ? json(nullptr) : json(st.last_error);
+                json j = {{"kind", s.scheduler != nullptr ? std::string(s.scheduler->kind()) : std::string("none")}};
+                if (auto st = s.scheduler != nullptr ? s.scheduler->status() : std::nullopt) {
+                  core::putTime(j, "last_pass", st->last_pass);
+                  j["last_error"] = st->last_error.empty() ? json(nullptr) : json(st->last_error);
                   int kiln = 0, others = 0, unknown = 0;
-                  for (const auto& n : st.nodes) {
+                  for (const auto& n : st->nodes) {
                     if (n.drained_by_kiln) ++kiln;
-                    else if (n.known && (n.slurm_state.find("DRAIN") != std::string::npos ||
-                                         n.slurm_state.rfind("DOWN", 0) == 0))
+                    else if (n.known && (n.state.find("DRAIN") != std::string::npos || n.state.rfind("DOWN", 0) == 0))
                       ++others;
                     if (!n.known && !n.host.empty()) ++unknown;
                   }
-                  j["nodes"] = st.nodes.size();
+                  j["nodes"] = st->nodes.size();
                   j["drained_by_kiln"] = kiln;
                   j["unavailable_by_others"] = others;
                   j["hosts_without_node"] = unknown;
@@ -54,10 +52,11 @@ void addSchedulerRoutes(Router& router, Services& s) {
   router.add({.method = "GET", .pattern = "/api/v1/scheduler/nodes", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
-                if (s.slurm == nullptr)
-                  return Error(ErrorCode::kNotFound, "kilnd runs no Slurm driver (start it with --scheduler slurm)");
+                auto st = s.scheduler != nullptr ? s.scheduler->status() : std::nullopt;
+                if (!st)
+                  return Error(ErrorCode::kNotFound, "kilnd's scheduler driver keeps no node view (start it with --scheduler slurm)");
                 json items = json::array();
-                for (const auto& n : s.slurm->status().nodes) items.push_back(nodeJson(n));
+                for (const auto& n : st->nodes) items.push_back(nodeJson(n));
                 return pagedResult(ctx, json{{"items", std::move(items)}},
                                    [](const json& i) { return json::array({i["node"]}); });
               }});
@@ -89,11 +88,11 @@ void addSchedulerRoutes(Router& router, Services& s) {
                   }
                 }
                 if (!bad.fields.empty()) return bad;
-                // Slurm node -> Kiln host: the driver's naming (its last pass), else a host of that id.
+                // Scheduler node -> Kiln host: the driver's naming (its last pass), else a host of that id.
                 json mapping = json::object();
                 std::vector<std::string> hosts;
                 for (std::size_t i = 0; i < nodes.size(); ++i) {
-                  std::string host = s.slurm != nullptr ? s.slurm->hostOfNode(nodes[i]) : "";
+                  std::string host = s.scheduler != nullptr ? s.scheduler->hostOfNode(nodes[i]) : "";
                   if (host.empty()) {
                     auto h = s.store->getHost(nodes[i]);
                     if (h.ok()) host = h->host.id;

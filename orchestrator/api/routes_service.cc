@@ -5,6 +5,7 @@
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/reliability/reliability_service.h"
 #include "orchestrator/rollouts/rollout_service.h"
+#include "orchestrator/runs/run_service.h"
 
 namespace kiln::api {
 namespace {

@@ -198,4 +198,18 @@ std::vector<HostAction> allowedActions(HostState from, bool include_system) {
   return out;
 }
 
+bool interruptionCandidate(HostState from, HostState to) {
+  return from == S::kAllocated && to == S::kFailed;
+}
+
+FollowUps followUps(HostAction action, HostState to) {
+  FollowUps f;
+  f.quarantine_validation =
+      to == S::kQuarantine && (action == A::kRepairComplete || action == A::kQuarantine || action == A::kOverride);
+  if (action != A::kAllocate && action != A::kRelease)
+    f.scheduler = servesJobs(to) || action == A::kDrain || action == A::kFail || action == A::kQuarantine ||
+                  action == A::kRetire || action == A::kOverride;
+  return f;
+}
+
 }  // namespace kiln::core

@@ -95,4 +95,25 @@ Result<HostState> nextState(HostState from, HostAction action,
 // Actions of the given kinds allowed from a state, in table order.
 std::vector<HostAction> allowedActions(HostState from, bool include_system = false);
 
+// ---- What follows a transition (fleet::FleetService applies these; the stores the first) ----
+
+// A job was running on the host when it failed: the transition records an interruption
+// candidate for triage, in its own transaction.
+bool interruptionCandidate(HostState from, HostState to);
+
+// What must happen after a transition `action` that led to `to` committed.
+struct FollowUps {
+  // Every repair goes through quarantine validation before the pool (docs/FACTS.md): a host that
+  // entered quarantine (repair_complete, quarantine, or an admin's override to it) gets a
+  // quarantine-validation run.
+  bool quarantine_validation = false;
+  // The host entered or left the job pool by Kiln's hand: the job scheduler's driver hears of
+  // it (scheduler::Driver::hostsMoved) so it drains or resumes the node now, not at its next
+  // reading. Not for the scheduler's own moves (allocate, release). Judged from the action and
+  // the state reached: a return to the pool (servesJobs(to)) or an action that takes a serving
+  // host out of it (drain, fail, quarantine, retire, override).
+  bool scheduler = false;
+};
+FollowUps followUps(HostAction action, HostState to);
+
 }  // namespace kiln::core

@@ -165,8 +165,7 @@ std::vector<Result<core::HostState>> applyTransitions(pqxx::work& txn, const std
     const std::string action(core::hostActionName(t.action));
     events.push_back({{"h", t.host}, {"a", action}, {"f", from}, {"t", to}, {"r", t.reason}});
     audits.push_back({{"a", "host." + action}, {"t", t.host}, {"d", {{"from", from}, {"to", to}, {"reason", t.reason}}}});
-    if (h.state == core::HostState::kAllocated && *next == core::HostState::kFailed)
-      recordInterruptionCandidate(txn, t, h.pod, actor);
+    if (core::interruptionCandidate(h.state, *next)) recordInterruptionCandidate(txn, t, h.pod, actor);
     h.state = *next;
     h.reason = t.reason;
     ++h.moves;

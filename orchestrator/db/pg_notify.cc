@@ -22,11 +22,11 @@ class Receiver final : public pqxx::notification_receiver {
 
 }  // namespace
 
-PgNotifier::PgNotifier(std::string database_url, OnNotify on_notify, std::function<void()> on_reconnect, Log log)
+PgNotifier::PgNotifier(std::string database_url, OnNotify on_notify, std::function<void()> on_reconnect, Logger& log)
     : url_(std::move(database_url)),
       on_notify_(std::move(on_notify)),
       on_reconnect_(std::move(on_reconnect)),
-      log_(std::move(log)) {}
+      log_(log) {}
 
 PgNotifier::~PgNotifier() { stop(); }
 
@@ -82,7 +82,7 @@ void PgNotifier::listen() {
       });
       Receiver tokens(c, kTokens, [&](const std::string& payload, int) { on_notify_(kTokens, payload); });
       if (!first) {
-        if (log_) log_(false, "LISTEN/NOTIFY: listening again");
+        log_.info("LISTEN/NOTIFY: listening again");
         if (on_reconnect_) on_reconnect_();  // what was sent meanwhile is lost: callers re-read
       }
       first = false;
@@ -100,7 +100,7 @@ void PgNotifier::listen() {
         c.await_notification(0, 200000);  // 200 ms, so stop() is seen soon
       }
     } catch (const std::exception& e) {
-      if (log_) log_(true, std::string("LISTEN/NOTIFY: the listening connection failed (") + e.what() + "); replicas fall back to polling until it is back");
+      log_.warn(std::string("LISTEN/NOTIFY: the listening connection failed (") + e.what() + "); replicas fall back to polling until it is back");
     }
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, backoff, [&] { return stopping_; });
@@ -140,7 +140,7 @@ void PgNotifier::publish() {
       backoff = std::chrono::milliseconds(100);
     } catch (const std::exception& e) {
       c.reset();
-      if (log_) log_(true, std::string("LISTEN/NOTIFY: cannot notify other replicas (") + e.what() + "); they find the work at their next refresh");
+      log_.warn(std::string("LISTEN/NOTIFY: cannot notify other replicas (") + e.what() + "); they find the work at their next refresh");
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, backoff, [&] { return stopping_; });
       backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));

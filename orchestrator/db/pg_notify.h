@@ -21,13 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/logger.h"
+
 namespace kiln::db {
 
 class PgNotifier {
  public:
   using OnNotify = std::function<void(const std::string& channel, const std::string& payload)>;
-  using Log = std::function<void(bool warning, const std::string& line)>;
-  PgNotifier(std::string database_url, OnNotify on_notify, std::function<void()> on_reconnect, Log log);
+  // `log` must outlive the notifier.
+  PgNotifier(std::string database_url, OnNotify on_notify, std::function<void()> on_reconnect, Logger& log);
   ~PgNotifier();  // stop()
 
   // Starts both threads and waits (at most 2 s) until the listener is listening, so a replica
@@ -44,7 +46,7 @@ class PgNotifier {
   std::string url_;
   OnNotify on_notify_;
   std::function<void()> on_reconnect_;
-  Log log_;
+  Logger& log_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

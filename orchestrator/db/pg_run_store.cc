@@ -105,12 +105,13 @@ const std::string kReportLock = "SELECT a.id, a.host_id, a.group_key, " + runCol
                                 " JOIN workflow_runs r ON r.id = a.run_id"
                                 " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))"
                                 " ORDER BY g.run_id, g.group_key FOR UPDATE OF g";
-// $1 the rows (id, lease, result), $2 their ids.
+// $1 the rows (id, lease, result), $2 their ids. An id may come with several leases: at most one
+// is the live one, which the row returns.
 constexpr const char* kReportDone =
     "UPDATE assignments a SET state = 'done', finished_at = now(), result = v.result"
     " FROM json_to_recordset($1::json) AS v(id text, lease int, result json)"
     " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))"
-    " AND a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id";
+    " AND a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id, a.lease";
 constexpr const char* kAssignmentStates =
     "SELECT id, state, lease FROM assignments WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))";
 constexpr const char* kGroupRows = "AS v(run_id text, group_key text, state json, done boolean, wake float8)";
@@ -624,15 +625,16 @@ class PgRunStore final : public runs::RunStore {
         groups.emplace(key, Group{std::move(rg->first), std::move(rg->second), {}});
         lock_order.push_back(key);
       }
-      // Reports that may be live; a repeated id (a retry that caught up with the first) is
-      // looked at after the first was applied.
+      // Reports that may be live: the first of each id and lease. A repeat (a retry that caught
+      // up with the first) is looked at after the first was applied; a report on another lease
+      // of the same id before it does not hide the live one.
       // The rows as JSON text built by hand: a report body (tens of KB with an nvidia-smi tail)
       // goes in as the agent sent it, not copied into a document and dumped again.
       std::string live_rows = "[";
       std::size_t body_bytes = 0;
       for (const auto& it : items) body_bytes += it.result_text ? it.result_text->size() : 0;
       live_rows.reserve(body_bytes + 128 * items.size());
-      std::set<std::string> first_seen;
+      std::set<std::pair<std::string, int>> first_seen;
       json live_ids = json::array();
       std::vector<bool> candidate(items.size(), false);
       for (std::size_t i = 0; i < items.size(); ++i) {
@@ -642,7 +644,7 @@ class PgRunStore final : public runs::RunStore {
           replies[i] = notFound("no assignment '" + it.assignment_id + "'");
         } else if (f->second.first != it.host) {
           replies[i] = Error(ErrorCode::kPermissionDenied, "assignment '" + it.assignment_id + "' belongs to another host");
-        } else if (first_seen.insert(it.assignment_id).second) {
+        } else if (first_seen.insert({it.assignment_id, it.lease}).second) {
           candidate[i] = true;
           live_ids.push_back(it.assignment_id);
           if (live_rows.size() > 1) live_rows += ',';
@@ -658,13 +660,18 @@ class PgRunStore final : public runs::RunStore {
         }
       }
       live_rows += ']';
-      std::set<std::string> live;
+      std::map<std::string, int> live;  // id -> the lease it was reported done on
       if (live_rows.size() > 2)
-        for (const auto& r : txn.exec_prepared("report_done", live_rows, live_ids.dump())) live.insert(r[0].as<std::string>());
+        for (const auto& r : txn.exec_prepared("report_done", live_rows, live_ids.dump()))
+          live[r[0].as<std::string>()] = r[1].as<int>();
+      const auto accepted = [&](std::size_t i) {
+        auto l = live.find(items[i].assignment_id);
+        return candidate[i] && l != live.end() && l->second == items[i].lease;
+      };
       // The rest: not a live lease. Say which, under the groups' locks.
       json others = json::array();
       for (std::size_t i = 0; i < items.size(); ++i)
-        if (replies[i].ok() && !(candidate[i] && live.count(items[i].assignment_id))) others.push_back(items[i].assignment_id);
+        if (replies[i].ok() && !accepted(i)) others.push_back(items[i].assignment_id);
       std::map<std::string, std::pair<std::string, int>> states;
       if (!others.empty())
         for (const auto& r : txn.exec_prepared("assignment_states", others.dump()))
@@ -672,7 +679,7 @@ class PgRunStore final : public runs::RunStore {
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (!replies[i].ok()) continue;
         const auto& it = items[i];
-        if (candidate[i] && live.count(it.assignment_id)) {
+        if (accepted(i)) {
           replies[i]->outcome = runs::ReportOutcome::kAccepted;
           groups.at(found.at(it.assignment_id).second).live.push_back(i);
           continue;

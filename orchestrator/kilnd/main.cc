@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/executor.h"
+#include "common/spd_log.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
 #include "common/exec/process_runner.h"
@@ -39,8 +40,9 @@
 #include "orchestrator/http/server.h"
 #include "orchestrator/kilnd/config.h"
 #include "orchestrator/kilnd/controller_loop.h"
-#include "orchestrator/kilnd/log_format.h"
 #include "orchestrator/kilnd/scheduler_hook.h"
+#include "orchestrator/fleet/fleet_service.h"
+#include "orchestrator/scheduler/hook_driver.h"
 #include "orchestrator/scheduler/slurm_driver.h"
 
 extern char** environ;
@@ -68,7 +70,7 @@ Result<std::string> readFile(const std::string& path) {
 }
 
 // Creates the first admin token when the database has none, and writes it to `path` (0600).
-Status bootstrapAdminToken(core::Store& store, const std::string& path, spdlog::logger& log) {
+Status bootstrapAdminToken(core::Store& store, const std::string& path, Logger& log) {
   auto has = store.hasAdminToken();
   if (!has.ok()) return has.error();
   if (*has) return Ok{};
@@ -111,6 +113,45 @@ long raiseDescriptorLimit() {
   return rl.rlim_cur == RLIM_INFINITY ? 1L << 20 : static_cast<long>(rl.rlim_cur);
 }
 
+// The job scheduler's driver that --scheduler names (none: null), with what it owns.
+struct SchedulerParts {
+  std::unique_ptr<scheduler::DrainLedger> drain_ledger;
+  std::unique_ptr<scheduler::SlurmControl> slurm_control;
+  std::unique_ptr<scheduler::Driver> driver;  // last: destroyed first
+};
+
+Result<SchedulerParts> makeScheduler(const kilnd::Config& config, core::Store& store, core::HostMoves& moves,
+                                     reliability::ReliabilityStore* interruptions, core::Clock& clock,
+                                     Executor& hook_executor, const std::shared_ptr<Logger>& log) {
+  SchedulerParts parts;
+  if (config.scheduler == "slurm") {
+    auto naming = scheduler::NodeNaming::make(config.slurm_node_name, config.slurm_nodes);
+    if (!naming.ok()) return naming.error();
+    scheduler::ScontrolOptions so;
+    const std::string dir = config.slurm_bin_dir.empty() ? "" : config.slurm_bin_dir + "/";
+    so.scontrol = dir + "scontrol";
+    so.sinfo = dir + "sinfo";
+    so.squeue = dir + "squeue";
+    so.timeout = std::chrono::seconds(config.slurm_timeout_s);
+    so.env = exec::allowListedEnvironment(environ, {"PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF", "HOME"}, {});
+    parts.drain_ledger = db::makePgDrainLedger({config.database_url, 2});
+    parts.slurm_control = scheduler::makeScontrol(so, exec::makeBoostProcessRunner());
+    scheduler::SlurmDriverOptions dopt;
+    dopt.naming = *naming;
+    dopt.policy = config.slurm_on_jobs == "requeue" ? scheduler::JobPolicy::kRequeue : scheduler::JobPolicy::kWait;
+    dopt.interval = std::chrono::seconds(config.slurm_interval_s);
+    // The driver's host moves (Slurm took or gave back a node) go through the fleet service.
+    parts.driver = std::make_unique<scheduler::SlurmDriver>(store, moves, store, *parts.drain_ledger,
+                                                            *parts.slurm_control, interruptions, clock, dopt, *log);
+    log->info("slurm (nodes named '{}', {} explicit; a pass every {} s; jobs on drained nodes: {})",
+              config.slurm_node_name, config.slurm_nodes.size(), config.slurm_interval_s, config.slurm_on_jobs);
+  } else if (config.scheduler == "hook") {
+    parts.driver = std::make_unique<scheduler::HookDriver>(hook_executor, kilnd::releaseCall(config.scheduler_hook, log));
+    log->info("hook {}", config.scheduler_hook);
+  }
+  return parts;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,12 +165,18 @@ int main(int argc, char** argv) {
     std::cerr << "kilnd: " << config.error().message << "\n" << kilnd::usage();
     return 2;
   }
-  auto log = spdlog::stdout_color_mt("kilnd");
-  log->set_level(spdlog::level::from_str(config->log_level));
-  if (auto st = kilnd::setLogFormat(*log, config->log_format); !st.ok()) {
+  // One logger, a named one per component (common/spd_log.h): "[scheduler] ..." in the text format,
+  // "logger": "kilnd.scheduler" in JSON.
+  auto spd = spdlog::stdout_color_mt("kilnd");
+  spd->set_level(spdlog::level::from_str(config->log_level));
+  if (auto st = setLogFormat(*spd, config->log_format); !st.ok()) {
     std::cerr << "kilnd: " << st.error().message << "\n";
     return 2;
   }
+  const std::shared_ptr<Logger> log = makeSpdLogger(spd);
+  const auto controller_log = log->named("controller"), rollouts_log = log->named("rollouts"),
+             gateway_log = log->named("agents"), fleet_log = log->named("fleet"),
+             scheduler_log = log->named("scheduler"), notify_log = log->named("notify");
 
   // Block the stop signals in every thread; main waits for them with sigwait.
   sigset_t stop_signals;
@@ -141,7 +188,7 @@ int main(int argc, char** argv) {
 
   auto migrated = db::applyMigrations(config->database_url);
   if (!migrated.ok()) {
-    log->critical("cannot prepare the database: {}", migrated.error().message);
+    log->error("cannot prepare the database: {}", migrated.error().message);
     return 1;
   }
   for (const auto& m : migrated->applied) log->info("applied migration {}", m);
@@ -149,7 +196,7 @@ int main(int argc, char** argv) {
 
   auto store = db::makePgStore({config->database_url, config->db_pool});
   if (auto st = bootstrapAdminToken(*store, config->admin_token_file, *log); !st.ok()) {
-    log->critical("{}", st.error().message);
+    log->error("{}", st.error().message);
     return 1;
   }
 
@@ -157,7 +204,6 @@ int main(int argc, char** argv) {
   // reports finish a run (a rollout's pod then moves on without waiting for the next pass).
   // Declared before the executor so that it outlives the executor's threads, which wake it.
   core::SystemClock clock;
-  auto core_log = kilnd::makeSpdLogger(log);
   DbLeadership leadership(config->database_url);
   std::vector<kilnd::ControllerPass> passes;
   kilnd::ControllerLoopOptions loop_options;
@@ -188,20 +234,17 @@ int main(int argc, char** argv) {
         if (channel == "kiln_tokens") revoked_now = true;
       },
       [&] { revoked_now = true; },
-      [log](bool warning, const std::string& line) {
-        if (warning) log->warn("{}", line);
-        else log->info("{}", line);
-      });
+      *notify_log);
   runs::RunService run_service(*store, *run_store, clock, run_options, [&work_relay, &notifier](const std::string& host) {
     work_relay.notify(host);
     notifier.publishWork(host);
   });
-  runs::AgentGateway gateway(run_service, *run_store, executor, clock, *core_log, {});
+  runs::AgentGateway gateway(run_service, *run_store, executor, clock, *gateway_log, {});
   work_relay.attach(&gateway);
   if (!config->workflows_dir.empty()) {
     auto loaded = run_service.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"});
     if (!loaded.ok()) {
-      log->critical("workflows in {} are invalid:\n{}", config->workflows_dir,
+      log->error("workflows in {} are invalid:\n{}", config->workflows_dir,
                     loaded.error().details.count("text") ? loaded.error().details.at("text") : loaded.error().message);
       return 1;
     }
@@ -212,65 +255,39 @@ int main(int argc, char** argv) {
   auto rollout_store = db::makePgRolloutStore({config->database_url, 4});
   auto reliability_store = db::makePgReliabilityStore({config->database_url, 2});
   rollouts::ControllerOptions rollout_options;
-  rollout_options.log = core_log.get();
+  rollout_options.log = rollouts_log.get();
   rollout_options.reconcile_threads = config->controller_threads;
 
-  // --scheduler slurm: the Slurm driver (its own thread, leader only) drains a host's node
-  // before a rollout works on it, resumes the nodes it drained, and feeds allocations and
-  // interruptions back. The rollout controller asks it without waiting: requestDrain (the
-  // release hook) and heldBack (the drain gate).
+  // Every host move kilnd makes outside a run's verdict goes through the fleet service, which
+  // applies what follows it (quarantine validation after a repair, the scheduler's drain or
+  // resume): REST host actions, the scheduler driver and the rollout controller alike.
+  fleet::FleetService fleet_service(*store, *store, &run_service, *fleet_log);
+
+  // The job scheduler's driver (scheduler/driver.h), one of:
+  //   --scheduler slurm: the Slurm driver (its own thread, leader only) drains a host's node
+  //     before a rollout works on it, resumes the nodes it drained, and feeds allocations and
+  //     interruptions back;
+  //   --scheduler-hook URL|PATH: the hook's calls (an HTTP POST with a 3 s timeout, or a
+  //     command with 10 s) on their own two threads, never in the controller pass; the
+  //     scheduler answers later with POST /hosts/{id}/actions {"action": "release"}.
+  // The rollout controller asks it without waiting: requestDrain (the release ask) and heldBack
+  // (the drain gate). The hook's executor is declared before the driver and the rollout
+  // service: its destructor finishes the calls in flight.
   std::atomic<bool> leading{false};
-  std::unique_ptr<scheduler::DrainLedger> drain_ledger;
-  std::unique_ptr<scheduler::SlurmControl> slurm_control;
-  std::unique_ptr<scheduler::SlurmDriver> slurm;
-  if (config->scheduler == "slurm") {
-    auto naming = scheduler::NodeNaming::make(config->slurm_node_name, config->slurm_nodes);
-    if (!naming.ok()) {
-      log->critical("{}", naming.error().message);
-      return 2;
-    }
-    scheduler::ScontrolOptions so;
-    const std::string dir = config->slurm_bin_dir.empty() ? "" : config->slurm_bin_dir + "/";
-    so.scontrol = dir + "scontrol";
-    so.sinfo = dir + "sinfo";
-    so.squeue = dir + "squeue";
-    so.timeout = std::chrono::seconds(config->slurm_timeout_s);
-    so.env = exec::allowListedEnvironment(environ, {"PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF", "HOME"}, {});
-    drain_ledger = db::makePgDrainLedger({config->database_url, 2});
-    slurm_control = scheduler::makeScontrol(so, exec::makeBoostProcessRunner());
-    scheduler::SlurmDriverOptions dopt;
-    dopt.naming = *naming;
-    dopt.policy = config->slurm_on_jobs == "requeue" ? scheduler::JobPolicy::kRequeue : scheduler::JobPolicy::kWait;
-    dopt.interval = std::chrono::seconds(config->slurm_interval_s);
-    slurm = std::make_unique<scheduler::SlurmDriver>(*store, *store, *store, *drain_ledger, *slurm_control,
-                                                     reliability_store.get(), clock, dopt,
-                                                     [log](bool warning, const std::string& line) {
-                                                       if (warning) log->warn("{}", line);
-                                                       else log->info("{}", line);
-                                                     });
-    rollout_options.release_hook = [d = slurm.get()](const rollouts::ReleaseRequest& r, std::function<void(bool)> done) {
-      d->requestDrain(r.hosts, r.reason);
-      done(true);
-    };
-    rollout_options.drain_gate = [d = slurm.get()](const core::HostSummary& h, const std::string& reason) {
-      return d->heldBack(h, reason);
-    };
-    log->info("scheduler: slurm (nodes named '{}', {} explicit; a pass every {} s; jobs on drained nodes: {})",
-              config->slurm_node_name, config->slurm_nodes.size(), config->slurm_interval_s, config->slurm_on_jobs);
-  }
-  std::thread slurm_thread;
-  if (slurm) slurm_thread = std::thread([&] { slurm->run([&] { return leading.load(); }); });
-  // The job-scheduler hook's calls (an HTTP POST with a 3 s timeout, or a command with 10 s)
-  // run on their own two threads, never in the controller pass; the scheduler answers later
-  // with POST /hosts/{id}/actions {"action": "release"}. Declared before the rollout service:
-  // its destructor finishes the calls in flight.
   Executor hook_executor(2);
-  if (!config->scheduler_hook.empty())
-    rollout_options.release_hook = kilnd::asyncReleaseHook(
-        hook_executor,
-        kilnd::releaseCall(config->scheduler_hook, [log](const std::string& line) { log->warn("{}", line); }));
-  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, {core_log.get()});
-  rollouts::RolloutController rollout_controller(*store, *rollout_store, run_service, clock, rollout_options);
+  auto scheduler_parts = makeScheduler(*config, *store, fleet_service, reliability_store.get(), clock, hook_executor,
+                                       scheduler_log);
+  if (!scheduler_parts.ok()) {
+    log->error("{}", scheduler_parts.error().message);
+    return 2;
+  }
+  const std::unique_ptr<scheduler::Driver>& scheduler_driver = scheduler_parts->driver;
+  fleet_service.setScheduler(scheduler_driver.get());
+  rollout_options.scheduler = scheduler_driver.get();
+  std::thread scheduler_thread;
+  if (scheduler_driver) scheduler_thread = std::thread([&] { scheduler_driver->run([&] { return leading.load(); }); });
+  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, {rollouts_log.get()});
+  rollouts::RolloutController rollout_controller(fleet_service, *rollout_store, run_service, clock, rollout_options);
   reliability::ReliabilityService reliability_service(*reliability_store, clock,
                                                       reliability::ReliabilityTargets{config->reliability_target});
 
@@ -283,10 +300,10 @@ int main(int argc, char** argv) {
   loop_options.on_leadership = [&](bool is_leader) {
     controller_metrics.setLeader(is_leader);
     leading = is_leader;
-    if (is_leader && slurm) slurm->wake();
+    if (is_leader && scheduler_driver) scheduler_driver->wake();
   };
   loop_options.on_round = [&](bool ok, double seconds, double wall) { controller_metrics.passDone(ok, seconds, wall); };
-  controller_loop = std::make_unique<kilnd::ControllerLoop>(leadership, std::move(passes), clock, *core_log, loop_options);
+  controller_loop = std::make_unique<kilnd::ControllerLoop>(leadership, std::move(passes), clock, *controller_log, loop_options);
   controller_metrics.setLeader(false);
   std::thread controller([&] { controller_loop->run(); });
 
@@ -299,12 +316,12 @@ int main(int argc, char** argv) {
   services.live_output = live_output.get();
   services.rollouts = &rollout_service;
   services.reliability = &reliability_service;
-  services.scheduler_kind = config->scheduler;
-  services.slurm = slurm.get();
+  services.scheduler = scheduler_driver.get();
+  services.fleet = &fleet_service;
   services.targets = {config->reliability_target, config->pod_p90_target_s};
   services.controller = &controller_metrics;
   services.options.web_root = config->web_root;
-  api::Api api(services, executor, log);
+  api::Api api(services, executor, log->named("api"));
   notifier.start();
 
   // Revocations made by other replicas (and by agent re-enrolment) reach this one's token cache:
@@ -331,12 +348,12 @@ int main(int argc, char** argv) {
   server_options.max_in_flight = static_cast<int>(std::clamp(descriptors - 2000, 32L, 4000000L));
   auto server = http::makeServer(server_options, api);
   if (auto st = server->start(); !st.ok()) {
-    log->critical("{}", st.error().message);
+    log->error("{}", st.error().message);
     stopping = true;  // a joinable thread must not be destroyed
     controller_loop->stop();
-    if (slurm) {
-      slurm->stop();
-      slurm_thread.join();
+    if (scheduler_driver) {
+      scheduler_driver->stop();
+      scheduler_thread.join();
     }
     notifier.stop();
     controller.join();
@@ -357,9 +374,9 @@ int main(int argc, char** argv) {
   controller.join();
   revocations.join();
   notifier.stop();
-  if (slurm) {
-    slurm->stop();
-    slurm_thread.join();
+  if (scheduler_driver) {
+    scheduler_driver->stop();
+    scheduler_thread.join();
   }
   // The executor's last tasks (a report batch whose request outlived the 5 s drain) use the
   // gateway and the services, which are destroyed before it: finish them first.

@@ -17,7 +17,7 @@ namespace kiln::rollouts {
 
 using nlohmann::json;
 
-RolloutController::RolloutController(core::FleetHosts& fleet, RolloutControllerStore& store, runs::RunService& runs,
+RolloutController::RolloutController(core::FleetHosts& fleet, RolloutControllerStore& store, runs::RunControl& runs,
                                      core::Clock& clock, ControllerOptions options)
     : fleet_(fleet),
       store_(store),

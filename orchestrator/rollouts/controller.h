@@ -27,39 +27,26 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
 #include "orchestrator/rollouts/rollout_store.h"
-#include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/run_control.h"
+#include "orchestrator/scheduler/driver.h"
 
 namespace kiln::rollouts {
 
 struct LoadedRollout;
 
-struct ReleaseRequest {
-  std::string rollout, pod;
-  std::vector<std::string> hosts;  // the pod's allocated hosts
-  // What the scheduler should say about the drain: "kiln: ro-3 firmware-upgrade gb200-fw 2026.12".
-  std::string reason;
-};
-
-// The drain gate (--scheduler slurm): nullopt when a draining host may go to maintenance (its
-// job scheduler will start no job on it and none runs), else why it must wait. Called from the
-// controller pass; must not block. `reason` as in ReleaseRequest.
-using DrainGate = std::function<std::optional<std::string>(const core::HostSummary& host, const std::string& reason)>;
-
-// The job-scheduler hook: starts asking the scheduler to release a pod's allocated hosts and
-// returns at once (the controller pass calls it); calls `done` once, later and from any
-// thread, with told = the scheduler took the request (false: it could not be told).
-using ReleaseHook = std::function<void(const ReleaseRequest& request, std::function<void(bool told)> done)>;
+using scheduler::ReleaseRequest;
 
 struct ControllerOptions {
   std::string validation_workflow = "pre-job-health";
-  // May be empty. Asked for a pod the limits would admit now (and for a draining pod with
-  // allocated hosts); asked again hook_retry after an ask that was not told, and hook_repeat
-  // after one that was, while the pod stays allocated. An ask whose answer is pending is not
-  // repeated. The outcome of each ask is a rollout event, written by the pass that learns it.
-  ReleaseHook release_hook;
+  // The job scheduler's driver (scheduler/driver.h); null: no scheduler (a drained host goes to
+  // maintenance in the same pass). Its release ask (requestDrain) goes out for a pod the limits
+  // would admit now (and for a draining pod with allocated hosts); again hook_retry after an ask
+  // that was not told, and hook_repeat after one that was, while the pod stays allocated. An ask
+  // whose answer is pending is not repeated. The outcome of each ask is a rollout event, written
+  // by the pass that learns it. Its drain gate (heldBack) keeps a drained host out of
+  // maintenance until the scheduler has let it go. Must outlive the controller.
+  scheduler::Driver* scheduler = nullptr;
   std::chrono::seconds hook_retry{15};
-  // May be empty (no gate: a drained host goes to maintenance in the same pass).
-  DrainGate drain_gate;
   std::chrono::seconds hook_repeat{300};
   // Where a write the pass goes on without is said (null: nowhere); see common/failure_log.h.
   Logger* log = nullptr;
@@ -77,7 +64,7 @@ std::string schedulerReason(const std::string& rollout, const Bundle& bundle);
 
 class RolloutController {
  public:
-  RolloutController(core::FleetHosts& fleet, RolloutControllerStore& store, runs::RunService& runs, core::Clock& clock,
+  RolloutController(core::FleetHosts& fleet, RolloutControllerStore& store, runs::RunControl& runs, core::Clock& clock,
                     ControllerOptions options);
 
   // One pass over every active rollout. Returns how many changes it made.
@@ -135,11 +122,11 @@ class RolloutController {
 
   core::FleetHosts& fleet_;
   RolloutControllerStore& store_;
-  runs::RunService& runs_;
+  runs::RunControl& runs_;
   core::Clock& clock_;
   ControllerOptions options_;
   FailureLog failures_;
-  // Asks to the job scheduler by "rollout/pod". Shared with the hook's `done` callbacks, which
+  // Asks to the job scheduler by "rollout/pod". Shared with the driver's `done` callbacks, which
   // may run on another thread and after this controller is gone.
   struct ReleaseAsk {
     std::string rollout, pod;

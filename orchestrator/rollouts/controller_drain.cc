@@ -37,8 +37,8 @@ int RolloutController::drain(PodStep& step) {
   const std::string why = schedulerReason(ro.row.id, ro.bundle);
   std::vector<std::string> held;
   auto drained = [&](const core::HostSummary& h) {
-    if (options_.drain_gate) {
-      if (auto wait = options_.drain_gate(h, why)) {
+    if (options_.scheduler != nullptr) {
+      if (auto wait = options_.scheduler->heldBack(h, why)) {
         held.push_back(*wait);
         return;
       }

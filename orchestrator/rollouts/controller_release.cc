@@ -1,6 +1,6 @@
 #include "orchestrator/rollouts/controller.h"
 
-// Asking the job scheduler to release a pod's allocated hosts: the hook returns at once, its
+// Asking the job scheduler to release a pod's allocated hosts: the driver returns at once, its
 // answer is learned (and written as a rollout event) by a later pass.
 
 namespace kiln::rollouts {
@@ -8,7 +8,7 @@ namespace kiln::rollouts {
 void RolloutController::askRelease(const std::string& rollout, const std::string& pod,
                                    const std::function<std::vector<std::string>()>& allocated_hosts,
                                    const std::string& reason) {
-  if (!options_.release_hook) return;
+  if (options_.scheduler == nullptr) return;
   const std::string key = rollout + "/" + pod;
   const auto now = clock_.now();
   {
@@ -23,8 +23,8 @@ void RolloutController::askRelease(const std::string& rollout, const std::string
     std::lock_guard lock(asks_->mu);
     asks_->by_pod[key] = ReleaseAsk{rollout, pod, hosts.size(), now, now + options_.hook_repeat, true, std::nullopt};
   }
-  // The hook returns at once; its answer is learned by a later pass (learnReleaseAnswers).
-  options_.release_hook({rollout, pod, std::move(hosts), reason}, [asks = asks_, key](bool told) {
+  // The driver returns at once; its answer is learned by a later pass (learnReleaseAnswers).
+  options_.scheduler->requestDrain({rollout, pod, std::move(hosts), reason}, [asks = asks_, key](bool told) {
     std::lock_guard lock(asks->mu);
     if (auto it = asks->by_pod.find(key); it != asks->by_pod.end() && it->second.pending) it->second.told = told;
   });

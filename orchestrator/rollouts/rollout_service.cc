@@ -196,7 +196,7 @@ const std::vector<std::string>& rolloutStates() {
   return all;
 }
 
-RolloutService::RolloutService(core::AuditLog& audit, RolloutServiceStore& store, runs::RunService& runs,
+RolloutService::RolloutService(core::AuditLog& audit, RolloutServiceStore& store, runs::RunControl& runs,
                                core::Clock& clock, RolloutServiceOptions options)
     : audit_(audit),
       store_(store),

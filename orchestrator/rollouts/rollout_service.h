@@ -17,7 +17,7 @@
 #include "orchestrator/core/store.h"
 #include "orchestrator/rollouts/controller.h"
 #include "orchestrator/rollouts/rollout_store.h"
-#include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/run_control.h"
 
 namespace kiln::rollouts {
 
@@ -97,7 +97,7 @@ struct CreateOutcome {
 class RolloutService {
  public:
   // `audit`: where the pod verbs and rollback record who acted (the store records the rest).
-  RolloutService(core::AuditLog& audit, RolloutServiceStore& store, runs::RunService& runs, core::Clock& clock,
+  RolloutService(core::AuditLog& audit, RolloutServiceStore& store, runs::RunControl& runs, core::Clock& clock,
                  RolloutServiceOptions options);
 
   // POST /bundles (decoded by api::decodeBundle). With `if_match`, only over that version.
@@ -143,7 +143,7 @@ class RolloutService {
 
   core::AuditLog& audit_;
   RolloutServiceStore& store_;
-  runs::RunService& runs_;
+  runs::RunControl& runs_;
   core::Clock& clock_;
   RolloutServiceOptions options_;
   FailureLog failures_;

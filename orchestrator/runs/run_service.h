@@ -19,6 +19,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
 #include "orchestrator/runs/agent_work.h"
+#include "orchestrator/runs/run_control.h"
 #include "orchestrator/runs/run_store.h"
 #include "orchestrator/runs/run_views.h"
 #include "orchestrator/runs/start_request.h"
@@ -40,15 +41,9 @@ struct RunServiceOptions {
 const std::vector<std::string>& runStates();
 const std::vector<std::string>& runPurposes();
 
-struct RunStatus {
-  std::string state;  // running | passed | failed | cancelled
-  std::map<std::string, HostStatus> hosts;
-  std::map<std::string, std::string> reasons;  // first failure per host
-};
-
 // The agents' side (claimBatch, reportBatch) is its AgentWork face, all the gateway sees of it;
 // it tells of new work only through on_work (agent_work.h: how kilnd wires the two).
-class RunService final : public AgentWork {
+class RunService final : public AgentWork, public RunControl {
  public:
   // `on_work(host)` is called after a commit that gave the host new work or cancelled its work.
   // `fleet` only resolves a run's targets: the host lifecycle moves a run causes go through
@@ -69,18 +64,15 @@ class RunService final : public AgentWork {
 
   // The run started, or the one that `req.owner` already has. Bad requests are kInvalidContent
   // with every bad field; a host in the wrong lifecycle state for the purpose is kConflict.
-  Result<RunView> startRun(const StartRequest& req, const core::Actor& actor);
+  Result<RunView> startRun(const StartRequest& req, const core::Actor& actor) override;
   Result<RunView> runView(const std::string& id);
   Result<core::Page<RunRow>> listRuns(const RunFilter& filter, const core::PageRequest& page);
   Result<RunView> cancelRun(const std::string& id, const core::Actor& actor);
-  // Stops a run at a safe point (no step is killed); it finishes when running steps report.
-  Status stopRun(const std::string& id, const core::Actor& actor);
-  Result<RunStatus> runStatus(const std::string& id);
-  // run id -> state (running | passed | failed | cancelled) of the runs of `ids` that exist, in
-  // one query: for a controller that polls many runs and needs runStatus only for finished ones.
-  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids);
-  // The declared parameter names of a workflow's current version.
-  Result<std::vector<std::string>> workflowParams(const std::string& name);
+  // RunControl (run_control.h): what the rollouts room uses.
+  Status stopRun(const std::string& id, const core::Actor& actor) override;
+  Result<RunStatus> runStatus(const std::string& id) override;
+  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) override;
+  Result<std::vector<std::string>> workflowParams(const std::string& name) override;
   // The quarantine queue: each host with its repairs and newest validation run, timed by the clock.
   Result<std::vector<QuarantineEntry>> quarantineView();
 

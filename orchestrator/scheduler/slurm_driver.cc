@@ -10,7 +10,7 @@ const core::Actor kSlurmActor{"system", "slurm"};
 
 SlurmDriver::SlurmDriver(core::HostListing& hosts, core::HostMoves& moves, core::AuditLog& audit, DrainLedger& ledger,
                          SlurmControl& slurm, reliability::ReliabilityStore* interruptions, core::Clock& clock,
-                         SlurmDriverOptions options, Log log)
+                         SlurmDriverOptions options, Logger& log)
     : hosts_(hosts),
       moves_(moves),
       audit_(audit),
@@ -19,7 +19,7 @@ SlurmDriver::SlurmDriver(core::HostListing& hosts, core::HostMoves& moves, core:
       interruptions_(interruptions),
       clock_(clock),
       options_(std::move(options)),
-      log_(std::move(log)) {}
+      log_(log) {}
 
 void SlurmDriver::note(const Notice& n) {
   {
@@ -28,7 +28,7 @@ void SlurmDriver::note(const Notice& n) {
     if (last == n.text) return;
     last = n.text;
   }
-  if (log_) log_(n.warning, n.text);
+  log_.log(n.warning ? LogLevel::kWarn : LogLevel::kInfo, n.text);
   (void)audit_.audit(kSlurmActor, "slurm.notice", n.node,
                      nlohmann::json{{"host", n.host}, {"message", n.text}}.dump());  // best effort: the log has it
 }
@@ -43,7 +43,7 @@ Result<int> SlurmDriver::pass() {
       changed = last_error_ != line;
       last_error_ = line;
     }
-    if (changed && log_) log_(true, "slurm driver: " + line);
+    if (changed) log_.warn("slurm driver: " + line);
     return e;
   };
   auto nodes = slurm_.nodes();
@@ -88,16 +88,16 @@ Result<int> SlurmDriver::pass() {
     }
     resumed.insert(d.node);
     if (auto st = slurm_.resume(d.node); !st.ok()) {
-      if (log_) log_(true, "slurm driver: cannot resume node " + d.node + ": " + st.error().message);
+      log_.warn("slurm driver: cannot resume node " + d.node + ": " + st.error().message);
       continue;
     }
     if (auto st = ledger_.remove(d.node, "slurm.resume", "host " + d.host + " is back in service", kSlurmActor); !st.ok()) {
-      if (log_) log_(true, "slurm driver: resumed node " + d.node + " but cannot update the drain ledger: " + st.error().message);
+      log_.warn("slurm driver: resumed node " + d.node + " but cannot update the drain ledger: " + st.error().message);
       continue;
     }
     ours.erase(d.node);
     ++changes;
-    if (log_) log_(false, "slurm: resumed node " + d.node + " (host " + d.host + " is back in service)");
+    log_.info("slurm: resumed node " + d.node + " (host " + d.host + " is back in service)");
   }
   for (const auto& node : plan.forget) {
     if (ledger_.remove(node, "slurm.release", "the node's drain is no longer Kiln's", kSlurmActor).ok()) {
@@ -108,7 +108,7 @@ Result<int> SlurmDriver::pass() {
   // Drain: the ledger row first, so a kilnd killed between the two still owns the drain.
   for (const auto& d : plan.drain) {
     if (auto st = ledger_.put(d, kSlurmActor); !st.ok()) {
-      if (log_) log_(true, "slurm driver: cannot record the drain of node " + d.node + ": " + st.error().message);
+      log_.warn("slurm driver: cannot record the drain of node " + d.node + ": " + st.error().message);
       continue;
     }
     ours.insert(d.node);
@@ -117,13 +117,13 @@ Result<int> SlurmDriver::pass() {
       continue;
     }
     ++changes;
-    if (log_) log_(false, "slurm: drained node " + d.node + " (host " + d.host + "): " + d.reason);
+    log_.info("slurm: drained node " + d.node + " (host " + d.host + "): " + d.reason);
   }
   for (const auto& d : plan.adopt) {
     if (ledger_.put(d, kSlurmActor).ok()) {
       ours.insert(d.node);
       ++changes;
-      if (log_) log_(false, "slurm: node " + d.node + " drained as '" + d.reason + "' is Kiln's: it resumes it once host " + d.host + " is back");
+      log_.info("slurm: node " + d.node + " drained as '" + d.reason + "' is Kiln's: it resumes it once host " + d.host + " is back");
     }
   }
   if (!plan.moves.empty()) {
@@ -131,8 +131,8 @@ Result<int> SlurmDriver::pass() {
     if (outcomes.ok()) {
       for (std::size_t i = 0; i < plan.moves.size() && i < outcomes->size(); ++i)
         if ((*outcomes)[i].ok()) ++changes;
-    } else if (log_) {
-      log_(true, "slurm driver: cannot move hosts: " + outcomes.error().message);
+    } else {
+      log_.warn("slurm driver: cannot move hosts: " + outcomes.error().message);
     }
   }
   for (const auto& job : plan.requeue) {
@@ -141,10 +141,10 @@ Result<int> SlurmDriver::pass() {
       if (!requeued_.insert(job).second) continue;
     }
     if (auto st = slurm_.requeue(job); !st.ok()) {
-      if (log_) log_(true, "slurm driver: cannot requeue job " + job + ": " + st.error().message);
+      log_.warn("slurm driver: cannot requeue job " + job + ": " + st.error().message);
     } else {
       ++changes;
-      if (log_) log_(false, "slurm: requeued job " + job + " for a rollout");
+      log_.info("slurm: requeued job " + job + " for a rollout");
       (void)audit_.audit(kSlurmActor, "slurm.requeue", job, "{}");
     }
   }
@@ -162,10 +162,10 @@ Result<int> SlurmDriver::pass() {
         recorded_.insert(i.id);
         if (done.ok() && *done) {
           ++changes;
-          if (log_) log_(false, "slurm: interruption " + i.id + ": " + i.description);
+          log_.info("slurm: interruption " + i.id + ": " + i.description);
         }
-      } else if (log_) {
-        log_(true, "slurm driver: cannot record interruption " + i.id + ": " + done.error().message);
+      } else {
+        log_.warn("slurm driver: cannot record interruption " + i.id + ": " + done.error().message);
       }
     }
   }
@@ -197,20 +197,25 @@ Result<int> SlurmDriver::pass() {
   ours_ = std::move(ours);
   last_pass_ = began;
   read_once_ = true;
-  if (!last_error_.empty() && log_) log_(false, "slurm driver: Slurm answers again");
+  if (!last_error_.empty()) log_.info("slurm driver: Slurm answers again");
   last_error_.clear();
   return changes;
 }
 
-void SlurmDriver::requestDrain(const std::vector<std::string>& hosts, const std::string& reason) {
+void SlurmDriver::requestDrain(const ReleaseRequest& request, std::function<void(bool told)> done) {
   {
     std::lock_guard lock(mu_);
-    for (const auto& h : hosts) {
+    for (const auto& h : request.hosts) {
       auto& r = requests_[h];
-      if (r.reason != reason) r = DrainRequest{reason, clock_.now(), false};
+      if (r.reason != request.reason) r = DrainRequest{request.reason, clock_.now(), false};
     }
   }
   wake();
+  if (done) done(true);
+}
+
+void SlurmDriver::hostsMoved(const std::vector<std::string>& hosts) {
+  if (!hosts.empty()) wake();
 }
 
 std::optional<std::string> SlurmDriver::heldBack(const core::HostSummary& host, const std::string& reason) {
@@ -239,7 +244,7 @@ std::optional<std::string> SlurmDriver::heldBack(const core::HostSummary& host, 
   return why;
 }
 
-DriverStatus SlurmDriver::status() const {
+std::optional<DriverStatus> SlurmDriver::status() const {
   std::lock_guard lock(mu_);
   DriverStatus s;
   s.last_pass = last_pass_;
@@ -255,7 +260,7 @@ DriverStatus SlurmDriver::status() const {
     }
     n.known = known_.count(node) > 0;
     if (auto o = observed_.find(node); o != observed_.end()) {
-      n.slurm_state = o->second.text();
+      n.state = o->second.text();
       n.reason = o->second.reason;
       n.reason_user = o->second.reason_user;
     }

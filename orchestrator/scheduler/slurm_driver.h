@@ -18,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "common/logger.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
 #include "orchestrator/reliability/reliability_service.h"
 #include "orchestrator/scheduler/drain_ledger.h"
+#include "orchestrator/scheduler/driver.h"
 #include "orchestrator/scheduler/slurm.h"
 #include "orchestrator/scheduler/slurm_control.h"
 
@@ -33,55 +35,41 @@ struct SlurmDriverOptions {
   std::chrono::milliseconds interval{10000};
 };
 
-// A node as GET /api/v1/scheduler/nodes shows it.
-struct NodeStatus {
-  std::string node, host;
-  std::optional<core::HostState> host_state;  // none when no host maps to the node
-  std::string slurm_state;  // "IDLE+DRAIN"; empty when Slurm does not know the node
-  std::string reason, reason_user;
-  bool drained_by_kiln = false;
-  std::vector<std::string> jobs;
-  bool known = false;
-};
-
-struct DriverStatus {
-  bool enabled = true;
-  std::optional<TimePoint> last_pass;  // the last pass that read Slurm
-  std::string last_error;              // empty when the last pass succeeded
-  std::vector<NodeStatus> nodes;
-};
-
-class SlurmDriver {
+class SlurmDriver final : public Driver {
  public:
-  using Log = std::function<void(bool warning, const std::string& line)>;
   // `hosts`, `moves` and `audit` are parts of the fleet store (kilnd passes its core::Store for
   // all three): the driver reads every host, moves hosts Slurm took or gave back, and audits
   // notices and requeues.
   SlurmDriver(core::HostListing& hosts, core::HostMoves& moves, core::AuditLog& audit, DrainLedger& ledger,
               SlurmControl& slurm, reliability::ReliabilityStore* ledger_of_interruptions, core::Clock& clock,
-              SlurmDriverOptions options, Log log);
+              SlurmDriverOptions options, Logger& log);
 
   // One reconciliation; the number of changes it made (0 when Slurm could not be read: the
   // error is kept for status() and the gate, and logged once per distinct message).
   Result<int> pass();
 
-  // Asks for the hosts' nodes to be drained with `reason` (the release hook): done by the next
-  // pass, which wake() starts at once.
-  void requestDrain(const std::vector<std::string>& hosts, const std::string& reason);
+  std::string_view kind() const override { return "slurm"; }
+  // Asks for the hosts' nodes to be drained with the request's reason (the release ask): done
+  // by the next pass, which wake() starts at once. `done(true)` at once: the ask is Kiln's own
+  // record, the gate (heldBack) follows Slurm.
+  void requestDrain(const ReleaseRequest& request, std::function<void(bool told)> done) override;
   // The drain gate: nullopt when `host` (draining in Kiln) may go to maintenance, else why not.
   // Records the ask like requestDrain.
-  std::optional<std::string> heldBack(const core::HostSummary& host, const std::string& reason);
+  std::optional<std::string> heldBack(const core::HostSummary& host, const std::string& reason) override;
+  // Kiln moved these hosts in or out of the job pool: the next pass (started now) drains or
+  // resumes their nodes.
+  void hostsMoved(const std::vector<std::string>& hosts) override;
 
-  DriverStatus status() const;
+  std::optional<DriverStatus> status() const override;
   const NodeNaming& naming() const { return options_.naming; }
-  // The node a host id maps to, and the host of a node ("" when none), from the last pass.
-  std::string hostOfNode(const std::string& node) const;
+  // The host of a node ("" when none), from the last pass.
+  std::string hostOfNode(const std::string& node) const override;
 
   // The driver thread: pass() every interval (sooner after wake()) while `leader()` says this
   // replica runs the controllers, until stop().
-  void run(const std::function<bool()>& leader);
-  void wake();
-  void stop();
+  void run(const std::function<bool()>& leader) override;
+  void wake() override;
+  void stop() override;
 
  private:
   void note(const Notice& n);
@@ -94,7 +82,7 @@ class SlurmDriver {
   reliability::ReliabilityStore* interruptions_;
   core::Clock& clock_;
   SlurmDriverOptions options_;
-  Log log_;
+  Logger& log_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

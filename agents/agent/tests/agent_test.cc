@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/null_sink.h>
 
 #include <atomic>
 #include <filesystem>
@@ -91,7 +90,7 @@ class AgentTest : public ::testing::Test {
   }
 
   void start() {
-    auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+    auto log = std::make_shared<NullLogger>();
     agent_ = std::make_unique<Agent>(settings_, transport_, runner_, probe_, clock_, log,
                                      [] { return 0.5; });
     thread_ = std::thread([this] { status_ = agent_->run(); });

@@ -123,5 +123,60 @@ TEST(HostLifecycleTest, StatesPrintByName) {
   EXPECT_EQ(os.str(), "burn_in");
 }
 
+// ---- what follows a transition ----
+
+TEST(HostLifecycleTest, EveryWayIntoQuarantineButAFailedValidationStartsQuarantineValidation) {
+  for (S from : allHostStates())
+    for (HostAction a : allowedActions(from, /*include_system=*/true)) {
+      const std::optional<S> override_to = a == HostAction::kOverride ? std::optional<S>(S::kQuarantine) : std::nullopt;
+      auto to = nextState(from, a, override_to);
+      ASSERT_TRUE(to.ok()) << from << " " << hostActionName(a);
+      // A host sent back to quarantine has a validation in hand or is on its way to repair;
+      // every other arrival in quarantine (repair_complete, quarantine, override) needs one.
+      EXPECT_EQ(followUps(a, *to).quarantine_validation, *to == S::kQuarantine)
+          << from << " --" << hostActionName(a) << "--> " << *to;
+    }
+}
+
+TEST(HostLifecycleTest, TheSchedulerHearsOfEveryMoveIntoOrOutOfTheJobPoolButItsOwn) {
+  int crossings = 0;
+  for (S from : allHostStates())
+    for (HostAction a : allowedActions(from, /*include_system=*/true)) {
+      std::vector<std::optional<S>> targets = {std::nullopt};
+      if (a == HostAction::kOverride) {
+        targets.clear();
+        for (S t : allHostStates()) targets.push_back(t);
+      }
+      for (const auto& override_to : targets) {
+        auto to = nextState(from, a, override_to);
+        if (!to.ok()) continue;
+        const bool crosses = servesJobs(from) != servesJobs(*to);
+        const bool told = followUps(a, *to).scheduler;
+        const std::string what = std::string(hostStateName(from)) + " --" + std::string(hostActionName(a)) + "--> " +
+                                 std::string(hostStateName(*to));
+        if (a == HostAction::kAllocate || a == HostAction::kRelease) {
+          EXPECT_FALSE(told) << what << ": the scheduler's own move";
+          continue;
+        }
+        if (crosses) {
+          ++crossings;
+          EXPECT_TRUE(told) << what;
+        } else if (told) {
+          // Told without a crossing only for an operator's action out of service, never for the
+          // controllers' own steps (a rollout's hosts through maintenance do not wake it).
+          EXPECT_TRUE(a == HostAction::kFail || a == HostAction::kQuarantine || a == HostAction::kRetire ||
+                      a == HostAction::kOverride)
+              << what;
+        }
+      }
+    }
+  EXPECT_GT(crossings, 5);
+}
+
+TEST(HostLifecycleTest, AnInterruptionCandidateIsAJobsHostThatFailed) {
+  for (S from : allHostStates())
+    for (S to : allHostStates()) EXPECT_EQ(interruptionCandidate(from, to), from == S::kAllocated && to == S::kFailed);
+}
+
 }  // namespace
 }  // namespace kiln::core

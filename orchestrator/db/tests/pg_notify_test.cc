@@ -44,8 +44,8 @@ struct Heard {
 TEST(PgNotifierTest, WorkPublishedByOneReplicaReachesTheOthersButNotItself) {
   testing::TestDatabase db;
   Heard heard_a, heard_b;
-  PgNotifier a(db.url(), [&](const std::string& c, const std::string& p) { heard_a.add(c, p); }, nullptr, nullptr);
-  PgNotifier b(db.url(), [&](const std::string& c, const std::string& p) { heard_b.add(c, p); }, nullptr, nullptr);
+  PgNotifier a(db.url(), [&](const std::string& c, const std::string& p) { heard_a.add(c, p); }, nullptr, nullLogger());
+  PgNotifier b(db.url(), [&](const std::string& c, const std::string& p) { heard_b.add(c, p); }, nullptr, nullLogger());
   a.start();
   b.start();
   a.publishWork("prn-b01-p0001-h01");
@@ -62,8 +62,8 @@ TEST(PgNotifierTest, WorkPublishedByOneReplicaReachesTheOthersButNotItself) {
 TEST(PgNotifierTest, ManyHostsTravelInPayloadsUnderPostgresLimit) {
   testing::TestDatabase db;
   Heard heard;
-  PgNotifier a(db.url(), [](const std::string&, const std::string&) {}, nullptr, nullptr);
-  PgNotifier b(db.url(), [&](const std::string& c, const std::string& p) { heard.add(c, p); }, nullptr, nullptr);
+  PgNotifier a(db.url(), [](const std::string&, const std::string&) {}, nullptr, nullLogger());
+  PgNotifier b(db.url(), [&](const std::string& c, const std::string& p) { heard.add(c, p); }, nullptr, nullLogger());
   a.start();
   b.start();
   for (int i = 0; i < 3000; ++i) a.publishWork("host-" + std::to_string(i));  // ~27 KB: several payloads
@@ -79,7 +79,7 @@ TEST(PgNotifierTest, TheDatabaseAnnouncesARevokedToken) {
   auto t = store->createToken(core::Role::kViewer, "ci", "", admin);
   ASSERT_TRUE(t.ok()) << t.error();
   Heard heard;
-  PgNotifier n(db.url(), [&](const std::string& c, const std::string& p) { heard.add(c, p); }, nullptr, nullptr);
+  PgNotifier n(db.url(), [&](const std::string& c, const std::string& p) { heard.add(c, p); }, nullptr, nullLogger());
   n.start();
   ASSERT_TRUE(store->revokeToken(t->info.id, admin).ok());
   EXPECT_TRUE(heard.waitFor({"kiln_tokens", t->info.id}, 5s));

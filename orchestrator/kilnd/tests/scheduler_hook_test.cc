@@ -12,16 +12,20 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
 
-#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/core/testing/fake_fleet.h"
+#include "orchestrator/rollouts/controller.h"
+#include "orchestrator/rollouts/testing/fake_rollout_store.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
 
 namespace kiln::kilnd {
 namespace {
 
 using namespace std::chrono_literals;
-using rollouts::testing::FakeFleet;
+using core::testing::FakeFleet;
 using rollouts::testing::FakeRolloutStore;
-using rollouts::testing::FakeRunStore;
+using runs::testing::FakeRunStore;
 
 TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
   FakeFleet fleet;
@@ -39,22 +43,16 @@ TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
 
   std::promise<void> unblock;
   std::shared_future<void> gate = unblock.get_future().share();
-  std::promise<rollouts::ReleaseRequest> called;
-  auto done_called = std::make_shared<std::promise<void>>();
+  std::promise<scheduler::ReleaseRequest> called;
   Executor executor(1);
   rollouts::ControllerOptions o;
-  auto blocking = [&, gate](const rollouts::ReleaseRequest& r) {
+  auto blocking = [&, gate](const scheduler::ReleaseRequest& r) {
     called.set_value(r);
     gate.wait_for(30s);  // a scheduler slower than any controller pass
     return true;
   };
-  auto hook = asyncReleaseHook(executor, blocking);
-  o.release_hook = [&](const rollouts::ReleaseRequest& r, std::function<void(bool)> done) {
-    hook(r, [done = std::move(done), done_called](bool told) {
-      done(told);
-      done_called->set_value();
-    });
-  };
+  scheduler::HookDriver hook(executor, blocking);
+  o.scheduler = &hook;
   rollouts::RolloutController service(fleet, rollouts, runs, clock, o);
 
   const auto start = std::chrono::steady_clock::now();
@@ -67,16 +65,21 @@ TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
   EXPECT_TRUE(rollouts.eventsOf("release").empty());
 
   unblock.set_value();
-  ASSERT_EQ(done_called->get_future().wait_for(10s), std::future_status::ready);
-  service.tick();
+  // The answer comes back on the executor's thread; a later pass learns it.
+  for (int i = 0; i < 1000 && rollouts.eventsOf("release").empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    service.tick();
+  }
   EXPECT_EQ(rollouts.eventsOf("release"), (std::vector<std::string>{"b1-p1: asked the job scheduler to release 9 allocated hosts"}));
 }
 
 TEST(SchedulerHookTest, ACallThatThrowsCountsAsNotTold) {
   Executor executor(1);
-  auto hook = asyncReleaseHook(executor, [](const rollouts::ReleaseRequest&) -> bool { throw std::runtime_error("boom"); });
+  scheduler::HookDriver hook(executor, [](const scheduler::ReleaseRequest&) -> bool { throw std::runtime_error("boom"); });
   std::promise<bool> told;
-  hook({"ro-1", "p", {"h"}}, [&](bool t) { told.set_value(t); });
+  hook.requestDrain({"ro-1", "p", {"h"}, ""}, [&](bool t) { told.set_value(t); });
+  EXPECT_FALSE(hook.heldBack(core::HostSummary{}, "kiln: ro-1").has_value());  // the hook has no gate
+  EXPECT_FALSE(hook.status().has_value());                                     // nor a node view
   auto f = told.get_future();
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   EXPECT_FALSE(f.get());
@@ -111,12 +114,12 @@ class HookScript {
 TEST(SchedulerHookCommandTest, RunsThePathWithTheRequestAsArgumentsAndStdinWithoutAShell) {
   HookScript script("exit 0");
   ::setenv("KILN_TEST_SECRET", "do-not-pass", 1);
-  std::vector<std::string> warnings;
-  auto call = releaseCall(script.path(), [&](const std::string& w) { warnings.push_back(w); });  // a path: a command
+  auto log = std::make_shared<RecordingLogger>();
+  auto call = releaseCall(script.path(), log);  // a path: a command
   // A host name with shell syntax in it stays one argument and runs nothing.
   const std::string odd = "b1-p1-h02; touch " + script.path() + ".pwned";
   EXPECT_TRUE(call({"ro-7", "b1-p1", {"b1-p1-h01", odd}}));
-  EXPECT_TRUE(warnings.empty());
+  EXPECT_TRUE(log->lines().empty());
   EXPECT_EQ(script.read("args"), "release\nro-7\nb1-p1\nb1-p1-h01\n" + odd + "\n");
   EXPECT_FALSE(std::filesystem::exists(script.path() + ".pwned"));
   auto body = nlohmann::json::parse(script.read("stdin"));
@@ -129,18 +132,19 @@ TEST(SchedulerHookCommandTest, RunsThePathWithTheRequestAsArgumentsAndStdinWitho
 
 TEST(SchedulerHookCommandTest, AFailingOrHangingCommandIsNotToldAndSaysWhy) {
   HookScript failing("echo 'sinfo: slurmctld not responding' >&2\nexit 3");
-  std::vector<std::string> warnings;
-  auto warn = [&](const std::string& w) { warnings.push_back(w); };
-  EXPECT_FALSE(commandReleaseCall(failing.path(), 5s, warn)({"ro-1", "b1-p1", {"h1"}}));
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0], "scheduler hook " + failing.path() + " for pod b1-p1 exited 3: sinfo: slurmctld not responding");
+  auto log = std::make_shared<RecordingLogger>();
+  EXPECT_FALSE(commandReleaseCall(failing.path(), 5s, log)({"ro-1", "b1-p1", {"h1"}}));
+  ASSERT_EQ(log->lines().size(), 1u);
+  EXPECT_EQ(log->lines()[0].first, LogLevel::kWarn);
+  EXPECT_EQ(log->lines()[0].second, "scheduler hook " + failing.path() + " for pod b1-p1 exited 3: sinfo: slurmctld not responding");
 
   HookScript hanging("sleep 30");
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(commandReleaseCall(hanging.path(), 300ms, warn)({"ro-1", "b1-p2", {"h1"}}));
+  EXPECT_FALSE(commandReleaseCall(hanging.path(), 300ms, log)({"ro-1", "b1-p2", {"h1"}}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
-  ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_NE(warnings[1].find("for pod b1-p2 timed out after 300 ms"), std::string::npos) << warnings[1];
+  ASSERT_EQ(log->lines().size(), 2u);
+  const std::string second = log->lines()[1].second;
+  EXPECT_NE(second.find("for pod b1-p2 timed out after 300 ms"), std::string::npos) << second;
 }
 
 }  // namespace

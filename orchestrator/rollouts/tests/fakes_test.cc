@@ -1,14 +1,21 @@
-// The rollout fakes keep the promises of the interfaces they stand for (rollout_store.h,
-// core/store.h), so that the service's and the controller's tests mean what PostgreSQL would.
+// The fakes keep the promises of the interfaces they stand for (rollout_store.h, core/store.h,
+// runs/run_store.h), so that the service's and the controller's tests mean what PostgreSQL
+// would. The run store's report path is held to PgRunStore's by
+// orchestrator/db/tests/run_store_contract_test.cc.
 
-#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/core/testing/fake_fleet.h"
+#include "orchestrator/rollouts/testing/fake_bundle_catalog.h"
+#include "orchestrator/rollouts/testing/fake_rollout_store.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
 
 #include <gtest/gtest.h>
 
 namespace kiln::rollouts::testing {
 namespace {
 
+using core::testing::FakeFleet;
 using nlohmann::json;
+using runs::testing::FakeRunStore;
 using Outcome = BundleCatalog::PutOutcome;
 
 const core::Actor kAdmin{"t-1", "admin"};

@@ -12,7 +12,11 @@
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/core/testing/fake_fleet.h"
+#include "orchestrator/rollouts/testing/fake_rollout_store.h"
+#include "orchestrator/rollouts/testing/rollouts_under_test.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
+#include "orchestrator/scheduler/testing/fake_driver.h"
 
 namespace kiln::rollouts {
 namespace {
@@ -21,8 +25,8 @@ using nlohmann::json;
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
-using testing::FakeFleet;
-using testing::FakeRunStore;
+using core::testing::FakeFleet;
+using runs::testing::FakeRunStore;
 
 const core::Actor kSre{"t-1", "sre"};
 
@@ -45,10 +49,13 @@ class RolloutControllerTest : public ::testing::TestWithParam<int> {
     b.components = {{"driver", driver, "https://a/d-" + driver + ".run", std::string(64, 'a')}};
     return b;
   }
-  testing::RolloutsUnderTest& service(DrainGate gate = nullptr) {
+  testing::RolloutsUnderTest& service(scheduler::testing::FakeDriver::Gate gate = nullptr) {
     ControllerOptions o;
     o.validation_workflow = "validate";
-    o.drain_gate = std::move(gate);
+    if (gate) {
+      scheduler_.setGate(std::move(gate));
+      o.scheduler = &scheduler_;
+    }
     o.log = &log_;
     o.reconcile_threads = GetParam();
     service_ = std::make_unique<testing::RolloutsUnderTest>(fleet_, rollouts_, runs_, clock_, std::move(o));
@@ -114,6 +121,7 @@ class RolloutControllerTest : public ::testing::TestWithParam<int> {
   testing::FakeRolloutStore rollouts_{fleet_, &clock_};
   FakeRunStore run_store_;
   runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  scheduler::testing::FakeDriver scheduler_;  // before the service, which holds it
   std::unique_ptr<testing::RolloutsUnderTest> service_;
   RecordingLogger log_;
 };

@@ -5,14 +5,18 @@
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/core/testing/fake_fleet.h"
+#include "orchestrator/rollouts/testing/fake_rollout_store.h"
+#include "orchestrator/rollouts/testing/rollouts_under_test.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
+#include "orchestrator/scheduler/testing/fake_driver.h"
 
 namespace kiln::rollouts {
 namespace {
 
 using nlohmann::json;
-using testing::FakeFleet;
-using testing::FakeRunStore;
+using core::testing::FakeFleet;
+using runs::testing::FakeRunStore;
 
 class RolloutServiceTest : public ::testing::Test {
  protected:
@@ -154,32 +158,22 @@ TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFa
   EXPECT_EQ(rollouts_.pod("ro-1", "b1-p1").waiting_reason, "");
 }
 
-// A scheduler that takes requests and answers only when the test says so, as a slow or hung
-// one would: the pass that asks must not wait for it.
-struct HeldHook {
-  struct Ask {
-    ReleaseRequest request;
-    std::function<void(bool)> done;
-  };
-  std::vector<Ask> asks;
-  ReleaseHook hook() {
-    return [this](const ReleaseRequest& r, std::function<void(bool)> done) { asks.push_back({r, std::move(done)}); };
-  }
-};
+// The fake scheduler driver takes asks and answers only when the test says so, as a slow or
+// hung scheduler would: the pass that asks must not wait for it.
 
 TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLearnedOnALaterPass) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(1));
   for (int i = 1; i <= 16; ++i) fleet_.setState("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i), core::HostState::kAllocated);
-  HeldHook scheduler;
+  scheduler::testing::FakeDriver scheduler;
   ControllerOptions o;
-  o.release_hook = scheduler.hook();
+  o.scheduler = &scheduler;
   auto& svc = service(o);
 
   svc.tick();
-  ASSERT_EQ(scheduler.asks.size(), 1u);
-  EXPECT_EQ(scheduler.asks[0].request.pod, "b1-p1");
-  EXPECT_EQ(scheduler.asks[0].request.rollout, "ro-1");
-  EXPECT_EQ(scheduler.asks[0].request.hosts.size(), 16u);
+  ASSERT_EQ(scheduler.asks().size(), 1u);
+  EXPECT_EQ(scheduler.asks()[0].request.pod, "b1-p1");
+  EXPECT_EQ(scheduler.asks()[0].request.rollout, "ro-1");
+  EXPECT_EQ(scheduler.asks()[0].request.hosts.size(), 16u);
   EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
   EXPECT_NE(rollouts_.pod("ro-1", "b1-p1").waiting_reason.find("allocated"), std::string::npos);
   // p1 holds the one slot while the scheduler answers.
@@ -191,31 +185,31 @@ TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLe
     clock_.advance(std::chrono::minutes(6));
     svc.tick();
   }
-  EXPECT_EQ(scheduler.asks.size(), 1u);
+  EXPECT_EQ(scheduler.asks().size(), 1u);
 
   // The scheduler could not be told: the next pass records it, and asks again 15 s after the ask.
-  scheduler.asks[0].done(false);
+  scheduler.answer(0, false);
   svc.tick();
   EXPECT_EQ(rollouts_.eventsOf("release"),
             (std::vector<std::string>{"b1-p1: the job scheduler could not be reached; asking again in 15 s"}));
-  EXPECT_EQ(scheduler.asks.size(), 2u);  // the first ask is long past 15 s: asked again at once
+  EXPECT_EQ(scheduler.asks().size(), 2u);  // the first ask is long past 15 s: asked again at once
 
   // Told: asked again only every 5 minutes while the pod stays allocated.
-  scheduler.asks[1].done(true);
+  scheduler.answer(1, true);
   svc.tick();
   EXPECT_EQ(rollouts_.eventsOf("release").back(), "b1-p1: asked the job scheduler to release 16 allocated hosts");
   clock_.advance(std::chrono::seconds(299));
   svc.tick();
-  EXPECT_EQ(scheduler.asks.size(), 2u);
+  EXPECT_EQ(scheduler.asks().size(), 2u);
   clock_.advance(std::chrono::seconds(1));
   svc.tick();
-  EXPECT_EQ(scheduler.asks.size(), 3u);
+  EXPECT_EQ(scheduler.asks().size(), 3u);
 
   // The job leaves: the pod drains. A late answer to the last ask is still recorded.
   for (auto& h : fleet_.pods_.at("b1-p1").hosts) h.state = core::HostState::kAvailable;
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
-  scheduler.asks[2].done(true);
+  scheduler.answer(2, true);
   svc.tick();
   EXPECT_EQ(rollouts_.eventsOf("release").size(), 3u);
 }
@@ -223,13 +217,13 @@ TEST_F(RolloutServiceTest, TheSchedulerHookIsAskedWithoutWaitingAndItsAnswerIsLe
 TEST_F(RolloutServiceTest, AnAnswerArrivingAfterTheServiceIsGoneIsHarmless) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
   fleet_.setState("b1-p1-h01", core::HostState::kAllocated);
-  HeldHook scheduler;
+  scheduler::testing::FakeDriver scheduler;
   ControllerOptions o;
-  o.release_hook = scheduler.hook();
+  o.scheduler = &scheduler;
   service(o).tick();
-  ASSERT_EQ(scheduler.asks.size(), 1u);
+  ASSERT_EQ(scheduler.asks().size(), 1u);
   service_.reset();
-  scheduler.asks[0].done(true);  // from the hook's thread, in kilnd, during shutdown
+  scheduler.answer(0, true);  // from the hook's thread, in kilnd, during shutdown
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Tier `unit`: the agent gateway alone, on a FakeClock, with in-memory fakes of what it asks
-// (AgentWork: work and reports; RunStore: heartbeats, hosts with work, assignments). No
-// PostgreSQL, no thread of its own (the test turns expireDue / writerTurn by hand), no sleep:
-// time moves only when the test advances the clock. Replies that go through the executor are
-// awaited on futures.
+// (AgentWork: work and reports; RunStore: the shared FakeRunStore, holding no runs, for
+// heartbeats, hosts with work and assignments). No PostgreSQL, no thread of its own (the test
+// turns expireDue / writerTurn by hand), no sleep: time moves only when the test advances the
+// clock. Replies that go through the executor are awaited on futures.
 
 #include <chrono>
 #include <future>
@@ -21,6 +21,7 @@
 #include "common/executor.h"
 #include "common/logger.h"
 #include "orchestrator/runs/agent_gateway.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
 
 namespace kiln::runs {
 namespace {
@@ -28,8 +29,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-Error unsupported() { return unavailable("not in the fake"); }
+using runs::testing::FakeRunStore;
 
 // The work side: hands out what the test put in `work` (once per host), answers reports as
 // accepted. Called on the executor's thread.
@@ -110,90 +110,6 @@ class FakeAgentWork final : public AgentWork {
   std::shared_ptr<std::promise<void>> entered_;
 };
 
-// The gateway's part of the run store: heartbeat batches (recorded, or failing on demand),
-// the hosts with open work, assignments by id. The rest is not the gateway's.
-class FakeLivenessStore final : public RunStore {
- public:
-  std::vector<std::vector<Heartbeat>> batches() const {
-    std::lock_guard lock(mu_);
-    return batches_;
-  }
-  int openWorkReads() const {
-    std::lock_guard lock(mu_);
-    return open_work_reads_;
-  }
-  void failHeartbeats(bool fail) {
-    std::lock_guard lock(mu_);
-    fail_heartbeats_ = fail;
-  }
-
-  Status recordHeartbeats(const std::vector<Heartbeat>& beats) override {
-    std::lock_guard lock(mu_);
-    batches_.push_back(beats);
-    if (fail_heartbeats_) return unavailable("database is away");
-    return Ok{};
-  }
-  Result<std::vector<std::string>> hostsWithOpenWork() override {
-    std::lock_guard lock(mu_);
-    ++open_work_reads_;
-    return std::vector<std::string>();
-  }
-  Result<std::optional<AssignmentRow>> assignment(const std::string&) override {
-    return std::optional<AssignmentRow>();
-  }
-
-  Status putWorkflow(const WorkflowRow&, const core::Actor&, const std::optional<core::IfMatch>&) override {
-    return unsupported();
-  }
-  Result<std::optional<WorkflowRow>> currentWorkflow(const std::string&) override { return unsupported(); }
-  Result<std::optional<WorkflowRow>> workflowVersion(const std::string&, const std::string&) override {
-    return unsupported();
-  }
-  Result<std::vector<WorkflowRow>> listWorkflows() override { return unsupported(); }
-  Result<std::string> nextRunId() override { return unsupported(); }
-  Result<RunRow> createRun(const NewRun&, const core::Actor&) override { return unsupported(); }
-  Result<RunRow> getRun(const std::string&) override { return unsupported(); }
-  Result<std::optional<std::string>> runByOwner(const std::string&) override { return unsupported(); }
-  Result<std::vector<GroupState>> runGroups(const std::string&) override { return unsupported(); }
-  Result<std::vector<AssignmentRow>> runAssignments(const std::string&) override { return unsupported(); }
-  Result<core::Page<RunRow>> listRuns(const RunFilter&, const core::PageRequest&) override { return unsupported(); }
-  Status updateGroup(const std::string&, const std::string&, const GroupFn&, const core::Actor&) override {
-    return unsupported();
-  }
-  Status stopGroup(const std::string&, const std::string&, const StopFn&, const core::Actor&) override {
-    return unsupported();
-  }
-  Result<std::vector<std::pair<std::string, std::string>>> dueGroups(TimePoint, int) override {
-    return unsupported();
-  }
-  Result<std::vector<std::string>> finalizeRuns(const VerdictFn&) override { return unsupported(); }
-  Status cancelRun(const std::string&, const GroupFn&, const core::Actor&) override { return unsupported(); }
-  Result<std::optional<AssignmentRow>> claimWork(const std::string&, std::int64_t) override { return unsupported(); }
-  Result<std::map<std::string, AssignmentRow>> claimBatch(const std::vector<std::string>&, std::int64_t) override {
-    return unsupported();
-  }
-  Result<std::vector<Result<ReportReply>>> reportBatch(const std::vector<ReportItem>&, std::int64_t) override {
-    return unsupported();
-  }
-  Result<std::vector<AssignmentRow>> expiredLeases(TimePoint, int) override { return unsupported(); }
-  Result<bool> expireLease(const std::string&, int, const GroupFn&) override { return unsupported(); }
-  Result<core::NewToken> enrollAgent(const std::string&, const std::string&, const std::string&, const json&,
-                                     const core::Actor&) override {
-    return unsupported();
-  }
-  Result<std::vector<std::string>> markUnreachable(TimePoint) override { return unsupported(); }
-  Result<std::vector<QuarantineRow>> quarantine() override { return unsupported(); }
-  Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>&) override {
-    return unsupported();
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::vector<Heartbeat>> batches_;
-  int open_work_reads_ = 0;
-  bool fail_heartbeats_ = false;
-};
-
 using PollAnswer = Result<std::optional<json>>;
 
 // One poll's answer, awaited: a reply that comes through the executor arrives on its thread.
@@ -222,7 +138,7 @@ struct GatewayUnderTest {
   FakeClock clock;
   RecordingLogger log;
   FakeAgentWork work;
-  FakeLivenessStore store;
+  FakeRunStore store;
   Executor executor{1};
   AgentGatewayOptions options;  // heartbeat_flush and pending_refresh: 5 s
   AgentGateway gateway{work, store, executor, clock, log, options};
@@ -261,7 +177,7 @@ TEST(AgentGatewayTest, AGroupsReportsAreNeverInTwoTransactionsAtOnce) {
   FakeClock clock;
   RecordingLogger log;
   FakeAgentWork work;
-  FakeLivenessStore store;
+  FakeRunStore store;
   Executor executor{2};
   AgentGatewayOptions options;
   options.report_drains = 2;
@@ -414,15 +330,15 @@ TEST(AgentGatewayTest, HeartbeatsGoToTheStoreInOneBatchAtTheFlushInterval) {
   t.gateway.poll("h1", "boot-1b", 30, "", polls[3].reply());  // h1 again: its newest beat counts
 
   EXPECT_EQ(t.gateway.writerTurn(), milliseconds(5000)) << "nothing due yet: wait the whole interval";
-  EXPECT_TRUE(t.store.batches().empty());
+  EXPECT_TRUE(t.store.heartbeatBatches().empty());
   t.clock.advance(milliseconds(4999));
   EXPECT_EQ(t.gateway.writerTurn(), milliseconds(1));
-  EXPECT_TRUE(t.store.batches().empty()) << "no write before the flush interval";
-  EXPECT_EQ(t.store.openWorkReads(), 0);
+  EXPECT_TRUE(t.store.heartbeatBatches().empty()) << "no write before the flush interval";
+  EXPECT_EQ(t.store.hosts_with_open_work_calls, 0);
 
   t.clock.advance(milliseconds(1));
   EXPECT_EQ(t.gateway.writerTurn(), milliseconds(5000));
-  auto batches = t.store.batches();
+  auto batches = t.store.heartbeatBatches();
   ASSERT_EQ(batches.size(), 1u) << "one write for all the hosts";
   std::map<std::string, std::string> boot;
   for (const auto& b : batches[0]) {
@@ -430,32 +346,32 @@ TEST(AgentGatewayTest, HeartbeatsGoToTheStoreInOneBatchAtTheFlushInterval) {
     EXPECT_EQ(b.at, polled_at) << b.host << ": the poll's wall time";
   }
   EXPECT_EQ(boot, (std::map<std::string, std::string>{{"h1", "boot-1b"}, {"h2", "boot-2"}, {"h3", "boot-3"}}));
-  EXPECT_EQ(t.store.openWorkReads(), 1) << "the refresh was due too";
+  EXPECT_EQ(t.store.hosts_with_open_work_calls, 1) << "the refresh was due too";
 
   t.clock.advance(seconds(5));
   t.gateway.writerTurn();
-  EXPECT_EQ(t.store.batches().size(), 1u) << "no poll since: nothing to write";
-  EXPECT_EQ(t.store.openWorkReads(), 2);
+  EXPECT_EQ(t.store.heartbeatBatches().size(), 1u) << "no poll since: nothing to write";
+  EXPECT_EQ(t.store.hosts_with_open_work_calls, 2);
   EXPECT_EQ(t.log.lines().size(), 0u);
 }
 
 TEST(AgentGatewayTest, AFailedHeartbeatWriteIsLoggedOnceAMinuteAndKeptForTheNextFlush) {
   GatewayUnderTest t;
-  t.store.failHeartbeats(true);
+  t.store.fail_heartbeats = unavailable("database is away");
   Answer a, b, c;
   t.gateway.poll("h1", "boot-1", 30, "", a.reply());
   t.clock.advance(seconds(5));
   t.gateway.writerTurn();
-  ASSERT_EQ(t.store.batches().size(), 1u);
+  ASSERT_EQ(t.store.heartbeatBatches().size(), 1u);
   EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 1);
   EXPECT_EQ(t.log.count(LogLevel::kError, "database is away"), 1) << "the line says why";
 
   t.gateway.poll("h2", "boot-2", 30, "", b.reply());
   t.clock.advance(seconds(5));
   t.gateway.writerTurn();
-  ASSERT_EQ(t.store.batches().size(), 2u) << "the next flush tries again";
+  ASSERT_EQ(t.store.heartbeatBatches().size(), 2u) << "the next flush tries again";
   std::set<std::string> again;
-  const auto batches = t.store.batches();
+  const auto batches = t.store.heartbeatBatches();
   for (const auto& beat : batches[1]) again.insert(beat.host);
   EXPECT_EQ(again, (std::set<std::string>{"h1", "h2"})) << "h1's beat was kept for it";
   EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 1) << "the same failure within a minute: said once";
@@ -463,7 +379,7 @@ TEST(AgentGatewayTest, AFailedHeartbeatWriteIsLoggedOnceAMinuteAndKeptForTheNext
   t.gateway.poll("h1", "boot-1", 30, "", c.reply());
   t.clock.advance(seconds(60));
   t.gateway.writerTurn();
-  EXPECT_EQ(t.store.batches().size(), 3u);
+  EXPECT_EQ(t.store.heartbeatBatches().size(), 3u);
   EXPECT_EQ(t.log.count(LogLevel::kError, "heartbeats"), 2) << "said again a minute later";
 }
 

@@ -1,7 +1,7 @@
 // Tier `unit`: the run service alone, over in-memory fakes of the fleet and the run store
-// (orchestrator/rollouts/tests/fakes.h), with no agent gateway: it tells of new work only
-// through the on_work callback it was given (agent_work.h), and the gateway sees it only as
-// AgentWork.
+// (orchestrator/core/testing/fake_fleet.h, orchestrator/runs/testing/fake_run_store.h), with no
+// agent gateway: it tells of new work only through the on_work callback it was given
+// (agent_work.h), and the gateway sees it only as AgentWork.
 
 #include <set>
 #include <string>
@@ -10,15 +10,16 @@
 #include <gtest/gtest.h>
 
 #include "orchestrator/core/clock.h"
-#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/runs/agent_work.h"
 #include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
 
 namespace kiln::runs {
 namespace {
 
-using rollouts::testing::FakeFleet;
-using rollouts::testing::FakeRunStore;
+using core::testing::FakeFleet;
+using runs::testing::FakeRunStore;
 
 struct RunServiceUnderTest {
   RunServiceUnderTest() { fleet.addPod("b1-p1", "b1"); }

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/rollouts/tests/fakes.h"
+#include "orchestrator/core/testing/fake_fleet.h"
+#include "orchestrator/reliability/testing/fake_reliability_store.h"
 #include "orchestrator/scheduler/slurm_driver.h"
+#include "orchestrator/scheduler/testing/fake_drain_ledger.h"
 
 namespace kiln::scheduler {
 namespace {
@@ -46,64 +48,33 @@ class FakeSlurm final : public SlurmControl {
   }
 };
 
-class FakeLedger final : public DrainLedger {
- public:
-  std::map<std::string, Drain> rows;
-  std::vector<std::string>* calls = nullptr;
-  Result<std::vector<Drain>> list() override {
-    std::vector<Drain> out;
-    for (const auto& [_, d] : rows) out.push_back(d);
-    return out;
-  }
-  Status put(const Drain& d, const core::Actor&) override {
-    calls->push_back("ledger put " + d.node);
-    rows[d.node] = d;
-    return Ok{};
-  }
-  Status remove(const std::string& node, const std::string& action, const std::string&, const core::Actor&) override {
-    calls->push_back("ledger remove " + node + " " + action);
-    rows.erase(node);
-    return Ok{};
-  }
-};
-
-class FakeInterruptions final : public reliability::ReliabilityStore {
- public:
-  std::vector<reliability::Interruption> recorded;
-  Result<bool> record(const reliability::Interruption& i, const core::Actor&) override {
-    for (const auto& r : recorded)
-      if (r.id == i.id) return false;
-    recorded.push_back(i);
-    return true;
-  }
-  Result<core::Page<reliability::Interruption>> list(TimePoint, TimePoint, const std::string&, std::optional<bool>,
-                                                     const core::PageRequest&) override {
-    return unavailable("fake");
-  }
-  Result<reliability::LedgerData> data(TimePoint, TimePoint, const reliability::Scope&, int) override {
-    return unavailable("fake");
-  }
-  Result<std::map<std::string, std::int64_t>> countsByCause() override { return unavailable("fake"); }
-};
-
 class SlurmDriverTest : public ::testing::Test {
  protected:
   void SetUp() override {
     fleet_.addPod("p1", "b1");
+    interruptions_.addPod("p1", "s1", "b1", "catalina");
+    for (const auto& id : {"p1-h01", "p1-h02"}) interruptions_.addHost(id, "p1");
     slurm_.calls = &calls_;
     ledger_.calls = &calls_;
     for (const auto& id : {"p1-h01", "p1-h02"}) slurm_.nodes_[id] = SlurmNode{id, "IDLE", {}, "", "", std::nullopt};
   }
   SlurmDriver driver() {
-    return SlurmDriver(fleet_, fleet_, fleet_, ledger_, slurm_, &interruptions_, clock_, {},
-                       [this](bool warning, const std::string& line) { log_.push_back((warning ? "W " : "I ") + line); });
+    return SlurmDriver(fleet_, fleet_, fleet_, ledger_, slurm_, &interruptions_, clock_, {}, lines_);
   }
-  rollouts::testing::FakeFleet fleet_;
+  core::testing::FakeFleet fleet_;
   FakeSlurm slurm_;
-  FakeLedger ledger_;
-  FakeInterruptions interruptions_;
+  testing::FakeDrainLedger ledger_;
+  reliability::testing::FakeReliabilityStore interruptions_;
   core::FakeClock clock_;
   std::vector<std::string> calls_, log_;
+  // The driver's lines into log_, "W ..." for a warning and "I ..." for the rest.
+  struct Lines final : Logger {
+    explicit Lines(std::vector<std::string>& to) : to_(to) {}
+    void log(LogLevel level, std::string_view line) override {
+      to_.push_back((level >= LogLevel::kWarn ? "W " : "I ") + std::string(line));
+    }
+    std::vector<std::string>& to_;
+  } lines_{log_};
 };
 
 TEST_F(SlurmDriverTest, TheGateOpensOnlyAfterAPassSawTheDrainKilnAskedFor) {
@@ -148,10 +119,10 @@ TEST_F(SlurmDriverTest, ASlurmThatCannotBeReadHoldsTheGateAndIsLoggedOnce) {
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("Unable to contact slurm controller"), std::string::npos);
   EXPECT_EQ(std::count_if(log_.begin(), log_.end(), [](const std::string& l) { return l.find("Unable to contact") != std::string::npos; }), 1);
-  EXPECT_EQ(d.status().last_error.empty(), false);
+  EXPECT_EQ(d.status()->last_error.empty(), false);
   slurm_.down.reset();
   ASSERT_TRUE(d.pass().ok());
-  EXPECT_TRUE(d.status().last_error.empty());
+  EXPECT_TRUE(d.status()->last_error.empty());
 }
 
 TEST_F(SlurmDriverTest, AKilndRestartedWithNodesDrainedResumesExactlyThose) {
@@ -182,10 +153,11 @@ TEST_F(SlurmDriverTest, RecordsEachInterruptionOnce) {
   slurm_.jobs_ = {j};
   ASSERT_TRUE(d.pass().ok());
   ASSERT_TRUE(d.pass().ok());
-  ASSERT_EQ(interruptions_.recorded.size(), 1u);
-  EXPECT_EQ(interruptions_.recorded[0].job, "77");
-  EXPECT_EQ(interruptions_.recorded[0].hosts, std::vector<std::string>{"p1-h02"});
-  EXPECT_EQ(interruptions_.recorded[0].owner, "slurm");
+  const auto recorded = interruptions_.interruptions();
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].job, "77");
+  EXPECT_EQ(recorded[0].hosts, std::vector<std::string>{"p1-h02"});
+  EXPECT_EQ(recorded[0].owner, "slurm");
 }
 
 }  // namespace

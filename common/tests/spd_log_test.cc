@@ -1,4 +1,4 @@
-#include "orchestrator/kilnd/log_format.h"
+#include "common/spd_log.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -9,7 +9,7 @@
 
 #include "common/log_context.h"
 
-namespace kiln::kilnd {
+namespace kiln {
 namespace {
 
 class LogFormatTest : public ::testing::Test {
@@ -61,5 +61,39 @@ TEST_F(LogFormatTest, TextStaysOneHumanLineAndUnknownFormatsAreRefused) {
   EXPECT_NE(bad.error().message.find("text or json"), std::string::npos);
 }
 
+TEST_F(LogFormatTest, AComponentsLinesCarryItsNameInBothFormats) {
+  std::shared_ptr<spdlog::logger> root(&log_, [](spdlog::logger*) {});  // the fixture owns it
+  ASSERT_TRUE(setLogFormat(log_, "text").ok());
+  auto kiln = makeSpdLogger(root);
+  auto slurm = kiln->named("slurm");
+  kiln->info("own line");
+  slurm->warn("cannot read Slurm's nodes: {}", "timeout");
+  EXPECT_NE(out_.str().find(" info own line\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find(" warning [slurm] cannot read Slurm's nodes: timeout\n"), std::string::npos) << out_.str();
+  // A message is never a format string: braces from tool output are written as they are.
+  slurm->info(std::string("{not a field}"));
+  EXPECT_NE(out_.str().find("[slurm] {not a field}\n"), std::string::npos) << out_.str();
+
+  out_.str("");
+  ASSERT_TRUE(setLogFormat(log_, "json").ok());
+  slurm->info("drained node n1");
+  auto l = lines();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0]["logger"], "kilnd.slurm");
+  EXPECT_EQ(l[0]["msg"], "drained node n1");
+}
+
+TEST_F(LogFormatTest, AComponentFollowsTheProcesssLevel) {
+  std::shared_ptr<spdlog::logger> root(&log_, [](spdlog::logger*) {});
+  log_.set_level(spdlog::level::warn);
+  auto api = makeSpdLogger(root)->named("api");
+  EXPECT_FALSE(api->enabled(LogLevel::kInfo));
+  EXPECT_TRUE(api->enabled(LogLevel::kWarn));
+  api->info("dropped");
+  api->error("kept");
+  EXPECT_EQ(out_.str().find("dropped"), std::string::npos);
+  EXPECT_NE(out_.str().find("kept"), std::string::npos);
+}
+
 }  // namespace
-}  // namespace kiln::kilnd
+}  // namespace kiln

@@ -1,0 +1,603 @@
+// Tier `store`: one suite for runs::RunStore, run against the in-memory fake that the unit tests
+// use (orchestrator/runs/testing/fake_run_store.h, over core::testing::FakeFleet) and against
+// PgRunStore on a real PostgreSQL, so that the two keep the same promises (run_store.h): what a
+// report of a batch answers (accepted, duplicate, cancelled, stale), what it writes, the step it
+// hands out in the same transaction, the host moves a run's verdict makes, the run it completes,
+// and the claims, leases and verdicts around it. Most cases go through the run service, whose
+// engine functions are the ones kilnd gives the store; a few hand the store their own GroupFn
+// to see exactly what it is called with.
+//
+// Each half reads a FakeClock started at the wall time, since PostgreSQL stamps leases with its
+// own now(). The fake half needs no database; the PostgreSQL half needs KILN_TEST_PG
+// (tests/support/test_db.h).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/core/clock.h"
+#include "orchestrator/core/fleet_spec.h"
+#include "orchestrator/core/testing/fake_fleet.h"
+#include "orchestrator/db/pg_run_store.h"
+#include "orchestrator/db/pg_store.h"
+#include "orchestrator/db/tests/contract_support.h"
+#include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/run_store.h"
+#include "orchestrator/runs/testing/fake_run_store.h"
+#include "tests/support/test_db.h"
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using runs::ReportOutcome;
+using runs::RunService;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+const core::Actor kAdmin{"test-admin", "test"};
+
+// One implementation under the suite: the run store, the fleet whose hosts its runs move, one
+// pod of 18 hosts in that fleet, and the clock the test moves (the fake store's time).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  core::FakeClock& clock() { return clock_; }
+  virtual runs::RunStore& store() = 0;
+  virtual core::FleetReads& fleet() = 0;
+  virtual const std::string& pod() const = 0;
+  virtual const std::vector<std::string>& hosts() const = 0;
+  // Puts a host in `state` as a fixture does: no lifecycle check, event or audit record.
+  virtual void setHostState(const std::string& host, core::HostState state) = 0;
+
+ protected:
+  // PostgreSQL stamps leases with its own now(): the clock starts at the wall time.
+  core::FakeClock clock_{std::chrono::system_clock::now()};
+};
+
+class FakeBackend final : public Backend {
+ public:
+  FakeBackend() : fleet_(&clock_), store_(&fleet_, &clock_) {
+    fleet_.addPod(pod_, "b1");
+    for (const auto& h : fleet_.pods_.at(pod_).hosts) hosts_.push_back(h.id);
+  }
+  runs::RunStore& store() override { return store_; }
+  core::FleetReads& fleet() override { return fleet_; }
+  const std::string& pod() const override { return pod_; }
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  void setHostState(const std::string& host, core::HostState state) override { fleet_.setState(host, state); }
+
+ private:
+  const std::string pod_ = "b1-p1";
+  core::testing::FakeFleet fleet_;
+  runs::testing::FakeRunStore store_;
+  std::vector<std::string> hosts_;
+};
+
+class PgBackend final : public Backend {
+ public:
+  PgBackend() {
+    json doc = {{"sites",
+                 {{{"name", "t01"},
+                   {"buildings", {{{"name", "t01-b01"}, {"pods", {{{"name", pod_}, {"platform", "clemente"}}}}}}}}}}};
+    auto spec = core::parseFleetSpec(doc);
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    if (!spec.ok()) return;
+    auto imported = fleet_->importFleet(*spec, kAdmin);
+    EXPECT_TRUE(imported.ok()) << imported.error().message;
+    auto pod = fleet_->getPod(pod_);
+    EXPECT_TRUE(pod.ok());
+    if (pod.ok())
+      for (const auto& h : pod->hosts) hosts_.push_back(h.id);
+  }
+  runs::RunStore& store() override { return *store_; }
+  core::FleetReads& fleet() override { return *fleet_; }
+  const std::string& pod() const override { return pod_; }
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  void setHostState(const std::string& host, core::HostState state) override {
+    db_.query("UPDATE hosts SET state = '" + std::string(core::hostStateName(state)) + "' WHERE id = '" + host + "'");
+  }
+
+ private:
+  const std::string pod_ = "t01-b01-p01";
+  kiln::testing::TestDatabase db_;
+  std::unique_ptr<core::Store> fleet_ = makePgStore({db_.url(), 2});
+  std::unique_ptr<runs::RunStore> store_ = makePgRunStore({db_.url(), 2});
+  std::vector<std::string> hosts_;
+};
+
+// Two quick steps on every host, for a host- or pod-scope run (as pg_run_store_test).
+std::string twoSteps(const std::string& name, const std::string& scope) {
+  return "name: " + name + "\nversion: \"1\"\nscope: " + scope +
+         "\nsteps:\n  - id: first\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n"
+         "  - id: second\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n";
+}
+constexpr const char* kOneStep =
+    "name: one-step\nversion: \"1\"\nscope: host\nsteps:\n  - id: only\n    run: [nvidia-smi, -q, -x]\n    timeout: "
+    "10m\n";
+constexpr std::int64_t kStepTimeoutMs = 10 * 60 * 1000;
+constexpr std::int64_t kGraceMs = 30000;  // RunServiceOptions::lease_grace_ms
+
+class RunStoreContractTest : public ::testing::TestWithParam<contract::Implementation<Backend>> {
+ protected:
+  void SetUp() override {
+    backend_ = GetParam().make();
+    ASSERT_EQ(backend_->hosts().size(), 18u);
+    runs::RunServiceOptions o;
+    o.on_run_complete = [this] { ++completions_; };
+    service_ = std::make_unique<RunService>(backend_->fleet(), backend_->store(), clock(), o, nullptr);
+    ASSERT_TRUE(service_->putWorkflow("two-steps", twoSteps("two-steps", "host"), kAdmin).ok());
+    ASSERT_TRUE(service_->putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), kAdmin).ok());
+    ASSERT_TRUE(service_->putWorkflow("one-step", kOneStep, kAdmin).ok());
+  }
+
+  runs::RunStore& store() { return backend_->store(); }
+  core::FakeClock& clock() { return backend_->clock(); }
+  const std::string& host(int i) const { return backend_->hosts().at(static_cast<std::size_t>(i)); }
+
+  std::string start(const std::string& workflow, std::vector<std::string> hosts, const std::string& purpose = "manual",
+                    std::vector<std::string> pods = {}) {
+    auto run = service_->startRun({workflow, std::move(hosts), std::move(pods), json::object(), purpose, ""}, kAdmin);
+    EXPECT_TRUE(run.ok()) << run.error().message;
+    return run.ok() ? run->row.id : "";
+  }
+  protocol::Assignment claim(const std::string& host) {
+    auto a = service_->claimWork(host);
+    EXPECT_TRUE(a.ok() && a->has_value()) << host;
+    return a.ok() && *a ? **a : protocol::Assignment{};
+  }
+  static RunService::ReportRequest report(const std::string& host, const protocol::Assignment& a, bool ready = true,
+                                          int exit_code = 0) {
+    return {a.id, host,
+            json{{"lease", a.lease},
+                 {"host", host},
+                 {"started", true},
+                 {"exit_code", exit_code},
+                 {"duration_ms", 3},
+                 {"ready", ready}}};
+  }
+  runs::AssignmentRow assignment(const std::string& id) {
+    auto a = store().assignment(id);
+    EXPECT_TRUE(a.ok() && a->has_value()) << id;
+    return a.ok() && *a ? **a : runs::AssignmentRow{};
+  }
+  std::string runState(const std::string& id) {
+    auto run = store().getRun(id);
+    EXPECT_TRUE(run.ok()) << id;
+    return run.ok() ? run->state : "";
+  }
+  core::HostSummary hostNow(const std::string& id) {
+    auto h = backend_->fleet().getHost(id);
+    EXPECT_TRUE(h.ok()) << id;
+    return h.ok() ? h->host : core::HostSummary{};
+  }
+  std::set<std::string> openWork() {
+    auto hosts = store().hostsWithOpenWork();
+    EXPECT_TRUE(hosts.ok());
+    return hosts.ok() ? std::set<std::string>(hosts->begin(), hosts->end()) : std::set<std::string>();
+  }
+
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<RunService> service_;
+  int completions_ = 0;
+};
+
+// --- claims ---
+
+TEST_P(RunStoreContractTest, AClaimHandsOutTheHostsStepOnceWithANewLeaseAndAgainWhileItsLeaseLives) {
+  const std::string run = start("two-steps", {host(0), host(1)});
+  EXPECT_EQ(openWork(), (std::set<std::string>{host(0), host(1)}));
+  auto batch = store().claimBatch({host(0), host(1), host(2)}, kGraceMs);
+  ASSERT_TRUE(batch.ok()) << batch.error().message;
+  ASSERT_EQ(batch->size(), 2u) << "host 2 has no work";
+  for (int i = 0; i < 2; ++i) {
+    const runs::AssignmentRow& a = batch->at(host(i));
+    EXPECT_EQ(a.run_id, run);
+    EXPECT_EQ(a.host, host(i));
+    EXPECT_EQ(a.group_key, host(i)) << "a host-scope run's group is its host";
+    EXPECT_EQ(a.step_id, "first");
+    EXPECT_EQ(a.state, "dispatched");
+    EXPECT_EQ(a.lease, 1);
+    EXPECT_EQ(a.timeout_ms, kStepTimeoutMs);
+    ASSERT_TRUE(a.dispatched_at && a.lease_expires_at);
+    const auto lease = *a.lease_expires_at - clock().now();
+    EXPECT_GT(lease, milliseconds(kStepTimeoutMs + kGraceMs) - seconds(30)) << "its timeout and the grace, from now";
+    EXPECT_LT(lease, milliseconds(kStepTimeoutMs + kGraceMs) + seconds(30));
+  }
+  // The agent never got the answer: the same step, the same lease, counted from now.
+  auto again = store().claimWork(host(0), kGraceMs);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->id, batch->at(host(0)).id);
+  EXPECT_EQ((*again)->lease, 1);
+  auto both = store().claimBatch({host(0), host(1)}, kGraceMs);
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ(both->at(host(1)).id, batch->at(host(1)).id);
+  EXPECT_EQ(both->at(host(1)).lease, 1);
+  EXPECT_EQ(openWork(), (std::set<std::string>{host(0), host(1)})) << "dispatched is still open";
+}
+
+TEST_P(RunStoreContractTest, AStepWhoseLeaseRanOutIsNotHandedOutAgainButListedAsExpired) {
+  start("two-steps", {host(0)});
+  // A grace that ends the lease a minute ago.
+  auto gone = store().claimWork(host(0), -(kStepTimeoutMs + 60000));
+  ASSERT_TRUE(gone.ok() && gone->has_value());
+  auto again = store().claimWork(host(0), kGraceMs);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value()) << "its lease is over: only the lease's expiry decides now";
+  auto expired = store().expiredLeases(clock().now() + seconds(5), 10);
+  ASSERT_TRUE(expired.ok());
+  ASSERT_EQ(expired->size(), 1u);
+  EXPECT_EQ((*expired)[0].id, (*gone)->id);
+  EXPECT_EQ((*expired)[0].lease, 1);
+}
+
+// --- reports ---
+
+TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepeatIsADuplicate) {
+  start("two-steps", {host(0), host(1)});
+  const protocol::Assignment a0 = claim(host(0));
+  auto first = service_->reportBatch({report(host(0), a0, false)});
+  ASSERT_TRUE(first[0].ok()) << first[0].error().message;
+  EXPECT_EQ(first[0]->outcome, ReportOutcome::kAccepted);
+  const runs::AssignmentRow done = assignment(a0.id);
+  EXPECT_EQ(done.state, "done");
+  EXPECT_TRUE(done.finished_at.has_value());
+  ASSERT_TRUE(done.result.is_object());
+  EXPECT_EQ(done.result["exit_code"], 0);
+
+  auto repeat = service_->reportBatch({report(host(0), a0, false)});
+  ASSERT_TRUE(repeat[0].ok());
+  EXPECT_EQ(repeat[0]->outcome, ReportOutcome::kDuplicate);
+  EXPECT_FALSE(repeat[0]->next.has_value());
+  // Applied once: one second step, waiting for the host's idle poll.
+  EXPECT_EQ(claim(host(0)).step_id, "second");
+  auto again = store().claimWork(host(0), kGraceMs);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->step_id, "second") << "the same one, re-handed: no third step";
+
+  auto others = service_->reportBatch({report(host(1), a0)});
+  ASSERT_FALSE(others[0].ok());
+  EXPECT_EQ(others[0].error().code, ErrorCode::kPermissionDenied);
+  auto unknown = report(host(0), a0);
+  unknown.assignment_id = "r-999:nowhere:1";
+  auto none = service_->reportBatch({unknown});
+  ASSERT_FALSE(none[0].ok());
+  EXPECT_EQ(none[0].error().code, ErrorCode::kNotFound);
+}
+
+TEST_P(RunStoreContractTest, TheSameReportTwiceInOneBatchIsAppliedOnceAndTheNextStepGoesWithTheLast) {
+  start("two-steps", {host(0)});
+  const protocol::Assignment a0 = claim(host(0));
+  auto answers = service_->reportBatch({report(host(0), a0), report(host(0), a0)});
+  ASSERT_EQ(answers.size(), 2u);
+  ASSERT_TRUE(answers[0].ok() && answers[1].ok());
+  EXPECT_EQ(answers[0]->outcome, ReportOutcome::kAccepted);
+  EXPECT_FALSE(answers[0]->next.has_value());
+  EXPECT_EQ(answers[1]->outcome, ReportOutcome::kDuplicate);
+  ASSERT_TRUE(answers[1]->next.has_value());
+  EXPECT_EQ(answers[1]->next->step_id, "second");
+}
+
+TEST_P(RunStoreContractTest, AReportOnACancelledAssignmentKeepsItsFirstResultAndIsAnsweredCancelled) {
+  const std::string run = start("two-steps", {host(0)});
+  const protocol::Assignment a0 = claim(host(0));
+  ASSERT_TRUE(service_->cancelRun(run, kAdmin).ok());
+  EXPECT_EQ(assignment(a0.id).state, "cancelled");
+  EXPECT_EQ(runState(run), "cancelled");
+  EXPECT_TRUE(openWork().empty());
+
+  auto answers = service_->reportBatch({report(host(0), a0, true, 0)});
+  ASSERT_TRUE(answers[0].ok()) << answers[0].error().message;
+  EXPECT_EQ(answers[0]->outcome, ReportOutcome::kCancelled);
+  EXPECT_FALSE(answers[0]->next.has_value()) << "nothing left to hand out";
+  auto later = service_->reportBatch({report(host(0), a0, true, 5)});
+  ASSERT_TRUE(later[0].ok());
+  EXPECT_EQ(later[0]->outcome, ReportOutcome::kCancelled);
+  const runs::AssignmentRow kept = assignment(a0.id);
+  EXPECT_EQ(kept.state, "cancelled");
+  ASSERT_TRUE(kept.result.is_object()) << "the agent's report is kept for the run view";
+  EXPECT_EQ(kept.result["exit_code"], 0) << "the first one";
+  EXPECT_EQ(runState(run), "cancelled");
+  EXPECT_EQ(completions_, 0);
+}
+
+TEST_P(RunStoreContractTest, AReportOnAStaleLeaseIsRefusedAndHandsOutNothing) {
+  start("two-steps", {host(0)});
+  const protocol::Assignment a0 = claim(host(0));
+  auto stale = report(host(0), a0);
+  stale.body["lease"] = 7;
+  auto refused = service_->reportBatch({stale});
+  ASSERT_TRUE(refused[0].ok());
+  EXPECT_EQ(refused[0]->outcome, ReportOutcome::kStale);
+  EXPECT_FALSE(refused[0]->next.has_value());
+  const runs::AssignmentRow still = assignment(a0.id);
+  EXPECT_EQ(still.state, "dispatched");
+  EXPECT_TRUE(still.result.is_null());
+  // The live lease's report still lands.
+  auto live = service_->reportBatch({report(host(0), a0)});
+  ASSERT_TRUE(live[0].ok());
+  EXPECT_EQ(live[0]->outcome, ReportOutcome::kAccepted);
+}
+
+// A report on a lease that is not the assignment's does not hide the live one's report of the
+// same assignment later in the batch.
+TEST_P(RunStoreContractTest, AStaleReportBeforeTheLiveOneOfTheSameStepInABatchLeavesItAccepted) {
+  start("two-steps", {host(0)});
+  const protocol::Assignment a0 = claim(host(0));
+  auto stale = report(host(0), a0, false);
+  stale.body["lease"] = 7;
+  auto answers = service_->reportBatch({stale, report(host(0), a0), report(host(0), a0)});
+  ASSERT_EQ(answers.size(), 3u);
+  for (const auto& a : answers) ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(answers[0]->outcome, ReportOutcome::kStale);
+  EXPECT_EQ(answers[1]->outcome, ReportOutcome::kAccepted);
+  EXPECT_EQ(answers[2]->outcome, ReportOutcome::kDuplicate);
+  ASSERT_TRUE(answers[2]->next.has_value()) << "the host's last report carries its next step";
+  EXPECT_EQ(answers[2]->next->step_id, "second");
+  EXPECT_EQ(assignment(a0.id).state, "done");
+}
+
+TEST_P(RunStoreContractTest, AReportWithoutReadyLeavesTheNextStepPendingAndOneWithReadyHandsItOut) {
+  start("two-steps", {host(0), host(1)});
+  const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1));
+  auto answers = service_->reportBatch({report(host(0), a0, true), report(host(1), a1, false)});
+  ASSERT_TRUE(answers[0].ok() && answers[1].ok());
+  ASSERT_TRUE(answers[0]->next.has_value());
+  const runs::AssignmentRow next = assignment(answers[0]->next->id);
+  EXPECT_EQ(next.step_id, "second");
+  EXPECT_EQ(next.state, "dispatched") << "claimed in the report's transaction";
+  EXPECT_EQ(next.lease, 1);
+  EXPECT_EQ(answers[0]->next->lease, 1);
+  EXPECT_FALSE(answers[1]->next.has_value());
+  auto pending = store().runAssignments(a1.run_id);
+  ASSERT_TRUE(pending.ok());
+  int waiting = 0;
+  for (const auto& a : *pending) waiting += a.host == host(1) && a.step_id == "second" && a.state == "pending";
+  EXPECT_EQ(waiting, 1);
+  EXPECT_EQ(claim(host(1)).step_id, "second");
+}
+
+TEST_P(RunStoreContractTest, ReportsOfOnePodScopeGroupInOneBatchAreAllAppliedToItsState) {
+  const std::string run = start("pod-steps", {}, "manual", {backend_->pod()});
+  std::vector<RunService::ReportRequest> batch;
+  for (int i = 0; i < 5; ++i) batch.push_back(report(host(i), claim(host(i))));
+  auto answers = service_->reportBatch(batch);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(answers[i].ok()) << answers[i].error().message;
+    EXPECT_EQ(answers[i]->outcome, ReportOutcome::kAccepted) << i;
+    ASSERT_TRUE(answers[i]->next.has_value()) << i;
+    EXPECT_EQ(answers[i]->next->step_id, "second") << i;
+  }
+  auto groups = store().runGroups(run);
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u) << "one group: the pod";
+  int on_second = 0, records = 0;
+  for (const auto& h : (*groups)[0].hosts) {
+    on_second += h.step_index == 1;
+    records += static_cast<int>(h.history.size());
+  }
+  EXPECT_EQ(on_second, 5);
+  EXPECT_EQ(records, 5);
+}
+
+// The store's own promise, with fns of the test's: a group's reports go through their fns in
+// batch order, each on the state the one before it returned, and the state is written once.
+TEST_P(RunStoreContractTest, AGroupsReportsGoThroughTheirFnsInBatchOrderEachOnTheLastOnesState) {
+  const std::string run = start("pod-steps", {}, "manual", {backend_->pod()});
+  std::vector<runs::AssignmentRow> claimed;
+  for (int i = 0; i < 3; ++i) {
+    auto a = store().claimWork(host(i), kGraceMs);
+    ASSERT_TRUE(a.ok() && a->has_value());
+    claimed.push_back(**a);
+  }
+  const auto before = store().runGroups(run);
+  ASSERT_TRUE(before.ok());
+  const std::int64_t seq = (*before)[0].next_seq;
+  const json body{{"exit_code", 0}};
+  std::vector<std::string> order;
+  std::vector<std::int64_t> seen;
+  std::vector<runs::ReportItem> items;
+  for (int i : {2, 0, 1}) {
+    runs::ReportItem item;
+    item.assignment_id = claimed[i].id;
+    item.host = claimed[i].host;
+    item.lease = claimed[i].lease;
+    item.result = &body;
+    item.fn = [&, id = claimed[i].id](const runs::RunRow& r, runs::GroupState g) -> Result<runs::GroupUpdate> {
+      EXPECT_EQ(r.id, run);
+      order.push_back(id);
+      seen.push_back(g.next_seq);
+      ++g.next_seq;
+      return runs::GroupUpdate{std::move(g), {}, {}};
+    };
+    items.push_back(std::move(item));
+  }
+  auto replies = store().reportBatch(items, kGraceMs);
+  ASSERT_TRUE(replies.ok()) << replies.error().message;
+  for (const auto& r : *replies) {
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->outcome, ReportOutcome::kAccepted);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{claimed[2].id, claimed[0].id, claimed[1].id}));
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{seq, seq + 1, seq + 2}));
+  const auto after = store().runGroups(run);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)[0].next_seq, seq + 3) << "the last fn's state is the one written";
+}
+
+TEST_P(RunStoreContractTest, AFailingFnFailsTheWholeBatchAndWritesNothing) {
+  start("two-steps", {host(0), host(1)});
+  auto a0 = store().claimWork(host(0), kGraceMs);
+  auto a1 = store().claimWork(host(1), kGraceMs);
+  ASSERT_TRUE(a0.ok() && a0->has_value() && a1.ok() && a1->has_value());
+  const json body{{"exit_code", 0}};
+  auto unchanged = [](const runs::RunRow&, runs::GroupState g) -> Result<runs::GroupUpdate> {
+    return runs::GroupUpdate{std::move(g), {}, {}};
+  };
+  auto failing = [](const runs::RunRow&, runs::GroupState) -> Result<runs::GroupUpdate> {
+    return internalError("the engine refused");
+  };
+  std::vector<runs::ReportItem> items(2);
+  items[0] = {(*a0)->id, host(0), 1, &body, nullptr, unchanged, true};
+  items[1] = {(*a1)->id, host(1), 1, &body, nullptr, failing, false};
+  auto replies = store().reportBatch(items, kGraceMs);
+  ASSERT_FALSE(replies.ok());
+  EXPECT_EQ(replies.error().code, ErrorCode::kInternal);
+  for (const auto& id : {(*a0)->id, (*a1)->id}) {
+    const runs::AssignmentRow a = assignment(id);
+    EXPECT_EQ(a.state, "dispatched") << id;
+    EXPECT_TRUE(a.result.is_null()) << id;
+  }
+  // Alone, the good one lands.
+  auto alone = store().reportBatch({items[0]}, kGraceMs);
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  ASSERT_TRUE((*alone)[0].ok());
+  EXPECT_EQ((*alone)[0]->outcome, ReportOutcome::kAccepted);
+}
+
+// --- what a run's reports lead to ---
+
+TEST_P(RunStoreContractTest, ARunsVerdictMovesItsHostsAndARefusedMoveIsSkipped) {
+  backend_->setHostState(host(0), core::HostState::kIncoming);
+  backend_->setHostState(host(2), core::HostState::kIncoming);
+  start("one-step", {host(0)}, "burn_in");
+  EXPECT_EQ(hostNow(host(0)).state, core::HostState::kBurnIn) << "the start transition, with the run";
+  start("one-step", {host(1)}, "pre_job");
+  start("one-step", {host(2)}, "burn_in");
+  const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1)), a2 = claim(host(2));
+  backend_->setHostState(host(2), core::HostState::kRepair);  // an operator's move meanwhile
+
+  auto answers =
+      service_->reportBatch({report(host(0), a0, false), report(host(1), a1, false, 3), report(host(2), a2, false)});
+  for (const auto& a : answers) {
+    ASSERT_TRUE(a.ok()) << a.error().message;
+    EXPECT_EQ(a->outcome, ReportOutcome::kAccepted);
+  }
+  EXPECT_EQ(hostNow(host(0)).state, core::HostState::kAvailable) << "burn-in passed";
+  const core::HostSummary failed = hostNow(host(1));
+  EXPECT_EQ(failed.state, core::HostState::kFailed) << "a failed pre-job check";
+  EXPECT_NE(failed.state_reason.find("one-step"), std::string::npos) << failed.state_reason;
+  EXPECT_EQ(hostNow(host(2)).state, core::HostState::kRepair) << "burn_in_pass from repair is refused: skipped";
+}
+
+TEST_P(RunStoreContractTest, TheBatchThatClosesARunsLastGroupSaysSoOnEachOfItsReportsOfThatRun) {
+  const std::string run = start("two-steps", {host(0), host(1)});
+  auto a0 = store().claimWork(host(0), kGraceMs);
+  auto a1 = store().claimWork(host(1), kGraceMs);
+  ASSERT_TRUE(a0.ok() && a0->has_value() && a1.ok() && a1->has_value());
+  const json body{{"exit_code", 0}};
+  // Ends the group: every host passed, nothing outstanding.
+  auto finish = [](const runs::RunRow&, runs::GroupState g) -> Result<runs::GroupUpdate> {
+    for (auto& h : g.hosts) {
+      h.status = runs::HostStatus::kPassed;
+      h.assignment_id.clear();
+    }
+    return runs::GroupUpdate{std::move(g), {}, {}};
+  };
+  auto first = store().reportBatch({{(*a0)->id, host(0), 1, &body, nullptr, finish, false}}, kGraceMs);
+  ASSERT_TRUE(first.ok() && (*first)[0].ok());
+  EXPECT_EQ((*first)[0]->outcome, ReportOutcome::kAccepted);
+  EXPECT_FALSE((*first)[0]->run_complete) << "host 1's group is still open";
+
+  auto last = store().reportBatch(
+      {{(*a1)->id, host(1), 1, &body, nullptr, finish, false}, {(*a0)->id, host(0), 1, &body, nullptr, finish, false}},
+      kGraceMs);
+  ASSERT_TRUE(last.ok()) << last.error().message;
+  ASSERT_TRUE((*last)[0].ok() && (*last)[1].ok());
+  EXPECT_EQ((*last)[0]->outcome, ReportOutcome::kAccepted);
+  EXPECT_TRUE((*last)[0]->run_complete);
+  EXPECT_EQ((*last)[1]->outcome, ReportOutcome::kDuplicate);
+  EXPECT_TRUE((*last)[1]->run_complete) << "every answer of the batch about that run says so";
+
+  auto again = store().reportBatch({{(*a1)->id, host(1), 1, &body, nullptr, finish, false}}, kGraceMs);
+  ASSERT_TRUE(again.ok() && (*again)[0].ok());
+  EXPECT_EQ((*again)[0]->outcome, ReportOutcome::kDuplicate);
+  EXPECT_FALSE((*again)[0]->run_complete) << "a duplicate closes nothing";
+  EXPECT_EQ(runState(run), "running") << "its verdict is finalizeRuns'";
+}
+
+TEST_P(RunStoreContractTest, TheReportThatEndsARunTellsTheServiceOnce) {
+  start("one-step", {host(0), host(1)});
+  const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1));
+  ASSERT_TRUE(service_->reportBatch({report(host(0), a0, false)})[0].ok());
+  EXPECT_EQ(completions_, 0);
+  ASSERT_TRUE(service_->reportBatch({report(host(1), a1, false)})[0].ok());
+  EXPECT_EQ(completions_, 1);
+  ASSERT_TRUE(service_->reportBatch({report(host(1), a1, false)})[0].ok());
+  EXPECT_EQ(completions_, 1) << "a duplicate";
+}
+
+TEST_P(RunStoreContractTest, FinalizeRunsGivesEachEndedRunItsVerdictOnceAndLeavesTheRest) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(start("one-step", {host(i)}));
+  const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1));
+  auto answers = service_->reportBatch({report(host(0), a0, false), report(host(1), a1, false, 3)});
+  ASSERT_TRUE(answers[0].ok() && answers[1].ok());
+  ASSERT_TRUE(service_->cancelRun(ids[3], kAdmin).ok());
+
+  std::vector<std::string> judged;
+  auto finished = store().finalizeRuns([&](const runs::RunRow& run, const std::vector<runs::GroupState>& groups) {
+    judged.push_back(run.id);
+    return runs::runVerdict(run, groups);
+  });
+  ASSERT_TRUE(finished.ok()) << finished.error().message;
+  EXPECT_EQ(std::set<std::string>(finished->begin(), finished->end()), (std::set<std::string>{ids[0], ids[1]}));
+  EXPECT_EQ(std::set<std::string>(judged.begin(), judged.end()), (std::set<std::string>{ids[0], ids[1]}));
+  EXPECT_EQ(runState(ids[0]), "passed");
+  EXPECT_EQ(runState(ids[1]), "failed");
+  EXPECT_EQ(runState(ids[2]), "running") << "its host has not reported";
+  EXPECT_EQ(runState(ids[3]), "cancelled");
+  auto run = store().getRun(ids[1]);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->finished_at.has_value());
+  EXPECT_EQ(run->summary["healthy"], 0);
+  EXPECT_EQ(run->summary["hosts"], 1);
+  auto again = store().finalizeRuns(runs::runVerdict);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty()) << "finished once";
+}
+
+TEST_P(RunStoreContractTest, ALeaseThatRanOutLosesItsStepOnceAndItsLateReportIsStale) {
+  const std::string run = start("two-steps", {host(0)});
+  const protocol::Assignment a0 = claim(host(0));
+  auto none = store().expiredLeases(clock().now(), 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty()) << "its lease lives";
+  clock().advance(milliseconds(kStepTimeoutMs + kGraceMs) + minutes(1));
+  auto expired = store().expiredLeases(clock().now(), 10);
+  ASSERT_TRUE(expired.ok());
+  ASSERT_EQ(expired->size(), 1u);
+  EXPECT_EQ((*expired)[0].id, a0.id);
+
+  service_->tick();  // the engine's lost step, then the run's verdict
+  EXPECT_EQ(assignment(a0.id).state, "lost");
+  EXPECT_EQ(runState(run), "failed");
+  EXPECT_TRUE(store().expiredLeases(clock().now(), 10)->empty());
+  bool called = false;
+  auto twice =
+      store().expireLease(a0.id, a0.lease, [&](const runs::RunRow&, runs::GroupState g) -> Result<runs::GroupUpdate> {
+        called = true;
+        return runs::GroupUpdate{std::move(g), {}, {}};
+      });
+  ASSERT_TRUE(twice.ok());
+  EXPECT_FALSE(*twice) << "no longer dispatched on that lease";
+  EXPECT_FALSE(called);
+  auto late = service_->reportBatch({report(host(0), a0)});
+  ASSERT_TRUE(late[0].ok());
+  EXPECT_EQ(late[0]->outcome, ReportOutcome::kStale);
+  EXPECT_FALSE(late[0]->next.has_value());
+}
+
+KILN_CONTRACT_INSTANTIATE(RunStoreContractTest, Backend, FakeBackend, PgBackend);
+
+}  // namespace
+}  // namespace kiln::db
