@@ -2,6 +2,7 @@
 // (orchestrator/api/codecs.h): the first byte picks the decoder, the rest is the body or the
 // parameter. Properties: never throws; a 422 names its fields; decoded values keep their bounds.
 
+#include "common/agent_protocol.h"
 #include "orchestrator/api/codecs.h"
 #include "orchestrator/reliability/reliability_service.h"
 #include "tests/fuzz/fuzz_util.h"
