@@ -40,6 +40,14 @@ constexpr const char* kRolloutColumns =
     " plan::text, extract(epoch from created_at)::float8, extract(epoch from started_at)::float8,"
     " extract(epoch from finished_at)::float8, extract(epoch from previous_wave_finished)::float8";
 
+// A selector or policy the store wrote from a typed value (toJson). A row that no longer parses
+// (edited by hand) fails the read, as a broken row does, instead of being half read.
+template <typename T>
+T stored(Result<T> value, const char* what, const std::string& rollout) {
+  if (!value.ok()) throw std::runtime_error("rollout " + rollout + ": its stored " + what + " does not parse: " + value.error().message);
+  return std::move(*value);
+}
+
 RolloutRow rolloutFromRow(const pqxx::row& r) {
   RolloutRow o;
   o.id = r[0].as<std::string>();
@@ -48,8 +56,8 @@ RolloutRow rolloutFromRow(const pqxx::row& r) {
   o.halt_reason = r[3].as<std::string>();
   o.rollback_of = r[4].as<std::string>();
   o.created_by = r[5].as<std::string>();
-  o.selector = json::parse(r[6].c_str());
-  o.policy = json::parse(r[7].c_str());
+  o.selector = stored(rollouts::parseSelector(json::parse(r[6].c_str())), "selector", o.id);
+  o.policy = stored(rollouts::parsePolicy(json::parse(r[7].c_str())), "policy", o.id);
   o.plan = json::parse(r[8].c_str());
   o.created_at = fromEpoch(r[9].as<double>());
   o.started_at = optEpoch(r[10]);
@@ -269,7 +277,8 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       txn.exec_params(
           "INSERT INTO rollouts (id, bundle_id, selector, policy, plan, state, rollback_of, created_by)"
           " VALUES ($1,$2,$3::jsonb,$4::jsonb,$5::jsonb,'created',NULLIF($6,''),$7)",
-          r.id, r.bundle_id, r.selector.dump(), r.policy.dump(), r.plan.dump(), r.rollback_of, actor.token_id);
+          r.id, r.bundle_id, rollouts::toJson(r.selector).dump(), rollouts::toJson(r.policy).dump(), r.plan.dump(),
+          r.rollback_of, actor.token_id);
       if (auto claimed = claimIdempotencyKey(txn, r.claim, r.id, actor); !claimed.ok()) return claimed.error();
       for (const auto& p : pods)
         txn.exec_params("INSERT INTO rollout_pods (rollout_id, pod_id, wave, position, phase) VALUES ($1,$2,$3,$4,'pending')",
@@ -523,7 +532,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
           m.id = id;
           m.bundle_id = r[1].as<std::string>();
           m.state = rollouts::parseRolloutState(r[2].as<std::string>()).value();
-          m.policy = json::parse(r[3].c_str());
+          m.policy = stored(rollouts::parsePolicy(json::parse(r[3].c_str())), "policy", id);
           m.started_at = optEpoch(r[4]);
           out.push_back(std::move(m));
         }

@@ -70,7 +70,7 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
   a.state = r[7].as<std::string>();
   a.attempt = r[8].as<int>();
   a.lease = r[9].as<int>();
-  a.argv = json::parse(r[10].c_str());
+  a.argv = json::parse(r[10].c_str()).get<std::vector<std::string>>();  // written from a StepDispatch argv
   a.timeout_ms = r[11].as<std::int64_t>();
   a.inventory_after = r[12].as<bool>();
   a.dispatched_at = optEpoch(r[13]);

@@ -16,9 +16,7 @@ Result<LoadedRollout> loadRollout(BundleCatalog& bundles, RolloutRecords& rollou
   auto b = bundles.getBundle(row->bundle_id);
   if (!b.ok()) return b.error();
   if (!*b) return notFound("no bundle '" + row->bundle_id + "'");
-  auto p = parsePolicy(row->policy);
-  if (!p.ok()) return p.error();
-  return LoadedRollout{*row, (*b)->bundle, *p};
+  return LoadedRollout{*row, (*b)->bundle, row->policy};
 }
 
 json installParams(const Bundle& b, const std::vector<std::string>& declared) {

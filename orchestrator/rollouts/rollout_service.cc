@@ -144,12 +144,10 @@ void renderRolloutMetrics(const std::vector<MetricRollout>& rollouts, std::strin
   out += "# HELP kiln_rollout_failure_budget_pods How many of a rollout's pods may fail before it halts (+Inf: no budget).\n"
          "# TYPE kiln_rollout_failure_budget_pods gauge\n";
   for (const auto& r : rollouts) {
-    auto policy = parsePolicy(r.policy);
-    if (!policy.ok()) continue;
     const int eligible = static_cast<int>(std::count_if(r.pods.begin(), r.pods.end(), [](const MetricRollout::Pod& p) {
       return p.phase != PodPhase::kSkipped;
     }));
-    const int budget = failureBudget(*policy, eligible);
+    const int budget = failureBudget(r.policy, eligible);
     out += "kiln_rollout_failure_budget_pods{" + label(r) + "} " +
            (budget == std::numeric_limits<int>::max() ? std::string("+Inf") : std::to_string(budget)) + "\n";
   }
@@ -306,8 +304,8 @@ Result<CreateOutcome> RolloutService::create(const CreateRequest& req, const cor
   RolloutRow row;
   row.id = *id;
   row.bundle_id = req.bundle.id;
-  row.selector = toJson(req.selector);
-  row.policy = toJson(req.policy);
+  row.selector = req.selector;
+  row.policy = req.policy;
   row.plan = toJson(*p);
   row.rollback_of = rollback_of;
   row.claim = claim;

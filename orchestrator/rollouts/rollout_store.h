@@ -39,7 +39,9 @@ struct RolloutRow {
   std::string id, bundle_id;
   RolloutState state = RolloutState::kCreated;
   std::string halt_reason, rollback_of, created_by;
-  nlohmann::json selector, policy, plan;
+  Selector selector;
+  Policy policy;
+  nlohmann::json plan;  // the dry run's answer at creation, kept as it was shown (a document)
   core::TimePoint created_at;
   std::optional<core::TimePoint> started_at, finished_at, previous_wave_finished;
   std::optional<core::IdempotencyClaim> claim;  // on creation only: the request's Idempotency-Key
@@ -93,7 +95,7 @@ struct PodUpdate {
 struct MetricRollout {
   std::string id, bundle_id;
   RolloutState state = RolloutState::kCreated;
-  nlohmann::json policy;
+  Policy policy;
   std::optional<core::TimePoint> started_at;
   struct Pod {
     PodPhase phase = PodPhase::kPending;

@@ -68,7 +68,7 @@ struct AssignmentRow {
   std::string id, run_id, group_key, host, step_id, type, parse, state;
   int attempt = 1;
   int lease = 0;
-  nlohmann::json argv = nlohmann::json::array();
+  std::vector<std::string> argv;
   std::int64_t timeout_ms = 0;
   bool inventory_after = false;
   std::optional<TimePoint> dispatched_at, lease_expires_at, finished_at;

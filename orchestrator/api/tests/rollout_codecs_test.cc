@@ -123,8 +123,7 @@ TEST(RolloutViewsTest, TheRolloutViewHasTheFieldsTheContractNames) {
   v.row.id = "ro-7";
   v.row.bundle_id = "b-3";
   v.row.state = rollouts::RolloutState::kRunning;
-  v.row.selector = {{"pods", {"p1"}}};
-  v.row.policy = json::object();
+  v.row.selector.pods = {"p1"};
   v.row.plan = {{"eligible", 3}};
   v.bundle = testBundle();
   for (auto ph : rollouts::allPodPhases()) v.counts[ph] = 0;

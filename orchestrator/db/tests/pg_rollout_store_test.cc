@@ -48,8 +48,8 @@ class PgRolloutStoreTest : public ::testing::Test {
     rollouts::RolloutRow row;
     row.id = *id;
     row.bundle_id = bundle_;
-    row.selector = json::object();
-    row.policy = json::object();
+    row.selector.pods = {"prn-b01-p1", "prn-b01-p2"};
+    row.policy.max_concurrent_pods = 3;
     row.plan = json::object();
     std::vector<rollouts::RolloutPodRow> pods(2);
     pods[0].pod = "prn-b01-p1";
@@ -80,6 +80,21 @@ class PgRolloutStoreTest : public ::testing::Test {
   core::Actor admin_{"test-admin", "test"};
   std::string bundle_;
 };
+
+TEST_F(PgRolloutStoreTest, TheSelectorAndPolicyComeBackAsTheValuesThatWereStored) {
+  const std::string id = finishedButRunning();
+  auto row = store_->getRollout(id);
+  ASSERT_TRUE(row.ok()) << row.error();
+  EXPECT_EQ(row->selector.pods, (std::vector<std::string>{"prn-b01-p1", "prn-b01-p2"}));
+  rollouts::Policy expected;
+  expected.max_concurrent_pods = 3;
+  EXPECT_EQ(row->policy, expected);
+  // A policy edited by hand into something that no longer parses fails the read, whole.
+  db_.query("UPDATE rollouts SET policy = '{\"max_concurrent_pods\": 0}' WHERE id = '" + id + "'");
+  auto broken = store_->getRollout(id);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.error().message.find("stored policy does not parse"), std::string::npos) << broken.error().message;
+}
 
 TEST_F(PgRolloutStoreTest, PodSnapshotsReadThePodStateAndAnUnknownOneIsAStoreError) {
   auto snaps = store_->podSnapshots({});

@@ -48,7 +48,9 @@ class FakeRolloutStore final : public RolloutStore {
     r.id = id;
     r.bundle_id = bundle.id;
     r.state = parseRolloutState(state).value();
-    r.policy = policy;
+    auto parsed = parsePolicy(policy);
+    KILN_CHECK(parsed.ok());  // a fixture's policy
+    r.policy = *parsed;
     r.created_at = now();
     rollouts_[id] = r;
     int position = 0;

@@ -727,11 +727,11 @@ TEST_P(RolloutControllerTest, RollbackRollsThePreviousBundleOntoOnlyThePodsThisR
   EXPECT_EQ(rb->bundle.id, "b-1");
   EXPECT_EQ(rb->row.bundle_id, "b-1");
   EXPECT_EQ(rb->row.state, RolloutState::kRunning);
-  EXPECT_EQ(rb->row.selector["pods"], json({"b1-p1", "b1-p2"}));
+  EXPECT_EQ(rb->row.selector.pods, (std::vector<std::string>{"b1-p1", "b1-p2"}));
   ASSERT_EQ(rollouts_.pods_.at(id).size(), 2u);
   EXPECT_EQ(rollouts_.pods_.at(id)[0].pod, "b1-p1");
   EXPECT_EQ(rollouts_.pods_.at(id)[1].pod, "b1-p2");
-  EXPECT_EQ(*parsePolicy(rollouts_.rollouts_.at(id).policy), *parsePolicy(rollouts_.rollouts_.at("ro-1").policy));
+  EXPECT_EQ(rollouts_.rollouts_.at(id).policy, rollouts_.rollouts_.at("ro-1").policy);
   EXPECT_EQ(rollouts_.eventsOf("rollback"), (std::vector<std::string>{": rolled back by " + id + " (t-1)"}));
 
   // The rollback rollout upgrades p1 to b-1's driver; the first rollout stays paused.
