@@ -15,6 +15,7 @@
 //
 // Thread-safe (its collaborators are).
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>

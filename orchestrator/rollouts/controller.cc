@@ -65,7 +65,7 @@ int RolloutController::reconcileAll(const LoadedRollout& ro, const std::vector<R
 
 int RolloutController::admitPods(const LoadedRollout& ro, const std::vector<RolloutPodRow>& rows) {
   AdmissionInput in;
-  in.policy = ro.policy;
+  in.policy = ro.row.policy;
   in.paused = ro.row.state == RolloutState::kPaused;
   in.halted = ro.row.state == RolloutState::kHalted;
   in.now = clock_.now();
@@ -78,7 +78,7 @@ int RolloutController::admitPods(const LoadedRollout& ro, const std::vector<Roll
     }
   }
   // Only the window check reads the pod time: no sort on every pass of a rollout without windows.
-  if (const auto durations = ro.policy.windows.empty() ? std::vector<double>() : podSeconds(rows); !durations.empty())
+  if (const auto durations = ro.row.policy.windows.empty() ? std::vector<double>() : podSeconds(rows); !durations.empty())
     in.pod_time_p90 = std::chrono::seconds(static_cast<long>(std::ceil(percentile(durations, 90))));
   if (!pending.empty()) {
     auto states = store_.podHostStates(pending);

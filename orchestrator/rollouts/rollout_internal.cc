@@ -16,7 +16,7 @@ Result<LoadedRollout> loadRollout(BundleCatalog& bundles, RolloutRecords& rollou
   auto b = bundles.getBundle(row->bundle_id);
   if (!b.ok()) return b.error();
   if (!*b) return notFound("no bundle '" + row->bundle_id + "'");
-  return LoadedRollout{*row, (*b)->bundle, row->policy};
+  return LoadedRollout{*row, (*b)->bundle};
 }
 
 json installParams(const Bundle& b, const std::vector<std::string>& declared) {

@@ -20,9 +20,8 @@ extern const core::Actor kController;
 
 // A rollout with its bundle and parsed policy.
 struct LoadedRollout {
-  RolloutRow row;
+  RolloutRow row;  // row.policy: the rollout's policy
   Bundle bundle;
-  Policy policy;
 };
 Result<LoadedRollout> loadRollout(BundleCatalog& bundles, RolloutRecords& rollouts, const std::string& id);
 

@@ -378,7 +378,7 @@ Result<RolloutView> RolloutService::view(const std::string& id) {
   const double p50 = percentile(durations, 50), p90 = percentile(durations, 90);
   if (!durations.empty() && remaining > 0) {
     const int later_waves = std::max(0, static_cast<int>(waves.size()) - std::max(current, 0) - 1);
-    const int rounds = static_cast<int>(std::ceil(static_cast<double>(remaining) / ro->policy.max_concurrent_pods));
+    const int rounds = static_cast<int>(std::ceil(static_cast<double>(remaining) / ro->row.policy.max_concurrent_pods));
     // A round starts only inside a maintenance window that stays open for the P90 pod time, as
     // admission has it (no windows: at once).
     const core::TimePoint now = clock_.now();
@@ -386,13 +386,13 @@ Result<RolloutView> RolloutService::view(const std::string& id) {
     core::TimePoint t = now;
     // The current wave waiting for its soak starts when the soak ends.
     if (current > 0 && !started_waves.count(current) && last_finish[current - 1])
-      t = std::max(now, *last_finish[current - 1] + ro->policy.soak);
+      t = std::max(now, *last_finish[current - 1] + ro->row.policy.soak);
     for (int r = 0; r < rounds; ++r) {
-      const auto open = nextWindowFitting(ro->policy.windows, t, need);
+      const auto open = nextWindowFitting(ro->row.policy.windows, t, need);
       if (!open) break;
       t = *open + std::chrono::duration_cast<core::Clock_::duration>(std::chrono::duration<double>(p50));
     }
-    v.eta_s = std::chrono::duration<double>(t - now).count() + static_cast<double>(later_waves * ro->policy.soak.count());
+    v.eta_s = std::chrono::duration<double>(t - now).count() + static_cast<double>(later_waves * ro->row.policy.soak.count());
   }
   auto events = store_.rolloutEvents(id, 20);
   v.total = rows->size();
@@ -571,7 +571,7 @@ Result<RolloutView> RolloutService::rollback(const std::string& id, const core::
   if (!previous.ok()) return previous.error();
   req.bundle = std::move(*previous);
   req.selector.pods = changed;
-  req.policy = ro->policy;
+  req.policy = ro->row.policy;
   req.start = true;
   auto outcome = create(req, actor, id);
   if (!outcome.ok()) return outcome.error();
