@@ -222,6 +222,15 @@ class FleetHosts : public HostMoves {
   virtual Result<PodDetail> getPod(const std::string& id) = 0;
 };
 
+// What the fleet service (orchestrator/fleet) needs of the fleet store: the rollout controller's
+// part, and one operator's move answered with the host as the move's own transaction left it.
+class HostLifecycle : public FleetHosts {
+ public:
+  // Applies one lifecycle transition (checked by core::nextState under a row lock), writes the
+  // host event and audit record, and refreshes the pod's state. kNotFound, kConflict.
+  virtual Result<HostSummary> transitionHost(const HostTransition& t, const Actor& actor) = 0;
+};
+
 // What the run service reads of the fleet to find a run's targets.
 class FleetReads {
  public:
@@ -256,7 +265,7 @@ class AuditLog {
 };
 
 // Everything else of the fleet store, and the narrow parts above (the interface most of kilnd holds).
-class Store : public FleetHosts, public FleetReads, public HostListing, public AuditLog {
+class Store : public HostLifecycle, public FleetReads, public HostListing, public AuditLog {
  public:
   virtual Status ping() = 0;
 
@@ -274,10 +283,6 @@ class Store : public FleetHosts, public FleetReads, public HostListing, public A
   virtual Result<std::vector<PodSummary>> heatmapPods() = 0;
   virtual Result<Page<HostEvent>> hostEvents(const std::string& host_id,
                                              const PageRequest& page) = 0;
-
-  // Applies one lifecycle transition (checked by core::nextState under a row lock), writes the
-  // host event and audit record, and refreshes the pod's state. kNotFound, kConflict.
-  virtual Result<HostSummary> transitionHost(const HostTransition& t, const Actor& actor) = 0;
 
   // Pods of a platform that can run a full 64-GPU slice now.
   virtual Result<std::int64_t> countHealthyPods(const std::string& platform) = 0;

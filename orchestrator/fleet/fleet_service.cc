@@ -2,29 +2,15 @@
 
 namespace kiln::fleet {
 
-FleetService::FleetService(core::FleetHosts& hosts, core::FleetReads& reads, runs::RunStarter* runs, Logger& log)
-    : hosts_(hosts), reads_(reads), runs_(runs), log_(log) {}
+FleetService::FleetService(core::HostLifecycle& hosts, runs::RunStarter* runs, Logger& log)
+    : hosts_(hosts), runs_(runs), log_(log) {}
 
 Result<Moved> FleetService::move(const core::HostTransition& t, const core::Actor& actor) {
-  auto applied = hosts_.transitionHosts({t}, actor);
-  if (!applied.ok()) return applied.error();
-  if (applied->size() != 1)
-    return internalError("the store answered " + std::to_string(applied->size()) + " outcomes for one move");
-  if (!applied->front().ok()) return applied->front().error();
-  const core::HostState to = *applied->front();
-  auto done = followUp({t}, {to}, actor);
+  auto host = hosts_.transitionHost(t, actor);
+  if (!host.ok()) return host.error();
+  auto done = followUp({t}, {host->state}, actor);
   Moved m;
-  // The move is committed: a failed read of the host after it must not answer as if it were
-  // not (the operator would try again and be refused). Say what is known: its id and state.
-  if (auto host = reads_.getHost(t.host); host.ok()) {
-    m.host = std::move(host->host);
-  } else {
-    log_.warn("host " + t.host + " moved to " + std::string(core::hostStateName(to)) +
-              " but could not be read back: " + host.error().message);
-    m.host.id = t.host;
-    m.host.state = to;
-    m.host.state_reason = t.reason;
-  }
+  m.host = std::move(*host);
   if (auto r = done.quarantine_runs.find(t.host); r != done.quarantine_runs.end()) m.quarantine_run = r->second;
   if (auto e = done.quarantine_errors.find(t.host); e != done.quarantine_errors.end())
     m.quarantine_run_error = e->second;

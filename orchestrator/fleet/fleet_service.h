@@ -29,7 +29,7 @@ namespace kiln::fleet {
 
 // One host moved, as POST /hosts/{id}/actions answers it.
 struct Moved {
-  core::HostSummary host;                           // as it is after the move
+  core::HostSummary host;                           // as the move left it
   std::optional<std::string> quarantine_run;        // the quarantine-validation run started
   std::optional<std::string> quarantine_run_error;  // why it could not be started
 };
@@ -41,12 +41,13 @@ class FleetService final : public core::FleetHosts {
   // `runs` starts quarantine validation (null: none is started, e.g. tools without runs);
   // `scheduler` is set later with setScheduler (kilnd builds the driver after this service,
   // whose moves the Slurm driver makes).
-  FleetService(core::FleetHosts& hosts, core::FleetReads& reads, runs::RunStarter* runs, Logger& log);
+  FleetService(core::HostLifecycle& hosts, runs::RunStarter* runs, Logger& log);
 
   // The job scheduler's driver, or null. Call before the service is shared between threads.
   void setScheduler(scheduler::Driver* driver) { scheduler_ = driver; }
 
-  // One move (an operator's action): kNotFound, kConflict as the store says; then its follow-ups.
+  // One move (an operator's action), answered with the host as the move's transaction left it:
+  // kNotFound, kConflict as the store says; then its follow-ups.
   Result<Moved> move(const core::HostTransition& t, const core::Actor& actor);
 
   // core::HostMoves: many moves in one transaction (core::HostMoves), then the follow-ups of
@@ -63,8 +64,7 @@ class FleetService final : public core::FleetHosts {
   FollowUpOutcome followUp(const std::vector<core::HostTransition>& moves,
                            const std::vector<std::optional<core::HostState>>& to, const core::Actor& actor);
 
-  core::FleetHosts& hosts_;
-  core::FleetReads& reads_;
+  core::HostLifecycle& hosts_;
   runs::RunStarter* runs_;
   Logger& log_;
   scheduler::Driver* scheduler_ = nullptr;

@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
   // Every host move kilnd makes outside a run's verdict goes through the fleet service, which
   // applies what follows it (quarantine validation after a repair, the scheduler's drain or
   // resume): REST host actions, the scheduler driver and the rollout controller alike.
-  fleet::FleetService fleet_service(*store, *store, &run_service, *fleet_log);
+  fleet::FleetService fleet_service(*store, &run_service, *fleet_log);
 
   // The job scheduler's driver (scheduler/driver.h), one of:
   //   --scheduler slurm: the Slurm driver (its own thread, leader only) drains a host's node

@@ -30,7 +30,7 @@ namespace kiln::core::testing {
 // hold (the rollout controller and service, the run service, the Slurm driver), each as PgStore
 // does it; no GPUs or components are kept (getHost answers none). A transition stamps
 // state_since with `clock`'s time when given, else the epoch.
-class FakeFleet final : public core::FleetHosts,
+class FakeFleet final : public core::HostLifecycle,
                         public core::FleetReads,
                         public core::HostListing,
                         public core::AuditLog {
@@ -189,6 +189,12 @@ class FakeFleet final : public core::FleetHosts,
     std::vector<Result<core::HostState>> out;
     for (const auto& t : ts) out.push_back(apply(t, actor));
     return out;
+  }
+  Result<core::HostSummary> transitionHost(const core::HostTransition& t, const core::Actor& actor) override {
+    core::testing::FakesLock fakes_lock;
+    auto to = apply(t, actor);
+    if (!to.ok()) return to.error();
+    return *host(t.host);
   }
   Status audit(const core::Actor& actor, const std::string& action, const std::string& target,
                const std::string& details_json) override {

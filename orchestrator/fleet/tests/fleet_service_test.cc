@@ -38,7 +38,7 @@ class FleetServiceTest : public ::testing::Test {
   RecordingStarter runs_;
   scheduler::testing::FakeDriver scheduler_;
   RecordingLogger log_;
-  FleetService service_{fleet_, fleet_, &runs_, log_};
+  FleetService service_{fleet_, &runs_, log_};
 };
 
 TEST_F(FleetServiceTest, ARepairedHostGoesThroughQuarantineValidation) {
@@ -122,33 +122,12 @@ TEST_F(FleetServiceTest, TheSchedulerHearsOfDrainsAndReturnsButNotOfItsOwnMovesO
 }
 
 TEST_F(FleetServiceTest, WithoutASchedulerOrRunsTheMovesStillApply) {
-  FleetService bare(fleet_, fleet_, nullptr, log_);
+  FleetService bare(fleet_, nullptr, log_);
   fleet_.setState("b1-p1-h05", HostState::kRepair);
   auto moved = bare.move({"b1-p1-h05", HostAction::kRepairComplete, std::nullopt, "fixed"}, op_);
   ASSERT_TRUE(moved.ok());
   EXPECT_EQ(fleet_.state("b1-p1-h05"), HostState::kQuarantine);
   EXPECT_TRUE(moved->quarantine_run_error.has_value());
-}
-
-// The database answers the move and then not the read after it.
-class UnreadableFleet final : public core::FleetReads {
- public:
-  Result<std::map<std::string, std::vector<core::HostSummary>>> hostsOfPods(const std::vector<std::string>&) override {
-    return unavailable("database connection lost");
-  }
-  Result<core::HostDetail> getHost(const std::string&) override { return unavailable("database connection lost"); }
-};
-
-TEST_F(FleetServiceTest, AMoveThatCommittedIsAnsweredAsDoneEvenWhenTheHostCannotBeReadBack) {
-  UnreadableFleet unreadable;
-  FleetService service(fleet_, unreadable, &runs_, log_);
-  fleet_.setState("b1-p1-h05", HostState::kRepair);
-  auto moved = service.move({"b1-p1-h05", HostAction::kRepairComplete, std::nullopt, "fixed"}, op_);
-  ASSERT_TRUE(moved.ok()) << moved.error().message;  // a retry would be refused: it happened
-  EXPECT_EQ(moved->host.id, "b1-p1-h05");
-  EXPECT_EQ(moved->host.state, HostState::kQuarantine);
-  EXPECT_EQ(moved->quarantine_run, "r-1");
-  EXPECT_EQ(log_.count(LogLevel::kWarn, "could not be read back"), 1);
 }
 
 }  // namespace

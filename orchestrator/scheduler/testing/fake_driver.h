@@ -1,12 +1,11 @@
 #pragma once
-// A complete scheduler::Driver for tests: records every ask and every move it is told of, holds
-// back the hosts a test names, answers a node view and naming a test sets. Asks are answered
+// A complete scheduler::Driver for tests: records every ask and every move it is told of, asks
+// the gate function a test sets, answers a node view and naming a test sets. Asks are answered
 // when the test calls answer() (from any thread), as a real scheduler answers later.
 // Thread-safe.
 
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "orchestrator/scheduler/driver.h"
 
@@ -28,8 +27,6 @@ class FakeDriver final : public Driver {
     Gate gate;
     {
       std::lock_guard lock(mu_);
-      gate_asks_.push_back(host.id + " " + reason);
-      if (auto it = held_.find(host.id); it != held_.end()) return it->second;
       gate = gate_;
     }
     return gate ? gate(host, reason) : std::nullopt;  // outside the lock: a test's gate may wait
@@ -48,19 +45,11 @@ class FakeDriver final : public Driver {
     return it == naming_.end() ? "" : it->second;
   }
 
-  // What the test sets. A gate function decides for the hosts not held back by name.
+  // What the test sets. Without a gate function no host is held back.
   using Gate = std::function<std::optional<std::string>(const core::HostSummary&, const std::string&)>;
   void setGate(Gate gate) {
     std::lock_guard lock(mu_);
     gate_ = std::move(gate);
-  }
-  void holdBack(const std::string& host, const std::string& why) {
-    std::lock_guard lock(mu_);
-    held_[host] = why;
-  }
-  void letGo(const std::string& host) {
-    std::lock_guard lock(mu_);
-    held_.erase(host);
   }
   void setStatus(std::optional<DriverStatus> s) {
     std::lock_guard lock(mu_);
@@ -89,16 +78,11 @@ class FakeDriver final : public Driver {
     std::lock_guard lock(mu_);
     return moved_;
   }
-  std::vector<std::string> gateAsks() const {
-    std::lock_guard lock(mu_);
-    return gate_asks_;
-  }
-
  private:
   mutable std::mutex mu_;
   std::vector<Ask> asks_;
-  std::vector<std::string> moved_, gate_asks_;
-  std::map<std::string, std::string> held_, naming_;
+  std::vector<std::string> moved_;
+  std::map<std::string, std::string> naming_;
   std::optional<DriverStatus> status_;
   Gate gate_;
 };
