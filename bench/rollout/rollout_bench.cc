@@ -36,10 +36,12 @@
 #include <thread>
 #include <vector>
 
+#include "orchestrator/api/rollout_documents.h"
 #include "orchestrator/core/fleet_generator.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/http/client.h"
 #include "orchestrator/rollouts/bundle.h"
+#include "orchestrator/rollouts/plan_document.h"
 #include "orchestrator/rollouts/policy.h"
 #include "tests/support/bench_args.h"
 #include "tests/support/child_process.h"
@@ -201,12 +203,12 @@ struct InProcessPlan {
 // versions go through podCompliance(), which is at least as much work.
 InProcessPlan planInProcess(const json& fleet, int repeats) {
   namespace ro = kiln::rollouts;
-  auto bundle = ro::parseBundle(bundleDoc({"catalina", "clemente"}));
+  auto bundle = kiln::api::parseBundle(bundleDoc({"catalina", "clemente"}));
   if (!bundle.ok()) {
     std::cerr << "bundle: " << bundle.error().message << "\n";
     std::exit(1);
   }
-  auto policy = ro::parsePolicy(benchPolicy(100));
+  auto policy = kiln::api::parsePolicy(benchPolicy(100));
   const ro::Selector everything;
   std::map<std::string, std::string> host_v, switch_v;
   for (const auto& [k, v] : fleet["versions"].items()) {
@@ -236,7 +238,7 @@ InProcessPlan planInProcess(const json& fleet, int repeats) {
         }
     const auto t1 = Clock::now();
     const ro::Plan plan = ro::planRollout(facts, *policy);
-    const json doc = ro::toJson(plan);  // the response body is part of the answer
+    const json doc = ro::planDocument(plan);  // the response body is part of the answer
     const auto t2 = Clock::now();
     out.pods = facts.size();
     out.eligible = plan.eligible;

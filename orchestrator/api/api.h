@@ -20,7 +20,9 @@
 
 namespace kiln::runs {
 class RunService;
-class RunStore;
+class WorkflowCatalog;
+class AgentWorkService;
+class AgentLinkStore;
 class AgentGateway;
 class LiveOutputStore;
 }  // namespace kiln::runs
@@ -66,7 +68,9 @@ struct Services {
   RequestMetrics* metrics = nullptr;
   ControllerMetrics* controller = nullptr;  // null: kiln_leader and the controller series are not exported
   runs::RunService* runs = nullptr;
-  runs::RunStore* run_store = nullptr;
+  runs::WorkflowCatalog* workflows = nullptr;
+  runs::AgentWorkService* agent_work = nullptr;  // its step metrics
+  runs::AgentLinkStore* agent_link = nullptr;    // agents' enrolment
   runs::AgentGateway* agents = nullptr;
   runs::LiveOutputStore* live_output = nullptr;  // null: the live output routes answer 503
   rollouts::RolloutService* rollouts = nullptr;

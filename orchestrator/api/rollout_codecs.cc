@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "orchestrator/api/rollout_documents.h"
+
 namespace kiln::api {
 
 using nlohmann::json;
@@ -12,7 +14,7 @@ Result<rollouts::Bundle> decodeBundle(const json& doc, const std::function<bool(
   if (doc.is_object() && doc.contains("workflow") && doc["workflow"].is_string()) workflow = doc["workflow"].get<std::string>();
   const bool no_workflow = !workflow.empty() && !workflow_exists(workflow);
   const std::string no_workflow_message = "bundle workflow '" + workflow + "' does not exist";
-  auto b = rollouts::parseBundle(doc);
+  auto b = parseBundle(doc);
   if (!b.ok()) {
     Error e = b.error();
     if (no_workflow && !e.fields.empty()) e.fields.push_back({"workflow", no_workflow_message});
@@ -53,9 +55,9 @@ Result<rollouts::CreateRequest> decodeCreateRollout(
     else if (found.error().code == ErrorCode::kNotFound) fail("bundle", found.error().message);
     else return found.error();
   }
-  auto selector = rollouts::parseSelector(body.contains("selector") ? body["selector"] : json());
+  auto selector = parseSelector(body.contains("selector") ? body["selector"] : json());
   if (!selector.ok()) take(selector.error(), "selector");
-  auto policy = rollouts::parsePolicy(body.contains("policy") ? body["policy"] : json());
+  auto policy = parsePolicy(body.contains("policy") ? body["policy"] : json());
   if (!policy.ok()) take(policy.error(), "policy");
   if (!bad.fields.empty()) {
     bad.message = "invalid rollout: " + bad.fields[0].path + ": " + bad.fields[0].message;

@@ -14,7 +14,7 @@
 
 namespace kiln::api {
 
-// POST /api/v1/bundles: a bundle document (rollouts::parseBundle) whose workflow must exist.
+// POST /api/v1/bundles: a bundle document (rollout_documents.h: parseBundle) whose workflow must exist.
 Result<rollouts::Bundle> decodeBundle(const nlohmann::json& doc,
                                       const std::function<bool(const std::string& workflow)>& workflow_exists);
 

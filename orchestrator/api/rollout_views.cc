@@ -2,7 +2,9 @@
 
 #include <chrono>
 
+#include "orchestrator/api/rollout_documents.h"
 #include "orchestrator/core/iso_time.h"
+#include "orchestrator/rollouts/plan_document.h"
 
 namespace kiln::api {
 namespace {
@@ -102,8 +104,8 @@ json toJson(const rollouts::RolloutView& v) {
             {"state", rollouts::rolloutStateName(row.state)},
             {"halt_reason", row.halt_reason},
             {"rollback_of", row.rollback_of.empty() ? json() : json(row.rollback_of)},
-            {"selector", rollouts::toJson(row.selector)},
-            {"policy", rollouts::toJson(row.policy)},
+            {"selector", toJson(row.selector)},
+            {"policy", toJson(row.policy)},
             {"plan", row.plan},
             {"created_by", row.created_by},
             {"counts", counts},
@@ -123,9 +125,9 @@ json toJson(const rollouts::RolloutView& v) {
 json toJson(const rollouts::CreateOutcome& o) {
   if (o.rollout) return toJson(*o.rollout);
   json out = {{"bundle", rollouts::toJson(o.bundle)},
-              {"selector", rollouts::toJson(o.selector)},
-              {"policy", rollouts::toJson(o.policy)},
-              {"plan", rollouts::toJson(o.plan)}};
+              {"selector", toJson(o.selector)},
+              {"policy", toJson(o.policy)},
+              {"plan", rollouts::planDocument(o.plan)}};
   if (!o.warnings.empty()) out["warnings"] = o.warnings;
   if (o.dry_run) out["dry_run"] = true;
   return out;

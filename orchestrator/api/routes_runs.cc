@@ -9,6 +9,7 @@
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/live_output.h"
 #include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/workflow_catalog.h"
 
 namespace kiln::api {
 using nlohmann::json;
@@ -73,13 +74,13 @@ void addRunRoutes(Router& router, Services& s) {
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
                 // Without limit: every workflow (the console and kilnctl read the list whole).
-                return pagedResult(ctx, rendered(s.runs->listWorkflows(), workflowListJson),
+                return pagedResult(ctx, rendered(s.workflows->listWorkflows(), workflowListJson),
                                    [](const json& i) { return json::array({i["name"]}); });
               }});
   router.add({.method = "GET", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kViewer,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
-                auto workflow = s.runs->getWorkflow(ctx.param("name"));
+                auto workflow = s.workflows->getWorkflow(ctx.param("name"));
                 if (!workflow.ok()) return workflow.error();
                 return withWorkflowEtag(workflowJson(*workflow), workflow->row.hash);
               }});
@@ -89,7 +90,7 @@ void addRunRoutes(Router& router, Services& s) {
                 if (ctx.req.body.empty()) return invalidArgument("the request needs a YAML body");
                 auto if_match = core::parseIfMatch(ctx.req.header("if-match"));
                 if (!if_match.ok()) return if_match.error();
-                auto put = s.runs->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor, *if_match);
+                auto put = s.workflows->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor, *if_match);
                 if (!put.ok()) return put.error();
                 return withWorkflowEtag(toJson(*put), put->hash);
               }});
@@ -145,7 +146,7 @@ void addRunRoutes(Router& router, Services& s) {
                 auto reg = protocol::registrationFromJson(*body);
                 if (!reg.ok()) return reg.error();
                 auto t =
-                    s.run_store->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
+                    s.agent_link->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
                 if (!t.ok()) return t.error();
                 return jsonResponse(200, protocol::toJson(protocol::Enrolment{reg->host, t->secret, t->info.id}));
               }});
@@ -227,7 +228,7 @@ void addRunRoutes(Router& router, Services& s) {
                   return done(Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host));
                 const std::string id = ctx.param("id");
                 s.agents->report(ctx.agent_host, id, std::move(*body), ctx.req.body,
-                                 [done, id](Result<runs::RunService::ReportAnswer> answer) {
+                                 [done, id](Result<runs::ReportAnswer> answer) {
                                    if (!answer.ok()) return done(answer.error());
                                    protocol::ReportReply reply;
                                    switch (answer->outcome) {

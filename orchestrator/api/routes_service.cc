@@ -2,9 +2,10 @@
 
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/json_views.h"
-#include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/reliability/reliability_service.h"
 #include "orchestrator/rollouts/rollout_service.h"
+#include "orchestrator/runs/agent_gateway.h"
+#include "orchestrator/runs/agent_work_service.h"
 #include "orchestrator/runs/run_service.h"
 
 namespace kiln::api {
@@ -67,7 +68,7 @@ void addServiceRoutes(Router& router, Services& s) {
     auto counts = s.store->fleetCounts();
     if (counts.ok()) renderFleetMetrics(*counts, out);
     if (s.controller) s.controller->render(out);
-    if (s.runs) out += s.runs->stepMetrics();
+    if (s.agent_work) out += s.agent_work->stepMetrics();
     if (s.agents) out += s.agents->metrics();
     if (s.rollouts) out += s.rollouts->metrics();
     if (s.reliability) out += s.reliability->metrics();

@@ -7,6 +7,7 @@
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
+#include "orchestrator/db/rollout_codecs.h"
 
 namespace kiln::db {
 namespace {
@@ -18,13 +19,12 @@ using rollouts::RolloutPodRow;
 using rollouts::RolloutRow;
 using rollouts::RolloutState;
 
-
 constexpr const char* kBundleColumns =
     "b.id, b.spec::text, extract(epoch from b.created_at)::float8, b.created_by,"
     " EXISTS (SELECT 1 FROM rollouts r WHERE r.bundle_id = b.id)";
 
 Result<BundleRow> bundleFromRow(const pqxx::row& r) {
-  auto b = rollouts::parseBundle(json::parse(r[1].c_str()));
+  auto b = bundleFromStored(json::parse(r[1].c_str()));
   if (!b.ok()) return b.error();
   BundleRow row;
   row.bundle = *b;
@@ -40,7 +40,7 @@ constexpr const char* kRolloutColumns =
     " plan::text, extract(epoch from created_at)::float8, extract(epoch from started_at)::float8,"
     " extract(epoch from finished_at)::float8, extract(epoch from previous_wave_finished)::float8";
 
-// A selector or policy the store wrote from a typed value (toJson). A row that no longer parses
+// A selector or policy the store wrote from a typed value (rollout_codecs.h). A row that no longer parses
 // (edited by hand) fails the read, as a broken row does, instead of being half read.
 template <typename T>
 T stored(Result<T> value, const char* what, const std::string& rollout) {
@@ -56,8 +56,8 @@ RolloutRow rolloutFromRow(const pqxx::row& r) {
   o.halt_reason = r[3].as<std::string>();
   o.rollback_of = r[4].as<std::string>();
   o.created_by = r[5].as<std::string>();
-  o.selector = stored(rollouts::parseSelector(json::parse(r[6].c_str())), "selector", o.id);
-  o.policy = stored(rollouts::parsePolicy(json::parse(r[7].c_str())), "policy", o.id);
+  o.selector = stored(selectorFromStored(json::parse(r[6].c_str())), "selector", o.id);
+  o.policy = stored(policyFromStored(json::parse(r[7].c_str())), "policy", o.id);
   o.plan = json::parse(r[8].c_str());
   o.created_at = fromEpoch(r[9].as<double>());
   o.started_at = optEpoch(r[10]);
@@ -96,17 +96,26 @@ void event(pqxx::work& txn, const std::string& rollout, const std::string& pod, 
                   rollout, pod, kind, message);
 }
 
-// SQL lists of the sets rollouts/policy.h defines.
+// "('draining', 'upgrading', 'validating')": a set rollouts/policy.h defines as an SQL list of text literals.
+template <typename T, typename Name>
+std::string sqlList(const std::vector<T>& values, Name name) {
+  std::string out = "(";
+  for (const auto& v : values) out += std::string(out.size() > 1 ? ", " : "") + "'" + name(v) + "'";
+  return out + ")";
+}
+std::string phaseSqlList(const std::vector<PodPhase>& phases) { return sqlList(phases, rollouts::podPhaseName); }
+std::string stateSqlList(const std::vector<RolloutState>& states) { return sqlList(states, rollouts::rolloutStateName); }
+
 const std::string& unfinishedStatesSql() {
-  static const std::string list = rollouts::stateSqlList(rollouts::unfinishedRolloutStates());
+  static const std::string list = stateSqlList(rollouts::unfinishedRolloutStates());
   return list;
 }
 const std::string& unfinishedPhasesSql() {
-  static const std::string list = rollouts::phaseSqlList(rollouts::unfinishedPhases());
+  static const std::string list = phaseSqlList(rollouts::unfinishedPhases());
   return list;
 }
 const std::string& inFlightPhasesSql() {
-  static const std::string list = rollouts::phaseSqlList(rollouts::inFlightPhases());
+  static const std::string list = phaseSqlList(rollouts::inFlightPhases());
   return list;
 }
 
@@ -124,8 +133,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
   Result<std::pair<BundleRow, PutOutcome>> putBundle(const rollouts::Bundle& b, const core::Actor& actor,
                                                      const std::optional<core::IfMatch>& if_match) override {
     return pool_.transact<std::pair<BundleRow, PutOutcome>>([&](pqxx::work& txn) -> Result<std::pair<BundleRow, PutOutcome>> {
-      json spec = rollouts::toJson(b);
-      spec.erase("id");
+      const json spec = storedBundle(b);
       auto existing = txn.exec_params(std::string("SELECT ") + kBundleColumns +
                                           " FROM bundles b WHERE name = $1 AND version = $2 FOR UPDATE",
                                       b.name, b.version);
@@ -277,7 +285,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       txn.exec_params(
           "INSERT INTO rollouts (id, bundle_id, selector, policy, plan, state, rollback_of, created_by)"
           " VALUES ($1,$2,$3::jsonb,$4::jsonb,$5::jsonb,'created',NULLIF($6,''),$7)",
-          r.id, r.bundle_id, rollouts::toJson(r.selector).dump(), rollouts::toJson(r.policy).dump(), r.plan.dump(),
+          r.id, r.bundle_id, storedSelector(r.selector).dump(), storedPolicy(r.policy).dump(), r.plan.dump(),
           r.rollback_of, actor.token_id);
       if (auto claimed = claimIdempotencyKey(txn, r.claim, r.id, actor); !claimed.ok()) return claimed.error();
       for (const auto& p : pods)
@@ -358,7 +366,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
     return pool_.transact<std::vector<std::string>>([&](pqxx::work& txn) -> Result<std::vector<std::string>> {
       std::vector<std::string> out;
       static const std::string query =
-          "SELECT id FROM rollouts WHERE state IN " + rollouts::stateSqlList(rollouts::activeRolloutStates()) + " ORDER BY created_at";
+          "SELECT id FROM rollouts WHERE state IN " + stateSqlList(rollouts::activeRolloutStates()) + " ORDER BY created_at";
       for (const auto& r : txn.exec(query))
         out.push_back(r[0].as<std::string>());
       return out;
@@ -379,8 +387,8 @@ class PgRolloutStore final : public rollouts::RolloutStore {
       // A new statement, so a new snapshot: a pod verb that committed while this waited for the
       // row lock is seen here.
       if (to_state == RolloutState::kCompleted || to_state == RolloutState::kAborted) {
-        static const std::string unfinished = rollouts::phaseSqlList(rollouts::unfinishedPhases());
-        static const std::string in_flight = rollouts::phaseSqlList(rollouts::inFlightPhases());
+        static const std::string unfinished = phaseSqlList(rollouts::unfinishedPhases());
+        static const std::string in_flight = phaseSqlList(rollouts::inFlightPhases());
         const bool completing = to_state == RolloutState::kCompleted;
         const auto left = txn.exec_params1("SELECT count(*) FROM rollout_pods WHERE rollout_id = $1 AND phase IN " +
                                                (completing ? unfinished : in_flight),
@@ -471,7 +479,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
               " count(*) FILTER (WHERE p.state NOT IN " + core::podStateSqlList(core::inServicePodStates()) +
               " OR p.id IN (SELECT pod_id FROM flight)),"
               " count(*) FILTER (WHERE p.id IN (SELECT pod_id FROM flight WHERE phase IN " +
-              rollouts::phaseSqlList({PodPhase::kDraining, PodPhase::kUpgrading}) + "))"
+              phaseSqlList({PodPhase::kDraining, PodPhase::kUpgrading}) + "))"
               " FROM pods p WHERE p.building_id IN (SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY p.building_id";
           for (const auto& r : txn.exec_params(query, list))
             out[r[0].as<std::string>()] = {r[1].as<int>(), r[2].as<int>(), r[3].as<int>()};
@@ -506,7 +514,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
         if (auto st = rollouts::parseRolloutState(r[0].as<std::string>())) c.first[*st] = r[1].as<int>();
       static const std::string pods_query =
           "SELECT rp.phase, count(*) FROM rollout_pods rp JOIN rollouts ro ON ro.id = rp.rollout_id"
-          " WHERE ro.state IN " + rollouts::stateSqlList(rollouts::unfinishedRolloutStates()) + " GROUP BY rp.phase";
+          " WHERE ro.state IN " + stateSqlList(rollouts::unfinishedRolloutStates()) + " GROUP BY rp.phase";
       for (const auto& r : txn.exec(pods_query))
         if (auto ph = rollouts::parsePodPhase(r[0].as<std::string>())) c.second[*ph] = r[1].as<int>();
       return c;
@@ -532,7 +540,7 @@ class PgRolloutStore final : public rollouts::RolloutStore {
           m.id = id;
           m.bundle_id = r[1].as<std::string>();
           m.state = rollouts::parseRolloutState(r[2].as<std::string>()).value();
-          m.policy = stored(rollouts::parsePolicy(json::parse(r[3].c_str())), "policy", id);
+          m.policy = stored(policyFromStored(json::parse(r[3].c_str())), "policy", id);
           m.started_at = optEpoch(r[4]);
           out.push_back(std::move(m));
         }

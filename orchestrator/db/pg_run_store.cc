@@ -11,6 +11,7 @@
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
+#include "orchestrator/runs/report_decision.h"
 
 namespace kiln::db {
 namespace {
@@ -105,13 +106,14 @@ const std::string kReportLock = "SELECT a.id, a.host_id, a.group_key, " + runCol
                                 " JOIN workflow_runs r ON r.id = a.run_id"
                                 " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))"
                                 " ORDER BY g.run_id, g.group_key FOR UPDATE OF g";
-// $1 the rows (id, lease, result), $2 their ids. An id may come with several leases: at most one
-// is the live one, which the row returns.
+// $1 the rows (id, lease, result) of the reports runs::decideReports accepted, $2 their ids.
+// Guarded by what was decided (dispatched on that lease): every row must come back.
 constexpr const char* kReportDone =
     "UPDATE assignments a SET state = 'done', finished_at = now(), result = v.result"
     " FROM json_to_recordset($1::json) AS v(id text, lease int, result json)"
     " WHERE a.id = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))"
     " AND a.id = v.id AND a.state = 'dispatched' AND a.lease = v.lease RETURNING a.id, a.lease";
+// The reported assignments' states and leases, read once their groups are locked.
 constexpr const char* kAssignmentStates =
     "SELECT id, state, lease FROM assignments WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))";
 constexpr const char* kGroupRows = "AS v(run_id text, group_key text, state json, done boolean, wake float8)";
@@ -608,121 +610,82 @@ class PgRunStore final : public runs::RunStore {
       for (const auto& it : items) ids.push_back(it.assignment_id);
       // The reported assignments' groups, locked in (run, group) order; a group shared by
       // several reports (a pod-scope run) once.
-      struct Group {
-        RunRow run;
-        GroupState state;
-        std::vector<std::size_t> live;  // its accepted reports, in batch order
-      };
-      std::map<std::pair<std::string, std::string>, Group> groups;
-      std::vector<std::pair<std::string, std::string>> lock_order;
-      std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>> found;  // id -> host, group
+      std::map<std::pair<std::string, std::string>, std::pair<RunRow, GroupState>> groups;
+      std::map<std::string, runs::LockedAssignment> rows;
       for (const auto& r : txn.exec_prepared("report_lock", ids.dump())) {
         const std::pair<std::string, std::string> key{r[3].as<std::string>(), r[2].as<std::string>()};
-        found[r[0].as<std::string>()] = {r[1].as<std::string>(), key};
+        rows[r[0].as<std::string>()] = {r[1].as<std::string>(), key.first, key.second, "", 0};
         if (groups.count(key)) continue;
         auto rg = runAndGroup(r, 3);
         if (!rg.ok()) return rg.error();
-        groups.emplace(key, Group{std::move(rg->first), std::move(rg->second), {}});
-        lock_order.push_back(key);
+        groups.emplace(key, std::move(*rg));
       }
-      // Reports that may be live: the first of each id and lease. A repeat (a retry that caught
-      // up with the first) is looked at after the first was applied; a report on another lease
-      // of the same id before it does not hide the live one.
-      // The rows as JSON text built by hand: a report body (tens of KB with an nvidia-smi tail)
-      // goes in as the agent sent it, not copied into a document and dumped again.
-      std::string live_rows = "[";
+      // Their states and leases, read after the locks: every writer of a dispatched
+      // assignment's state or lease holds its group's lock (a claim moves only pending ones).
+      if (!rows.empty())
+        for (const auto& r : txn.exec_prepared("assignment_states", ids.dump())) {
+          auto a = rows.find(r[0].as<std::string>());
+          if (a == rows.end()) continue;
+          a->second.state = r[1].as<std::string>();
+          a->second.lease = r[2].as<int>();
+        }
+      const runs::ReportDecision decision = runs::decideReports(items, rows);
+      // The accepted reports' rows as JSON text built by hand: a report body (tens of KB with an
+      // nvidia-smi tail) goes in as the agent sent it, not copied into a document and dumped again.
+      std::string done_rows = "[";
       std::size_t body_bytes = 0;
       for (const auto& it : items) body_bytes += it.result_text ? it.result_text->size() : 0;
-      live_rows.reserve(body_bytes + 128 * items.size());
-      std::set<std::pair<std::string, int>> first_seen;
-      json live_ids = json::array();
-      std::vector<bool> candidate(items.size(), false);
+      done_rows.reserve(body_bytes + 128 * items.size());
+      json done_ids = json::array();
       for (std::size_t i = 0; i < items.size(); ++i) {
         const auto& it = items[i];
-        auto f = found.find(it.assignment_id);
-        if (f == found.end()) {
-          replies[i] = notFound("no assignment '" + it.assignment_id + "'");
-        } else if (f->second.first != it.host) {
-          replies[i] = Error(ErrorCode::kPermissionDenied, "assignment '" + it.assignment_id + "' belongs to another host");
-        } else if (first_seen.insert({it.assignment_id, it.lease}).second) {
-          candidate[i] = true;
-          live_ids.push_back(it.assignment_id);
-          if (live_rows.size() > 1) live_rows += ',';
-          // Appended piece by piece: a body of tens of KB is copied once, not through temporaries.
-          live_rows += "{\"id\":";
-          live_rows += json(it.assignment_id).dump();
-          live_rows += ",\"lease\":";
-          live_rows += std::to_string(it.lease);
-          live_rows += ",\"result\":";
-          if (it.result_text) live_rows += *it.result_text;
-          else live_rows += it.result->dump();
-          live_rows += '}';
-        }
-      }
-      live_rows += ']';
-      std::map<std::string, int> live;  // id -> the lease it was reported done on
-      if (live_rows.size() > 2)
-        for (const auto& r : txn.exec_prepared("report_done", live_rows, live_ids.dump()))
-          live[r[0].as<std::string>()] = r[1].as<int>();
-      const auto accepted = [&](std::size_t i) {
-        auto l = live.find(items[i].assignment_id);
-        return candidate[i] && l != live.end() && l->second == items[i].lease;
-      };
-      // The rest: not a live lease. Say which, under the groups' locks.
-      json others = json::array();
-      for (std::size_t i = 0; i < items.size(); ++i)
-        if (replies[i].ok() && !accepted(i)) others.push_back(items[i].assignment_id);
-      std::map<std::string, std::pair<std::string, int>> states;
-      if (!others.empty())
-        for (const auto& r : txn.exec_prepared("assignment_states", others.dump()))
-          states[r[0].as<std::string>()] = {r[1].as<std::string>(), r[2].as<int>()};
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        if (!replies[i].ok()) continue;
-        const auto& it = items[i];
-        if (accepted(i)) {
-          replies[i]->outcome = runs::ReportOutcome::kAccepted;
-          groups.at(found.at(it.assignment_id).second).live.push_back(i);
+        const auto v = decision.verdicts[i];
+        if (v == runs::ReportVerdict::kNotFound || v == runs::ReportVerdict::kOtherHost) {
+          replies[i] = runs::refusal(v, it.assignment_id);
           continue;
         }
-        const auto& [state, current] = states.at(it.assignment_id);
-        if (state == "done" && current == it.lease) {
-          replies[i]->outcome = runs::ReportOutcome::kDuplicate;
-        } else if (state == "cancelled") {
+        replies[i]->outcome = runs::outcomeOf(v);
+        if (v == runs::ReportVerdict::kCancelled) {
           txn.exec_params("UPDATE assignments SET result = $2::json WHERE id = $1 AND result IS NULL", it.assignment_id,
                           it.result_text ? *it.result_text : it.result->dump());
-          replies[i]->outcome = runs::ReportOutcome::kCancelled;
-        } else {
-          replies[i]->outcome = runs::ReportOutcome::kStale;
+        } else if (v == runs::ReportVerdict::kAccepted) {
+          done_ids.push_back(it.assignment_id);
+          if (done_rows.size() > 1) done_rows += ',';
+          // Appended piece by piece: a body of tens of KB is copied once, not through temporaries.
+          done_rows += "{\"id\":";
+          done_rows += json(it.assignment_id).dump();
+          done_rows += ",\"lease\":";
+          done_rows += std::to_string(it.lease);
+          done_rows += ",\"result\":";
+          if (it.result_text) done_rows += *it.result_text;
+          else done_rows += it.result->dump();
+          done_rows += '}';
         }
+      }
+      done_rows += ']';
+      if (!done_ids.empty()) {
+        // Guarded as decided: a row that is no longer dispatched on its lease means a writer
+        // without the group's lock, and the batch is not written.
+        auto done = txn.exec_prepared("report_done", done_rows, done_ids.dump());
+        if (done.size() != done_ids.size())
+          return Error(ErrorCode::kInternal, "an assignment of the report batch changed under its group's lock");
       }
       // Each group's accepted reports through the engine in order, its state written once.
       std::vector<GroupUpdate> updates;
-      updates.reserve(lock_order.size());  // writes point into it
+      updates.reserve(decision.groups.size());  // writes point into it
       std::vector<GroupWrite> writes;
       std::vector<std::pair<core::HostTransition, core::Actor>> transitions;  // each by its report's agent
-      for (const auto& key : lock_order) {
-        Group& g = groups.at(key);
-        if (g.live.empty()) continue;
-        GroupUpdate merged{std::move(g.state), {}, {}};
-        for (std::size_t i : g.live) {
-          const auto& it = items[i];
+      for (const auto& [key, accepted] : decision.groups) {
+        auto& [run, state] = groups.at(key);
+        for (std::size_t i : accepted)
           // The versions the step left behind commit with its result: a kilnd killed after
           // this commit must not lose them (the agent's retry is then only a duplicate).
-          if (it.result->contains("inventory")) writeInventory(txn, it.host, (*it.result)["inventory"]);
-          auto u = it.fn(g.run, std::move(merged.state));
-          if (!u.ok()) return u.error();  // nothing of the batch is written
-          merged.state = std::move(u->state);
-          auto& fx = merged.effects;
-          fx.dispatches.insert(fx.dispatches.end(), u->effects.dispatches.begin(), u->effects.dispatches.end());
-          fx.cancel_assignments.insert(fx.cancel_assignments.end(), u->effects.cancel_assignments.begin(),
-                                       u->effects.cancel_assignments.end());
-          fx.hosts_finished.insert(fx.hosts_finished.end(), u->effects.hosts_finished.begin(),
-                                   u->effects.hosts_finished.end());
-          fx.next_wakeup = u->effects.next_wakeup;  // the engine computes it from the whole group
-          for (auto& t : u->transitions) transitions.emplace_back(std::move(t), core::Actor{"agent:" + it.host, it.host});
-        }
-        updates.push_back(std::move(merged));
-        writes.push_back({&g.run, key.second, &updates.back(), {}});
+          if (items[i].result->contains("inventory")) writeInventory(txn, items[i].host, (*items[i].result)["inventory"]);
+        auto merged = runs::mergeReports(run, std::move(state), items, accepted);
+        if (!merged.ok()) return merged.error();  // nothing of the batch is written
+        for (auto& t : merged->transitions) transitions.push_back(std::move(t));
+        updates.push_back(std::move(merged->update));
+        writes.push_back({&run, key.second, &updates.back(), {}});
       }
       persistUpdates(txn, writes, false);
       // Runs whose last open group this batch closed: the controller can give their verdict now
@@ -733,8 +696,7 @@ class PgRunStore final : public runs::RunStore {
       for (const auto& run_id : closing) {
         std::vector<std::size_t> of_run;
         for (std::size_t i = 0; i < items.size(); ++i)
-          if (auto f = found.find(items[i].assignment_id);
-              replies[i].ok() && f != found.end() && f->second.second.first == run_id)
+          if (auto f = rows.find(items[i].assignment_id); replies[i].ok() && f != rows.end() && f->second.run_id == run_id)
             of_run.push_back(i);
         if (txn.exec_params("SELECT 1 FROM run_groups WHERE run_id = $1 AND NOT done LIMIT 1", run_id).empty()) {
           for (std::size_t i : of_run) replies[i]->run_complete = true;
@@ -745,15 +707,11 @@ class PgRunStore final : public runs::RunStore {
       // As persistUpdates would: a transition the host's state refuses now is skipped. In host
       // order (each host's in its own order), so that concurrent batches lock host rows and the
       // reliability rollup's building rows in one order.
-      std::stable_sort(transitions.begin(), transitions.end(),
-                       [](const auto& a, const auto& b) { return a.first.host < b.first.host; });
+      runs::orderTransitions(transitions);
       for (const auto& [t, actor] : transitions) (void)applyTransition(txn, t, actor);
       // Hosts whose agents hold no other step get their next one in this transaction; a host
       // with several reports in the batch gets it with its last.
-      std::map<std::string, std::size_t> claim_for;
-      for (std::size_t i = 0; i < items.size(); ++i)
-        if (items[i].claim_next && replies[i].ok() && replies[i]->outcome != runs::ReportOutcome::kStale)
-          claim_for[items[i].host] = i;
+      const auto& claim_for = decision.claim_for;
       if (!claim_for.empty()) {
         std::vector<std::string> hosts;
         for (const auto& [h, _] : claim_for) hosts.push_back(h);

@@ -20,28 +20,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exec/process_runner.h"
 #include "common/executor.h"
 #include "common/spd_log.h"
 #include "orchestrator/api/api.h"
 #include "orchestrator/db/migrations.h"
-#include "common/exec/process_runner.h"
 #include "orchestrator/db/pg_drain_ledger.h"
 #include "orchestrator/db/pg_leader.h"
+#include "orchestrator/db/pg_live_output.h"
 #include "orchestrator/db/pg_notify.h"
 #include "orchestrator/db/pg_reliability_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
-#include "orchestrator/db/pg_live_output.h"
 #include "orchestrator/db/pg_run_store.h"
-#include "orchestrator/http/client.h"
-#include "orchestrator/rollouts/rollout_service.h"
 #include "orchestrator/db/pg_store.h"
-#include "orchestrator/runs/agent_gateway.h"
-#include "orchestrator/runs/run_service.h"
+#include "orchestrator/fleet/fleet_service.h"
+#include "orchestrator/http/client.h"
 #include "orchestrator/http/server.h"
 #include "orchestrator/kilnd/config.h"
 #include "orchestrator/kilnd/controller_loop.h"
 #include "orchestrator/kilnd/scheduler_hook.h"
-#include "orchestrator/fleet/fleet_service.h"
+#include "orchestrator/rollouts/rollout_service.h"
+#include "orchestrator/runs/agent_gateway.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/scheduler/hook_driver.h"
 #include "orchestrator/scheduler/slurm_driver.h"
 
@@ -235,14 +235,15 @@ int main(int argc, char** argv) {
       },
       [&] { revoked_now = true; },
       *notify_log);
-  runs::RunService run_service(*store, *run_store, clock, run_options, [&work_relay, &notifier](const std::string& host) {
+  runs::RunsRoom runs_room(*store, *run_store, clock, run_options, [&work_relay, &notifier](const std::string& host) {
     work_relay.notify(host);
     notifier.publishWork(host);
   });
-  runs::AgentGateway gateway(run_service, *run_store, executor, clock, *gateway_log, {});
+  runs::RunService& run_service = runs_room.runs;
+  runs::AgentGateway gateway(runs_room.agent_work, *run_store, executor, clock, *gateway_log, {});
   work_relay.attach(&gateway);
   if (!config->workflows_dir.empty()) {
-    auto loaded = run_service.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"});
+    auto loaded = runs_room.workflows.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"});
     if (!loaded.ok()) {
       log->error("workflows in {} are invalid:\n{}", config->workflows_dir,
                     loaded.error().details.count("text") ? loaded.error().details.at("text") : loaded.error().message);
@@ -295,7 +296,7 @@ int main(int argc, char** argv) {
   // run verdicts and rollouts.
   std::atomic<bool> stopping{false};
   api::ControllerMetrics controller_metrics;
-  passes.push_back({"runs", [&] { return run_service.tick(); }});
+  passes.push_back({"runs", [&] { return runs_room.timers.tick(); }});
   passes.push_back({"rollouts", [&] { return rollout_controller.tick(); }});
   loop_options.on_leadership = [&](bool is_leader) {
     controller_metrics.setLeader(is_leader);
@@ -311,7 +312,9 @@ int main(int argc, char** argv) {
   services.store = store.get();
   services.clock = &clock;
   services.runs = &run_service;
-  services.run_store = run_store.get();
+  services.workflows = &runs_room.workflows;
+  services.agent_work = &runs_room.agent_work;
+  services.agent_link = run_store.get();
   services.agents = &gateway;
   services.live_output = live_output.get();
   services.rollouts = &rollout_service;

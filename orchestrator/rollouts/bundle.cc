@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
 #include "orchestrator/core/fleet_model.h"
-#include "orchestrator/core/fleet_spec.h"
 
 namespace kiln::rollouts {
 
@@ -28,100 +26,6 @@ std::map<std::string, std::string> Bundle::workflowParams() const {
     p[c.kind + "_sha256"] = c.sha256;
   }
   return p;
-}
-
-namespace {
-
-bool isHex64(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
-}
-
-std::string str(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
-
-Result<Bundle> parseBundle(const json& doc) {
-  Error bad = invalidContent("invalid bundle");
-  auto fail = [&](std::string path, std::string msg) { bad.fields.push_back({std::move(path), std::move(msg)}); };
-  Bundle b;
-  if (!doc.is_object()) return invalidContent("a bundle is an object {name, version, platforms, components, ...}");
-  for (const auto& [k, _] : doc.items())
-    if (k != "name" && k != "version" && k != "platforms" && k != "workflow" && k != "components" &&
-        k != "prerequisites" && k != "description")
-      fail(k, "unknown field");
-  b.name = str(doc, "name");
-  if (!core::isValidName(b.name)) fail("name", "expected a name of 1-63 characters [a-z0-9._-]");
-  // A whole number is its digits; a fraction is refused: YAML reads `version: 1.10` as the
-  // number 1.1, which would name another bundle.
-  const bool fraction = doc.contains("version") && doc["version"].is_number_float();
-  if (doc.contains("version") && doc["version"].is_number_integer()) b.version = doc["version"].dump();
-  else b.version = str(doc, "version");
-  if (fraction)
-    fail("version", "expected a version string: quote it (\"" + doc["version"].dump() +
-                        "\" as a number may have lost digits, e.g. 1.10 reads as 1.1)");
-  else if (b.version.empty() || b.version.size() > 64)
-    fail("version", "expected a version string");
-  if (doc.contains("workflow")) {
-    b.workflow = str(doc, "workflow");
-    if (b.workflow.empty()) fail("workflow", "expected a workflow name");
-  }
-  if (!doc.contains("platforms") || !doc["platforms"].is_array() || doc["platforms"].empty()) {
-    fail("platforms", "expected a list of platforms (catalina, clemente, san_miguel)");
-  } else {
-    for (std::size_t i = 0; i < doc["platforms"].size(); ++i) {
-      const auto& p = doc["platforms"][i];
-      if (!p.is_string() || !core::parsePlatform(p.get<std::string>()))
-        fail("platforms[" + std::to_string(i) + "]", "expected catalina, clemente or san_miguel");
-      else b.platforms.push_back(p.get<std::string>());
-    }
-  }
-  std::set<std::string> kinds;
-  if (!doc.contains("components") || !doc["components"].is_array() || doc["components"].empty()) {
-    fail("components", "expected a list of components");
-  } else {
-    for (std::size_t i = 0; i < doc["components"].size(); ++i) {
-      const json& c = doc["components"][i];
-      const std::string p = "components[" + std::to_string(i) + "]";
-      if (!c.is_object()) {
-        fail(p, "expected {kind, version, artifact, sha256}");
-        continue;
-      }
-      for (const auto& [k, _] : c.items())
-        if (k != "kind" && k != "version" && k != "artifact" && k != "sha256") fail(p + "." + k, "unknown field");
-      BundleComponent bc{str(c, "kind"), str(c, "version"), str(c, "artifact"), str(c, "sha256")};
-      if (!core::isComponentKind(bc.kind))
-        fail(p + ".kind", "expected gpu_vbios, hmc_bundle, nic, bmc, sbios, driver or nvswitch");
-      else if (!kinds.insert(bc.kind).second)
-        fail(p + ".kind", "component '" + bc.kind + "' appears twice");
-      if (bc.version.empty() || bc.version.size() > 128) fail(p + ".version", "expected a version string");
-      if (bc.artifact.empty()) fail(p + ".artifact", "expected the artifact's URI");
-      if (!isHex64(bc.sha256)) fail(p + ".sha256", "expected 64 hex digits");
-      std::transform(bc.sha256.begin(), bc.sha256.end(), bc.sha256.begin(), [](unsigned char ch) { return std::tolower(ch); });
-      b.components.push_back(std::move(bc));
-    }
-  }
-  if (doc.contains("prerequisites")) {
-    if (!doc["prerequisites"].is_array()) {
-      fail("prerequisites", "expected a list of {kind, min_version}");
-    } else {
-      for (std::size_t i = 0; i < doc["prerequisites"].size(); ++i) {
-        const json& c = doc["prerequisites"][i];
-        const std::string p = "prerequisites[" + std::to_string(i) + "]";
-        Prerequisite pr{c.is_object() ? str(c, "kind") : "", c.is_object() ? str(c, "min_version") : ""};
-        if (!core::isComponentKind(pr.kind)) fail(p + ".kind", "expected a component kind");
-        if (pr.min_version.empty()) fail(p + ".min_version", "expected a version string");
-        b.prerequisites.push_back(std::move(pr));
-      }
-    }
-  }
-  if (!bad.fields.empty()) {
-    bad.message = "invalid bundle: " + bad.fields[0].path + ": " + bad.fields[0].message;
-    return bad;
-  }
-  return b;
 }
 
 std::string bundleEtag(const Bundle& b) { return "\"" + sha256Hex(toJson(b).dump()).substr(0, 32) + "\""; }

@@ -50,8 +50,8 @@ struct Bundle {
   std::map<std::string, std::string> workflowParams() const;
 };
 
-// Validates a bundle document; kInvalidContent with every bad field.
-Result<Bundle> parseBundle(const nlohmann::json& doc);
+// The bundle's document: what its ETag hashes, what GET /bundles answers and the store keeps (less
+// the id). The strict decoder of a bundle document is the REST edge's (api/rollout_documents.h).
 nlohmann::json toJson(const Bundle& b);
 // The bundle's entity tag (ETag header, If-Match on POST /bundles): a hash of its content, quoted.
 std::string bundleEtag(const Bundle& b);

@@ -7,31 +7,12 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
-#include <set>
 
 #include "orchestrator/core/fleet_model.h"
-#include "orchestrator/workflow/spec.h"
 
 namespace kiln::rollouts {
 
-using nlohmann::json;
-
 namespace {
-
-std::optional<WaveSize> parseWave(const json& v) {
-  if (v.is_number() && v.get<double>() >= 1) return WaveSize{v.get<double>(), false};
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (!s.empty() && s.back() == '%') {
-      try {
-        double d = std::stod(s.substr(0, s.size() - 1));
-        if (d > 0 && d <= 100) return WaveSize{d, true};
-      } catch (...) {
-      }
-    }
-  }
-  return std::nullopt;
-}
 
 // "repair: 2 hosts in repair, 1 failed; the pod needs 16 of 18 to serve 64 GPUs", when too
 // few of the pod's hosts can serve (PodHostFacts).
@@ -199,180 +180,6 @@ std::optional<core::TimePoint> nextWindowFitting(const std::vector<MaintenanceWi
   return std::nullopt;
 }
 
-Result<Policy> parsePolicy(const json& doc) {
-  Policy p;
-  if (doc.is_null()) return p;
-  Error bad = invalidContent("invalid policy");
-  auto fail = [&](const std::string& path, const std::string& m) { bad.fields.push_back({"policy." + path, m}); };
-  if (!doc.is_object()) return invalidContent("policy must be an object");
-  static const std::set<std::string> known = {"canary_pods", "waves", "soak", "max_concurrent_pods",
-                                              "capacity_floor", "allocated", "failure_budget",
-                                              "max_rebooting_pods_per_building", "order", "windows"};
-  for (const auto& [k, _] : doc.items())
-    if (!known.count(k)) fail(k, "unknown field");
-  auto intField = [&](const char* key, int& out, int lo, int hi) {
-    if (!doc.contains(key)) return;
-    const json& v = doc[key];
-    if (!v.is_number_integer() || v.get<int>() < lo || v.get<int>() > hi)
-      fail(key, "expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
-    else out = v.get<int>();
-  };
-  intField("canary_pods", p.canary_pods, 0, 1000);
-  intField("max_concurrent_pods", p.max_concurrent_pods, 1, 10000);
-  intField("max_rebooting_pods_per_building", p.max_rebooting_pods_per_building, 1, 10000);
-  if (doc.contains("waves")) {
-    if (!doc["waves"].is_array() || doc["waves"].empty()) {
-      fail("waves", "expected a list like [\"10%\", \"50%\", \"100%\"] or [5, 20, 100]");
-    } else {
-      p.waves.clear();
-      for (std::size_t i = 0; i < doc["waves"].size(); ++i) {
-        auto w = parseWave(doc["waves"][i]);
-        if (!w) fail("waves[" + std::to_string(i) + "]", "expected a count (>= 1) or a percentage like \"25%\"");
-        else p.waves.push_back(*w);
-      }
-    }
-  }
-  if (doc.contains("soak")) {
-    auto d = doc["soak"].is_string() ? workflow::parseDuration(doc["soak"].get<std::string>()) : std::nullopt;
-    if (!d) fail("soak", "expected a duration like 30m");
-    else p.soak = std::chrono::duration_cast<std::chrono::seconds>(d->value);
-  }
-  if (doc.contains("capacity_floor")) {
-    const json& c = doc["capacity_floor"];
-    p.max_fraction_down_per_building.reset();
-    if (!c.is_object()) {
-      fail("capacity_floor", "expected {max_pods_down: N} or {max_percent_down: X}");
-    } else {
-      for (const auto& [k, _] : c.items())
-        if (k != "max_pods_down" && k != "max_percent_down") fail("capacity_floor." + k, "unknown field");
-      if (c.contains("max_pods_down")) {
-        if (!c["max_pods_down"].is_number_integer() || c["max_pods_down"].get<int>() < 1)
-          fail("capacity_floor.max_pods_down", "expected a whole number >= 1");
-        else p.max_pods_down_per_building = c["max_pods_down"].get<int>();
-      }
-      if (c.contains("max_percent_down")) {
-        if (!c["max_percent_down"].is_number() || c["max_percent_down"].get<double>() <= 0 ||
-            c["max_percent_down"].get<double>() > 100)
-          fail("capacity_floor.max_percent_down", "expected a percentage in (0, 100]");
-        else p.max_fraction_down_per_building = c["max_percent_down"].get<double>() / 100.0;
-      }
-    }
-  }
-  if (doc.contains("allocated")) {
-    if (doc["allocated"] == "wait") p.skip_allocated = false;
-    else if (doc["allocated"] == "skip") p.skip_allocated = true;
-    else fail("allocated", "expected wait or skip");
-  }
-  if (doc.contains("failure_budget")) {
-    const json& f = doc["failure_budget"];
-    p.failure_budget_pods.reset();
-    if (!f.is_object()) {
-      fail("failure_budget", "expected {pods: K} or {percent: X}");
-    } else {
-      for (const auto& [k, _] : f.items())
-        if (k != "pods" && k != "percent") fail("failure_budget." + k, "unknown field");
-      if (f.contains("pods")) {
-        if (!f["pods"].is_number_integer() || f["pods"].get<int>() < 0) fail("failure_budget.pods", "expected a whole number >= 0");
-        else p.failure_budget_pods = f["pods"].get<int>();
-      }
-      if (f.contains("percent")) {
-        if (!f["percent"].is_number() || f["percent"].get<double>() < 0 || f["percent"].get<double>() > 100)
-          fail("failure_budget.percent", "expected a percentage in [0, 100]");
-        else p.failure_budget_percent = f["percent"].get<double>();
-      }
-      if (!f.contains("pods") && !f.contains("percent")) fail("failure_budget", "expected pods or percent");
-    }
-  }
-  if (doc.contains("order")) {
-    if (doc["order"] != "spread" && doc["order"] != "name") fail("order", "expected spread or name");
-    else p.order = doc["order"].get<std::string>();
-  }
-  if (doc.contains("windows")) {
-    const json& ws = doc["windows"];
-    if (!ws.is_array()) {
-      fail("windows", "expected a list like [\"mon-fri 22:00-06:00\", \"sat,sun 00:00-24:00\"] ([]: any time)");
-    } else {
-      for (std::size_t i = 0; i < ws.size(); ++i) {
-        std::string why = "expected a string like \"mon-fri 22:00-06:00\"";
-        auto w = ws[i].is_string() ? parseWindow(ws[i].get<std::string>(), &why) : std::nullopt;
-        if (!w) fail("windows[" + std::to_string(i) + "]", why);
-        else p.windows.push_back(*w);
-      }
-    }
-  }
-  if (!bad.fields.empty()) {
-    bad.message = "invalid policy: " + bad.fields[0].path + ": " + bad.fields[0].message;
-    return bad;
-  }
-  return p;
-}
-
-json toJson(const Policy& p) {
-  json waves = json::array();
-  for (const auto& w : p.waves) {
-    if (w.percent) waves.push_back(std::to_string(static_cast<int>(w.value)) + "%");
-    else waves.push_back(static_cast<int>(w.value));
-  }
-  json floor = json::object();
-  if (p.max_pods_down_per_building) floor["max_pods_down"] = *p.max_pods_down_per_building;
-  if (p.max_fraction_down_per_building) floor["max_percent_down"] = *p.max_fraction_down_per_building * 100;
-  json budget = json::object();
-  if (p.failure_budget_pods) budget["pods"] = *p.failure_budget_pods;
-  if (p.failure_budget_percent) budget["percent"] = *p.failure_budget_percent;
-  json windows = json::array();
-  for (const auto& w : p.windows) windows.push_back(w.text);
-  return {{"canary_pods", p.canary_pods},
-          {"waves", waves},
-          {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
-          {"max_concurrent_pods", p.max_concurrent_pods},
-          {"capacity_floor", floor},
-          {"allocated", p.skip_allocated ? "skip" : "wait"},
-          {"failure_budget", budget},
-          {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
-          {"order", p.order},
-          {"windows", windows}};
-}
-
-Result<Selector> parseSelector(const json& doc) {
-  Selector s;
-  if (doc.is_null()) return s;
-  if (!doc.is_object()) return invalidContent("selector must be an object");
-  Error bad = invalidContent("invalid selector");
-  auto list = [&](const char* key, std::vector<std::string>& out) {
-    if (!doc.contains(key)) return;
-    if (!doc[key].is_array()) {
-      bad.fields.push_back({std::string("selector.") + key, "expected a list of names"});
-      return;
-    }
-    for (const auto& v : doc[key]) {
-      if (!v.is_string()) bad.fields.push_back({std::string("selector.") + key, "expected a list of names"});
-      else out.push_back(v.get<std::string>());
-    }
-  };
-  for (const auto& [k, _] : doc.items())
-    if (k != "sites" && k != "buildings" && k != "platforms" && k != "pods" && k != "labels")
-      bad.fields.push_back({"selector." + k, "unknown field"});
-  list("sites", s.sites);
-  list("buildings", s.buildings);
-  list("platforms", s.platforms);
-  list("pods", s.pods);
-  if (doc.contains("labels")) {
-    if (!doc["labels"].is_object()) bad.fields.push_back({"selector.labels", "expected a map"});
-    else
-      for (const auto& [k, v] : doc["labels"].items())
-        s.labels[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  }
-  if (!bad.fields.empty()) {
-    bad.message = "invalid selector: " + bad.fields[0].path + ": " + bad.fields[0].message;
-    return bad;
-  }
-  return s;
-}
-
-json toJson(const Selector& s) {
-  return {{"sites", s.sites}, {"buildings", s.buildings}, {"platforms", s.platforms}, {"pods", s.pods}, {"labels", s.labels}};
-}
-
 bool selectorMatches(const Selector& s, const PodFacts& p) {
   auto in = [](const std::vector<std::string>& v, const std::string& x) {
     return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
@@ -440,17 +247,6 @@ Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy) {
   return plan;
 }
 
-json toJson(const Plan& plan) {
-  json waves = json::array();
-  for (std::size_t i = 0; i < plan.waves.size(); ++i)
-    waves.push_back({{"index", i}, {"name", i == 0 ? "canary" : "wave " + std::to_string(i)}, {"pods", plan.waves[i]}});
-  json excluded = json::array();
-  for (const auto& e : plan.excluded) excluded.push_back({{"pod", e.pod}, {"reason", e.reason}});
-  json downgrades = json::array();
-  for (const auto& d : plan.downgrades) downgrades.push_back({{"pod", d.pod}, {"reasons", d.reasons}});
-  return {{"waves", waves}, {"excluded", excluded}, {"eligible", plan.eligible}, {"downgrades", downgrades}};
-}
-
 const std::vector<PodPhase>& allPodPhases() {
   static const std::vector<PodPhase> all{PodPhase::kPending,   PodPhase::kDraining,  PodPhase::kUpgrading,
                                          PodPhase::kValidating, PodPhase::kSucceeded, PodPhase::kFailed,
@@ -483,15 +279,6 @@ bool finished(PodPhase p) {
   return p == PodPhase::kSucceeded || p == PodPhase::kFailed || p == PodPhase::kSkipped || p == PodPhase::kAborted;
 }
 
-namespace {
-template <typename T, typename Name>
-std::string sqlList(const std::vector<T>& values, Name name) {
-  std::string out = "(";
-  for (const auto& v : values) out += std::string(out.size() > 1 ? ", " : "") + "'" + name(v) + "'";
-  return out + ")";
-}
-}  // namespace
-
 const std::vector<PodPhase>& inFlightPhases() {
   static const std::vector<PodPhase> phases = [] {
     std::vector<PodPhase> out;
@@ -511,8 +298,6 @@ const std::vector<PodPhase>& unfinishedPhases() {
   }();
   return phases;
 }
-
-std::string phaseSqlList(const std::vector<PodPhase>& phases) { return sqlList(phases, podPhaseName); }
 
 bool admissionCounts(core::HostState s) { return s == core::HostState::kAllocated || core::unservableAfterMaintenance(s); }
 
@@ -578,8 +363,6 @@ const std::vector<RolloutState>& unfinishedRolloutStates() {
   }();
   return states;
 }
-
-std::string stateSqlList(const std::vector<RolloutState>& states) { return sqlList(states, rolloutStateName); }
 
 std::string stateList(const std::vector<RolloutState>& states) {
   std::string out;

@@ -10,9 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "common/result.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/host_lifecycle.h"
@@ -52,6 +49,7 @@ std::optional<core::TimePoint> windowCloses(const std::vector<MaintenanceWindow>
 std::optional<core::TimePoint> nextWindowFitting(const std::vector<MaintenanceWindow>& windows, core::TimePoint t,
                                                  core::Clock_::duration need);
 
+// As documents: the REST edge's (api/rollout_documents.h) and the rollouts table's (db/rollout_codecs.h).
 struct Policy {
   int canary_pods = 1;
   // Cumulative: by the end of wave i, this share (or count) of the eligible pods is done; the
@@ -76,16 +74,11 @@ struct Policy {
   bool operator==(const Policy&) const = default;
 };
 
-// Defaults for absent fields; kInvalidContent naming every bad field.
-Result<Policy> parsePolicy(const nlohmann::json& doc);
-nlohmann::json toJson(const Policy& p);
-
 struct Selector {
   std::vector<std::string> sites, buildings, platforms, pods;
   std::map<std::string, std::string> labels;
+  bool operator==(const Selector&) const = default;
 };
-Result<Selector> parseSelector(const nlohmann::json& doc);
-nlohmann::json toJson(const Selector& s);
 
 // What the planner knows of a selected pod.
 struct PodFacts {
@@ -109,6 +102,7 @@ struct Downgrade {
   std::vector<std::string> reasons;  // "nic 28.45.1200 -> 28.44.1036 (older)"
 };
 
+// As a document (RolloutRow::plan and the dry run's answer): plan_document.h.
 struct Plan {
   std::vector<std::vector<std::string>> waves;  // waves[0] = canary
   std::vector<Exclusion> excluded;
@@ -119,7 +113,6 @@ struct Plan {
 };
 
 Plan planRollout(const std::vector<PodFacts>& selected, const Policy& policy);
-nlohmann::json toJson(const Plan& plan);
 
 // ---- admission at run time ----
 
@@ -127,14 +120,12 @@ enum class PodPhase { kPending, kDraining, kUpgrading, kValidating, kSucceeded, 
 const std::vector<PodPhase>& allPodPhases();
 const char* podPhaseName(PodPhase p);
 std::optional<PodPhase> parsePodPhase(const std::string& s);
-// The one definition of the sets (the store's SQL is written from them: phaseSqlList).
+// The one definition of the sets (the PostgreSQL store writes its SQL lists from them).
 // In flight: drained or draining, holding a slot of max_concurrent_pods.
 bool inFlight(PodPhase p);
 bool finished(PodPhase p);
 const std::vector<PodPhase>& inFlightPhases();
 const std::vector<PodPhase>& unfinishedPhases();  // pending and in flight
-// "('draining', 'upgrading', 'validating')": a set as an SQL list of text literals.
-std::string phaseSqlList(const std::vector<PodPhase>& phases);
 
 // A rollout's state (the rollouts table's CHECK; GET /rollouts filters on it):
 //   created -> running <-> paused; running -> halted (failure budget) -> running (resume);
@@ -148,7 +139,6 @@ bool active(RolloutState s);
 const std::vector<RolloutState>& activeRolloutStates();
 bool finished(RolloutState s);  // completed or aborted
 const std::vector<RolloutState>& unfinishedRolloutStates();
-std::string stateSqlList(const std::vector<RolloutState>& states);
 // "paused, halted": for messages.
 std::string stateList(const std::vector<RolloutState>& states);
 

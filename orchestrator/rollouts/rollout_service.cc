@@ -11,6 +11,7 @@
 #include "common/histogram.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/iso_time.h"
+#include "orchestrator/rollouts/plan_document.h"
 #include "orchestrator/rollouts/rollout_internal.h"
 
 namespace kiln::rollouts {
@@ -306,7 +307,7 @@ Result<CreateOutcome> RolloutService::create(const CreateRequest& req, const cor
   row.bundle_id = req.bundle.id;
   row.selector = req.selector;
   row.policy = req.policy;
-  row.plan = toJson(*p);
+  row.plan = planDocument(*p);
   row.rollback_of = rollback_of;
   row.claim = claim;
   if (!p->downgrades.empty() && rollback_of.empty()) row.downgrade_reason = req.reason;

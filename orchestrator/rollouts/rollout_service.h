@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/failure_log.h"
 #include "common/logger.h"
 #include "orchestrator/core/clock.h"

@@ -9,7 +9,7 @@ namespace kiln::runs {
 
 using nlohmann::json;
 
-AgentGateway::AgentGateway(AgentWork& work, RunStore& store, Executor& executor, Clock& clock, Logger& log,
+AgentGateway::AgentGateway(AgentWork& work, AgentLinkStore& store, Executor& executor, Clock& clock, Logger& log,
                            AgentGatewayOptions options)
     : runs_(work),
       store_(store),

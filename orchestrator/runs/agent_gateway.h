@@ -64,7 +64,7 @@ class AgentGateway final : public WorkListener {
   // nullopt = 204 (nothing to do); otherwise the 200 body.
   using PollReply = std::function<void(Result<std::optional<nlohmann::json>>)>;
 
-  AgentGateway(AgentWork& work, RunStore& store, Executor& executor, Clock& clock, Logger& log,
+  AgentGateway(AgentWork& work, AgentLinkStore& store, Executor& executor, Clock& clock, Logger& log,
                AgentGatewayOptions options);
   ~AgentGateway() override;
 
@@ -128,7 +128,7 @@ class AgentGateway final : public WorkListener {
   void writerLoop();  // batched heartbeats, hosts with work from other replicas
 
   AgentWork& runs_;
-  RunStore& store_;
+  AgentLinkStore& store_;
   Executor& executor_;
   Clock& clock_;
   FailureLog failures_;

@@ -1,28 +1,17 @@
 #include "orchestrator/runs/run_service.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/agent_protocol.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/runs/engine.h"
+#include "orchestrator/runs/group_step.h"
 #include "orchestrator/runs/report.h"
 #include "orchestrator/workflow/loader.h"
 
 namespace kiln::runs {
-namespace {
-
 using nlohmann::json;
-
-workflow::ParamValues paramsFrom(const json& j) {
-  workflow::ParamValues out;
-  for (const auto& [k, v] : j.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  return out;
-}
-
-}  // namespace
 
 const std::vector<std::string>& runStates() {
   static const std::vector<std::string> all = {"running", "passed", "failed", "cancelled"};  // workflow_runs CHECK
@@ -43,131 +32,14 @@ std::string RunService::defaultPurpose(const std::string& workflow) {
   return "manual";
 }
 
-RunService::RunService(core::FleetReads& fleet, RunStore& store, core::Clock& clock, RunServiceOptions options,
-                       std::function<void(const std::string&)> on_work)
-    : fleet_(fleet), store_(store), clock_(clock), options_(options), on_work_(std::move(on_work)) {}
-
-Result<std::vector<std::string>> RunService::loadWorkflowDir(const std::string& dir, const core::Actor& actor) {
-  auto specs = workflow::loadWorkflowDir(dir);
-  if (!specs.ok()) return specs.error();
-  std::vector<std::string> names;
-  for (const auto& s : *specs) {
-    std::ifstream in(s.source_name);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    if (auto st = store_.putWorkflow({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor, std::nullopt); !st.ok())
-      return st.error();
-    names.push_back(s.name);
-  }
-  return names;
-}
-
-Result<WorkflowPut> RunService::putWorkflow(const std::string& name, const std::string& yaml, const core::Actor& actor,
-                                     const std::optional<core::IfMatch>& if_match) {
-  auto spec = workflow::loadWorkflow(yaml, "request body");
-  if (!spec.ok()) return spec.error();
-  if (spec->name != name)
-    return invalidContent("the document names workflow '" + spec->name + "' but the URL says '" + name + "'");
-  auto before = store_.currentWorkflow(name);
-  if (!before.ok()) return before.error();
-  if (auto st = store_.putWorkflow({name, spec->content_hash, "api", yaml, {}}, actor, if_match); !st.ok())
-    return st.error();
-  const bool changed = !*before || (*before)->hash != spec->content_hash;
-  return WorkflowPut{name, spec->content_hash, changed};
-}
-
-Result<std::vector<WorkflowInfo>> RunService::listWorkflows() {
-  auto rows = store_.listWorkflows();
-  if (!rows.ok()) return rows.error();
-  std::vector<WorkflowInfo> out;
-  out.reserve(rows->size());
-  for (auto& w : *rows) {
-    auto s = spec(w.name, w.hash);
-    // A version that no longer loads is still listed, by name and hash.
-    out.push_back({std::move(w), s.ok() ? specOf(*s) : nullptr});
-  }
-  return out;
-}
-
-Result<WorkflowInfo> RunService::getWorkflow(const std::string& name) {
-  auto row = store_.currentWorkflow(name);
-  if (!row.ok()) return row.error();
-  if (!*row) return notFound("no workflow '" + name + "'");
-  auto s = spec(name, (*row)->hash);
-  if (!s.ok()) return s.error();
-  return WorkflowInfo{std::move(**row), specOf(*s)};
-}
-
-std::shared_ptr<const workflow::WorkflowSpec> RunService::specOf(const std::shared_ptr<const LoadedSpec>& loaded) {
-  // Shares the cached spec's ownership: no copy of the spec per answer.
-  return {loaded, &loaded->spec};
-}
-
-Result<std::shared_ptr<const RunService::LoadedSpec>> RunService::spec(const std::string& name, const std::string& hash) {
-  const std::string key = name + "@" + hash;
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = specs_.find(key); it != specs_.end()) return it->second;
-  }
-  auto row = store_.workflowVersion(name, hash);
-  if (!row.ok()) return row.error();
-  if (!*row) return notFound("no version " + hash + " of workflow '" + name + "'");
-  auto loaded = workflow::loadWorkflow((*row)->yaml, (*row)->source);
-  if (!loaded.ok()) return loaded.error();
-  auto ptr = std::make_shared<const LoadedSpec>(LoadedSpec{std::move(*loaded)});
-  std::lock_guard lock(mu_);
-  specs_[key] = ptr;
-  return ptr;
-}
-
-std::vector<core::HostTransition> RunService::transitionsFor(const RunRow& run, const GroupState& g,
-                                                             const std::vector<std::string>& finished) const {
-  std::vector<core::HostTransition> out;
-  for (const auto& h : g.hosts) {
-    if (std::find(finished.begin(), finished.end(), h.host) == finished.end()) continue;
-    if (h.status == HostStatus::kCancelled) continue;
-    const bool passed = h.status == HostStatus::kPassed;
-    std::string reason = run.workflow + " " + run.id + (passed ? " passed" : " failed");
-    // Every failure, not only the first: a step that failed softly (on_failure: continue) and the
-    // one that failed the host both belong in what an SRE reads on the host.
-    for (std::size_t i = 0; !passed && i < h.failures.size(); ++i) reason += (i == 0 ? ": " : "; ") + h.failures[i];
-    if (reason.size() > 900) reason = reason.substr(0, 900) + "...";
-    if (run.purpose == "burn_in")
-      out.push_back({h.host, passed ? core::HostAction::kBurnInPass : core::HostAction::kBurnInFail, std::nullopt, reason});
-    else if (run.purpose == "quarantine")
-      out.push_back({h.host, passed ? core::HostAction::kQuarantinePass : core::HostAction::kQuarantineFail, std::nullopt, reason});
-    else if (run.purpose == "pre_job" && !passed)
-      out.push_back({h.host, core::HostAction::kFail, std::nullopt, reason});
-  }
-  return out;
-}
-
-GroupFn RunService::engineFn(std::function<Result<Effects>(const Engine&, GroupState&)> event) {
-  return [this, event](const RunRow& run, GroupState state) -> Result<GroupUpdate> {
-    auto s = spec(run.workflow, run.workflow_hash);
-    if (!s.ok()) return s.error();
-    const workflow::ParamValues params = paramsFrom(run.params);
-    Engine engine((*s)->spec, params);
-    auto fx = event(engine, state);
-    if (!fx.ok()) return fx.error();
-    GroupUpdate u{std::move(state), std::move(*fx), {}};
-    u.transitions = transitionsFor(run, u.state, u.effects.hosts_finished);
-    return u;
-  };
-}
-
-void RunService::notify(const Effects& fx, const std::string& delivered) {
-  if (!on_work_) return;
-  std::set<std::string> hosts;
-  for (const auto& d : fx.dispatches)
-    if (d.assignment_id != delivered) hosts.insert(d.host);
-  for (const auto& id : fx.cancel_assignments) {
-    // "<run>:<host>:<seq>"
-    auto a = id.find(':'), b = id.rfind(':');
-    if (a != std::string::npos && b > a) hosts.insert(id.substr(a + 1, b - a - 1));
-  }
-  for (const auto& h : hosts) on_work_(h);
-}
+RunService::RunService(core::FleetReads& fleet, WorkflowCatalog& catalog, RunRecordStore& store, core::Clock& clock,
+                       RunServiceOptions options, std::function<void(const std::string&)> on_work)
+    : fleet_(fleet),
+      catalog_(catalog),
+      store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      on_work_(std::move(on_work)) {}
 
 Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor& actor) {
   if (!req.owner.empty()) {
@@ -175,12 +47,11 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
     if (!existing.ok()) return existing.error();
     if (*existing) return runView(**existing);
   }
-  auto row = store_.currentWorkflow(req.workflow);
-  if (!row.ok()) return row.error();
-  if (!*row) return Error(ErrorCode::kInvalidContent, "no workflow '" + req.workflow + "'").with("field", "workflow");
-  auto s = spec(req.workflow, (*row)->hash);
-  if (!s.ok()) return s.error();
-  const workflow::WorkflowSpec& sp = (*s)->spec;
+  auto current = catalog_.current(req.workflow);
+  if (!current.ok()) return current.error();
+  if (!*current)
+    return Error(ErrorCode::kInvalidContent, "no workflow '" + req.workflow + "'").with("field", "workflow");
+  const workflow::WorkflowSpec& sp = *(*current)->spec;
 
   Error bad = invalidContent("invalid workflow run");
   const std::string purpose = req.purpose.empty() ? defaultPurpose(req.workflow) : req.purpose;
@@ -193,7 +64,8 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
     bad.fields.push_back({"hosts", "workflow '" + req.workflow + "' runs on whole pods: give pods"});
   workflow::ParamValues given;
   if (!req.params.is_object()) bad.fields.push_back({"params", "expected an object"});
-  else given = paramsFrom(req.params);
+  else
+    given = runParams(req.params);
   auto params = workflow::resolveParams(sp, given);
   if (!params.ok())
     for (const auto& f : params.error().fields)
@@ -267,7 +139,7 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
   NewRun nr;
   nr.run.id = *run_id;
   nr.run.workflow = req.workflow;
-  nr.run.workflow_hash = (*row)->hash;
+  nr.run.workflow_hash = (*current)->row.hash;
   nr.run.scope = workflow::scopeName(sp.scope);
   nr.run.purpose = purpose;
   nr.run.params = json(*params);
@@ -293,7 +165,7 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
     Effects fx = engine.start(g, now);
     for (const auto& d : fx.dispatches) all.dispatches.push_back(d);
     GroupUpdate u{std::move(g), std::move(fx), {}};
-    u.transitions = transitionsFor(nr.run, u.state, u.effects.hosts_finished);
+    u.transitions = verdictTransitions(nr.run, u.state, u.effects.hosts_finished);
     nr.groups.push_back({t.group, std::move(u), std::move(ids)});
   }
   auto created = store_.createRun(nr, actor);
@@ -303,7 +175,7 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
     }
     return created.error();
   }
-  notify(all);
+  notifyWork(on_work_, all);
   return runView(created->id);
 }
 
@@ -316,7 +188,7 @@ Result<RunView> RunService::runView(const std::string& id) {
   if (!assignments.ok()) return assignments.error();
   std::map<std::string, const AssignmentRow*> by_id;
   for (const auto& a : *assignments) by_id[a.id] = &a;
-  auto s = spec(run->workflow, run->workflow_hash);
+  auto s = catalog_.spec(run->workflow, run->workflow_hash);
 
   RunView v;
   v.row = std::move(*run);
@@ -348,8 +220,8 @@ Result<RunView> RunService::runView(const std::string& id) {
         }
         hv.steps.push_back(std::move(sv));
       }
-      if (!isTerminal(h.status) && s.ok() && h.step_index < (*s)->spec.steps.size())
-        hv.current_step = (*s)->spec.steps[h.step_index].id;
+      if (!isTerminal(h.status) && s.ok() && h.step_index < (*s)->steps.size())
+        hv.current_step = (*s)->steps[h.step_index].id;
       hv.assignment = h.assignment_id;
       hv.waiting_until = h.not_before;
       hv.retest = std::move(h.retest);
@@ -358,7 +230,7 @@ Result<RunView> RunService::runView(const std::string& id) {
   }
   if (s.ok()) {
     v.steps.emplace();
-    for (const auto& st : (*s)->spec.steps) v.steps->push_back(st.id);
+    for (const auto& st : (*s)->steps) v.steps->push_back(st.id);
   }
   return v;
 }
@@ -369,13 +241,13 @@ Result<core::Page<RunRow>> RunService::listRuns(const RunFilter& filter, const c
 
 Result<RunView> RunService::cancelRun(const std::string& id, const core::Actor& actor) {
   Effects all;
-  auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
+  auto fn = engineStep(catalog_, [&](const Engine& e, GroupState& g) -> Result<Effects> {
     Effects fx = e.cancel(g, "cancelled by " + actor.token_id);
     all.cancel_assignments.insert(all.cancel_assignments.end(), fx.cancel_assignments.begin(), fx.cancel_assignments.end());
     return fx;
   });
   if (auto st = store_.cancelRun(id, fn, actor); !st.ok()) return st.error();
-  notify(all);
+  notifyWork(on_work_, all);
   return runView(id);
 }
 
@@ -386,13 +258,13 @@ Status RunService::stopRun(const std::string& id, const core::Actor& actor) {
     if (Engine::done(g)) continue;
     Effects produced;
     auto fn = [&](const RunRow& run, GroupState state, const std::set<std::string>& undispatched) {
-      return engineFn([&](const Engine& e, GroupState& s) -> Result<Effects> {
+      return engineStep(catalog_, [&](const Engine& e, GroupState& s) -> Result<Effects> {
         produced = e.stop(s, clock_.now(), undispatched);
         return produced;
       })(run, std::move(state));
     };
     if (auto st = store_.stopGroup(id, g.group, fn, actor); !st.ok()) return st;
-    notify(produced);
+    notifyWork(on_work_, produced);
   }
   return Ok{};
 }
@@ -417,14 +289,7 @@ Result<std::map<std::string, std::string>> RunService::runStates(const std::vect
 }
 
 Result<std::vector<std::string>> RunService::workflowParams(const std::string& name) {
-  auto row = store_.currentWorkflow(name);
-  if (!row.ok()) return row.error();
-  if (!*row) return notFound("no workflow '" + name + "'");
-  auto s = spec(name, (*row)->hash);
-  if (!s.ok()) return s.error();
-  std::vector<std::string> out;
-  for (const auto& p : (*s)->spec.params) out.push_back(p.name);
-  return out;
+  return catalog_.workflowParams(name);
 }
 
 Result<std::vector<QuarantineEntry>> RunService::quarantineView() {
@@ -439,183 +304,6 @@ Result<std::vector<QuarantineEntry>> RunService::quarantineView() {
     out.push_back({std::move(q), in_quarantine, repeat_offender});
   }
   return out;
-}
-
-namespace {
-
-// The assignment as the agents read it (common/agent_protocol.h): what kilnd decides beyond the
-// stored row (the kill grace, the output cap) is set here, once.
-protocol::Assignment assignmentOf(const AssignmentRow& r) {
-  protocol::Assignment a;
-  a.id = r.id;
-  a.lease = r.lease;
-  a.run_id = r.run_id;
-  a.step_id = r.step_id;
-  a.attempt = r.attempt;
-  a.type = r.type;
-  a.argv = r.argv;
-  a.timeout_ms = r.timeout_ms;
-  a.kill_grace_ms = 5000;
-  a.parse = r.parse;
-  a.output_cap = 65536;
-  a.inventory_after = r.inventory_after;
-  return a;
-}
-
-}  // namespace
-
-Result<std::optional<protocol::Assignment>> RunService::claimWork(const std::string& host) {
-  auto a = store_.claimWork(host, options_.lease_grace_ms);
-  if (!a.ok()) return a.error();
-  if (!*a) return std::optional<protocol::Assignment>();
-  return std::optional<protocol::Assignment>(assignmentOf(**a));
-}
-
-Result<std::map<std::string, HandedOut>> RunService::claimBatch(const std::vector<std::string>& hosts) {
-  auto rows = store_.claimBatch(hosts, options_.lease_grace_ms);
-  if (!rows.ok()) return rows.error();
-  std::map<std::string, HandedOut> out;
-  for (const auto& [host, row] : *rows) out.emplace(host, HandedOut{assignmentOf(row), row.group_key});
-  return out;
-}
-
-std::vector<Result<RunService::ReportAnswer>> RunService::reportBatch(const std::vector<ReportRequest>& reports) {
-  std::vector<Result<ReportAnswer>> answers(reports.size(), Result<ReportAnswer>(ReportAnswer{}));
-  std::vector<ReportItem> items;
-  std::vector<std::size_t> index;  // items[k] answers reports[index[k]]
-  std::vector<Effects> produced(reports.size());
-  struct StepLabel {
-    std::string workflow, step;
-  };
-  std::vector<StepLabel> labels(reports.size());  // set inside the transaction
-  std::vector<std::shared_ptr<const StepResult>> results(reports.size());
-  const auto now = clock_.now();
-  for (std::size_t i = 0; i < reports.size(); ++i) {
-    const json& body = reports[i].body;
-    auto decoded = decodeStepReport(body);
-    if (!decoded.ok()) {
-      answers[i] = decoded.error();
-      continue;
-    }
-    const std::string id = reports[i].assignment_id;
-    auto result = std::make_shared<const StepResult>(std::move(decoded->result));
-    results[i] = result;
-    Effects* out = &produced[i];
-    StepLabel* label = &labels[i];
-    items.push_back({id, reports[i].host, decoded->lease, &body,
-                     reports[i].text.empty() ? nullptr : &reports[i].text,
-                     engineFn([id, result, out, label, now](const Engine& e, GroupState& g) -> Result<Effects> {
-                       for (const auto& h : g.hosts)
-                         if (h.assignment_id == id && h.step_index < e.spec().steps.size())
-                           *label = {e.spec().name, e.spec().steps[h.step_index].id};
-                       auto fx = e.onResult(g, id, *result, now);
-                       if (fx.ok()) *out = *fx;
-                       return fx;
-                     }),
-                     decoded->ready});
-    index.push_back(i);
-  }
-  bool run_complete = false;
-  auto apply = [&](std::size_t k, const Result<ReportReply>& reply) {
-    const std::size_t i = index[k];
-    if (!reply.ok()) {
-      answers[i] = reply.error();
-      return;
-    }
-    ReportAnswer a{reply->outcome, std::nullopt, ""};
-    if (reply->next) {
-      a.next = assignmentOf(*reply->next);
-      a.next_group = reply->next->group_key;
-    }
-    run_complete = run_complete || reply->run_complete;
-    if (reply->outcome == ReportOutcome::kAccepted) {
-      notify(produced[i], reply->next ? reply->next->id : "");
-      if (!labels[i].workflow.empty()) recordStep(labels[i].workflow, labels[i].step, *results[i]);
-    }
-    answers[i] = std::move(a);
-  };
-  if (items.empty()) return answers;
-  auto batch = store_.reportBatch(items, options_.lease_grace_ms);
-  if (batch.ok()) {
-    for (std::size_t k = 0; k < items.size(); ++k) apply(k, (*batch)[k]);
-  } else {
-    // The batch failed as a whole: each report alone, so that only a bad one fails.
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      auto one = items.size() == 1 ? batch : store_.reportBatch({items[k]}, options_.lease_grace_ms);
-      if (one.ok()) apply(k, (*one)[0]);
-      else answers[index[k]] = one.error();
-    }
-  }
-  if (run_complete && options_.on_run_complete) options_.on_run_complete();
-  return answers;
-}
-
-void RunService::recordStep(const std::string& workflow, const std::string& step, const StepResult& r) {
-  const char* outcome = !r.started ? "not_started"
-                        : r.timed_out ? "timed_out"
-                        : r.cancelled ? "cancelled"
-                        : r.exit_code == 0 && r.signal == 0 ? "succeeded"
-                                                            : "failed";
-  std::lock_guard lock(step_mu_);
-  auto it = step_seconds_.try_emplace({workflow, step, outcome}, kStepBuckets).first;
-  it->second.record(static_cast<double>(r.duration_ms) / 1000.0);
-}
-
-std::string RunService::stepMetrics() const {
-  std::string out =
-      "# HELP kiln_step_duration_seconds Workflow steps whose reports this replica applied, by outcome, as long as the agents measured.\n"
-      "# TYPE kiln_step_duration_seconds histogram\n";
-  std::lock_guard lock(step_mu_);
-  for (const auto& [key, h] : step_seconds_) {
-    const auto& [workflow, step, outcome] = key;
-    h.render(out, "kiln_step_duration_seconds",
-             "workflow=\"" + promLabelValue(workflow) + "\",step=\"" + promLabelValue(step) + "\",outcome=\"" + outcome + "\"");
-  }
-  return out;
-}
-
-int RunService::tick() {
-  int did = 0;
-  const auto now = clock_.now();
-  if (auto due = store_.dueGroups(now, 200); due.ok()) {
-    for (const auto& [run, group] : *due) {
-      Effects produced;
-      auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
-        produced = e.tick(g, now);
-        return produced;
-      });
-      if (store_.updateGroup(run, group, fn, {"system", "kilnd"}).ok()) {
-        notify(produced);
-        ++did;
-      }
-    }
-  }
-  if (auto expired = store_.expiredLeases(now, 200); expired.ok()) {
-    for (const auto& a : *expired) {
-      Effects produced;
-      StepResult lost;
-      lost.lost = true;
-      lost.started = false;
-      auto fn = engineFn([&](const Engine& e, GroupState& g) -> Result<Effects> {
-        auto fx = e.onResult(g, a.id, lost, now);
-        if (!fx.ok()) return Effects{};  // the group moved on (cancelled): nothing to do
-        produced = *fx;
-        return fx;
-      });
-      if (auto r = store_.expireLease(a.id, a.lease, fn); r.ok() && *r) {
-        notify(produced);
-        // A poll parked with running=<this step> learns that its lease is gone.
-        if (on_work_) on_work_(a.host);
-        ++did;
-      }
-    }
-  }
-  if (auto done = store_.finalizeRuns(runVerdict); done.ok()) did += static_cast<int>(done->size());
-  if (now - last_unreachable_scan_ > std::chrono::seconds(10)) {
-    last_unreachable_scan_ = now;
-    if (auto u = store_.markUnreachable(now - options_.unreachable_after); u.ok()) did += static_cast<int>(u->size());
-  }
-  return did;
 }
 
 std::pair<std::string, json> runVerdict(const RunRow& run, const std::vector<GroupState>& groups) {

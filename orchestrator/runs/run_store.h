@@ -1,5 +1,5 @@
 #pragma once
-// Persistence of workflows, workflow runs and agent assignments. The implementation
+// Persistence of workflows, workflow runs and agent assignments, cut per consumer (below). The implementation
 // (orchestrator/db/pg_run_store.cc) applies each change in one transaction: the engine's new
 // group state, the assignments it dispatched or cancelled, and the host lifecycle transitions
 // the run service derived, together. Thread-safe.
@@ -113,10 +113,15 @@ struct QuarantineRow {
   nlohmann::json progress;  // {pass, passes, step, steps, status}
 };
 
-class RunStore {
- public:
-  virtual ~RunStore() = default;
+// The store is cut per consumer, as the rollouts room's is: each part of the runs room holds
+// only its face, with a complete fake beside it (runs/testing). PgRunStore implements them
+// all as one RunStore (orchestrator/db/pg_run_store.cc); the contract suite
+// (orchestrator/db/tests/run_store_contract_test.cc) runs the fake and it alike.
 
+// The workflow catalogue's (WorkflowCatalog, workflow_catalog.h).
+class WorkflowStore {
+ public:
+  virtual ~WorkflowStore() = default;
   // Stores a workflow version (idempotent by hash) and makes it the current one. With
   // `if_match`, only while the current version's ETag (workflowEtag) matches: kPreconditionFailed.
   virtual Status putWorkflow(const WorkflowRow& w, const core::Actor& actor,
@@ -124,7 +129,12 @@ class RunStore {
   virtual Result<std::optional<WorkflowRow>> currentWorkflow(const std::string& name) = 0;
   virtual Result<std::optional<WorkflowRow>> workflowVersion(const std::string& name, const std::string& hash) = 0;
   virtual Result<std::vector<WorkflowRow>> listWorkflows() = 0;
+};
 
+// Runs' records: what RunService starts, reads, stops and cancels (run_service.h).
+class RunRecordStore {
+ public:
+  virtual ~RunRecordStore() = default;
   // A fresh run id ("r-<n>", increasing).
   virtual Result<std::string> nextRunId() = 0;
   virtual Result<RunRow> createRun(const NewRun& run, const core::Actor& actor) = 0;
@@ -133,21 +143,21 @@ class RunStore {
   virtual Result<std::vector<GroupState>> runGroups(const std::string& id) = 0;
   virtual Result<std::vector<AssignmentRow>> runAssignments(const std::string& id) = 0;
   virtual Result<core::Page<RunRow>> listRuns(const RunFilter& filter, const core::PageRequest& page) = 0;
-
-  // Applies fn to one group under its row lock.
-  virtual Status updateGroup(const std::string& run_id, const std::string& group, const GroupFn& fn,
-                             const core::Actor& actor) = 0;
   // Applies fn to one group under its row lock, with its still pending assignments locked.
   virtual Status stopGroup(const std::string& run_id, const std::string& group, const StopFn& fn,
                            const core::Actor& actor) = 0;
-  // Groups whose timer is due, as (run id, group key).
-  virtual Result<std::vector<std::pair<std::string, std::string>>> dueGroups(TimePoint now, int limit) = 0;
-  // Runs whose groups are all done get their final state and summary from `verdict`.
-  using VerdictFn = std::function<std::pair<std::string, nlohmann::json>(const RunRow&, const std::vector<GroupState>&)>;
-  virtual Result<std::vector<std::string>> finalizeRuns(const VerdictFn& verdict) = 0;
   // Cancels a running run (every group through fn). kNotFound, kConflict when already finished.
   virtual Status cancelRun(const std::string& id, const GroupFn& fn, const core::Actor& actor) = 0;
+  virtual Result<std::vector<QuarantineRow>> quarantine() = 0;
+  // The state of each run of `ids` that exists (running | passed | failed | cancelled), read
+  // in one query.
+  virtual Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) = 0;
+};
 
+// The agents' work: steps handed out and reported (AgentWorkService, agent_work_service.h).
+class AgentWorkStore {
+ public:
+  virtual ~AgentWorkStore() = default;
   // The host's oldest pending assignment, handed out with a new lease that expires after its
   // timeout plus `grace_ms`. Called only for a poll without running=, i.e. an agent that holds
   // no step: a still-leased 'dispatched' assignment of the host is handed out again first (its
@@ -156,22 +166,44 @@ class RunStore {
   // claimWork for many hosts in one transaction: at most one assignment each, by host.
   virtual Result<std::map<std::string, AssignmentRow>> claimBatch(const std::vector<std::string>& hosts,
                                                                   std::int64_t grace_ms) = 0;
-  // Agents' reports, applied together in one transaction. An accepted one is stored with the
-  // inventory it carries and its group's fn applied (a group's reports in batch order, its
-  // state written once). With `claim_next` (the agent holds no other step) the host's next work
-  // is claimed in that same transaction, as claimWork would hand it out, unless the report is
-  // stale: one commit per batch instead of a report and a claim per step. Per item: its reply,
-  // or kNotFound / kPermissionDenied. An error of any fn, or of the database, fails the whole
-  // batch and writes nothing (the caller may apply the items one by one).
+  // Agents' reports, applied together in one transaction, by the rules of
+  // runs::decideReports and runs::mergeReports (report_decision.h). An accepted one is stored
+  // with the inventory it carries and its group's fn applied (a group's reports in batch order,
+  // its state written once). With `claim_next` (the agent holds no other step) the host's next
+  // work is claimed in that same transaction, as claimWork would hand it out, unless the report
+  // is stale: one commit per batch instead of a report and a claim per step. Per item: its
+  // reply, or kNotFound / kPermissionDenied. An error of any fn, or of the database, fails the
+  // whole batch and writes nothing (the caller may apply the items one by one).
   virtual Result<std::vector<Result<ReportReply>>> reportBatch(const std::vector<ReportItem>& items,
                                                                std::int64_t grace_ms) = 0;
+};
+
+// The timer pass (RunTimers, run_timers.h): due timers, expired leases, finished runs,
+// unreachable agents.
+class RunTimerStore {
+ public:
+  virtual ~RunTimerStore() = default;
+  // Applies fn to one group under its row lock.
+  virtual Status updateGroup(const std::string& run_id, const std::string& group, const GroupFn& fn,
+                             const core::Actor& actor) = 0;
+  // Groups whose timer is due, as (run id, group key).
+  virtual Result<std::vector<std::pair<std::string, std::string>>> dueGroups(TimePoint now, int limit) = 0;
   // Dispatched assignments whose lease ran out: marked lost and fn applied (one transaction each).
   virtual Result<std::vector<AssignmentRow>> expiredLeases(TimePoint now, int limit) = 0;
   virtual Result<bool> expireLease(const std::string& assignment_id, int lease, const GroupFn& fn) = 0;
-  // Hosts with a pending or dispatched assignment.
-  virtual Result<std::vector<std::string>> hostsWithOpenWork() = 0;
-  virtual Result<std::optional<AssignmentRow>> assignment(const std::string& id) = 0;
+  // Runs whose groups are all done get their final state and summary from `verdict`.
+  using VerdictFn =
+      std::function<std::pair<std::string, nlohmann::json>(const RunRow&, const std::vector<GroupState>&)>;
+  virtual Result<std::vector<std::string>> finalizeRuns(const VerdictFn& verdict) = 0;
+  // Hosts with an agent whose last poll is older than `cutoff` get an `unreachable` event (once).
+  virtual Result<std::vector<std::string>> markUnreachable(TimePoint cutoff) = 0;
+};
 
+// The agents' link: enrolment (POST /agents/register), liveness and what the gateway reads of
+// the work (AgentGateway).
+class AgentLinkStore {
+ public:
+  virtual ~AgentLinkStore() = default;
   // Agent enrolment: revokes the host's earlier agent tokens, issues a new one, records the
   // inventory, boot id and agent version. kNotFound for an unknown host.
   virtual Result<core::NewToken> enrollAgent(const std::string& host, const std::string& boot_id,
@@ -180,14 +212,16 @@ class RunStore {
   // Batched liveness: one statement for many hosts; hosts that were unreachable get a
   // `reachable` event.
   virtual Status recordHeartbeats(const std::vector<Heartbeat>& beats) = 0;
-  // Hosts with an agent whose last poll is older than `cutoff` get an `unreachable` event (once).
-  virtual Result<std::vector<std::string>> markUnreachable(TimePoint cutoff) = 0;
-
-  virtual Result<std::vector<QuarantineRow>> quarantine() = 0;
-
-  // The state of each run of `ids` that exists (running | passed | failed | cancelled), read
-  // in one query.
-  virtual Result<std::map<std::string, std::string>> runStates(const std::vector<std::string>& ids) = 0;
+  // Hosts with a pending or dispatched assignment.
+  virtual Result<std::vector<std::string>> hostsWithOpenWork() = 0;
+  virtual Result<std::optional<AssignmentRow>> assignment(const std::string& id) = 0;
 };
+
+// All of it, in one database.
+class RunStore : public WorkflowStore,
+                 public RunRecordStore,
+                 public AgentWorkStore,
+                 public RunTimerStore,
+                 public AgentLinkStore {};
 
 }  // namespace kiln::runs

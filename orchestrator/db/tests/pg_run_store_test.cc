@@ -14,7 +14,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/db/pg_store.h"
-#include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/runs_room.h"
 #include "tests/support/test_db.h"
 
 namespace kiln::db {
@@ -42,17 +42,18 @@ class PgRunStoreTest : public ::testing::Test {
     ASSERT_TRUE(pod.ok());
     for (const auto& h : pod->hosts) hosts_.push_back(h.id);
     ASSERT_EQ(hosts_.size(), 18u);
-    ASSERT_TRUE(service_.putWorkflow("two-steps", twoSteps("two-steps", "host"), admin_).ok());
-    ASSERT_TRUE(service_.putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), admin_).ok());
+    ASSERT_TRUE(service_.workflows.putWorkflow("two-steps", twoSteps("two-steps", "host"), admin_).ok());
+    ASSERT_TRUE(service_.workflows.putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), admin_).ok());
   }
 
   protocol::Assignment claim(const std::string& host) {
-    auto a = service_.claimWork(host);
+    auto a = service_.agent_work.claimWork(host);
     EXPECT_TRUE(a.ok() && a->has_value()) << host;
     return a.ok() && *a ? **a : protocol::Assignment{};
   }
 
-  static RunService::ReportRequest passed(const std::string& host, const protocol::Assignment& a, bool ready = true) {
+  static runs::AgentWorkService::ReportRequest passed(const std::string& host, const protocol::Assignment& a,
+                                                      bool ready = true) {
     return {a.id, host,
             json{{"lease", a.lease}, {"host", host}, {"started", true}, {"exit_code", 0}, {"duration_ms", 3},
                  {"ready", ready}}};
@@ -61,7 +62,7 @@ class PgRunStoreTest : public ::testing::Test {
   std::string step(const protocol::Assignment& a) { return a.step_id; }
   // Workflow "one-step": a host workflow of one step.
   void putOneStep() {
-    ASSERT_TRUE(service_
+    ASSERT_TRUE(service_.workflows
                     .putWorkflow("one-step",
                                  "name: one-step\nversion: \"1\"\nscope: host\nsteps:\n"
                                  "  - id: only\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
@@ -73,21 +74,22 @@ class PgRunStoreTest : public ::testing::Test {
   std::unique_ptr<core::Store> fleet_ = makePgStore({db_.url(), 2});
   std::unique_ptr<runs::RunStore> store_ = makePgRunStore({db_.url(), 2});
   core::FakeClock clock_;
-  RunService service_{*fleet_, *store_, clock_, {}, nullptr};
+  runs::RunsRoom service_{*fleet_, *store_, clock_, {}, nullptr};
   core::Actor admin_{"test-admin", "test"};
   std::vector<std::string> hosts_;
 };
 
 TEST_F(PgRunStoreTest, ABatchAnswersEachReportAndHandsEachReadyHostItsNextStep) {
-  auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1], hosts_[2]}, {}, json::object(), "manual", ""}, admin_);
+  auto run = service_.runs.startRun({"two-steps", {hosts_[0], hosts_[1], hosts_[2]}, {}, json::object(), "manual", ""},
+                                    admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   const protocol::Assignment a0 = claim(hosts_[0]), a1 = claim(hosts_[1]), a2 = claim(hosts_[2]);
 
   auto wrong_host = passed(hosts_[1], a0);  // host 1's agent reporting host 0's step
   auto unknown = passed(hosts_[2], a2);
   unknown.assignment_id = "r-9:nowhere:1";
-  auto answers = service_.reportBatch({passed(hosts_[0], a0), wrong_host, passed(hosts_[1], a1, false), unknown,
-                                       passed(hosts_[2], a2), passed(hosts_[0], a0)});
+  auto answers = service_.agent_work.reportBatch({passed(hosts_[0], a0), wrong_host, passed(hosts_[1], a1, false),
+                                                  unknown, passed(hosts_[2], a2), passed(hosts_[0], a0)});
   ASSERT_EQ(answers.size(), 6u);
   ASSERT_TRUE(answers[0].ok()) << answers[0].error().message;
   EXPECT_EQ(answers[0]->outcome, ReportOutcome::kAccepted);
@@ -119,7 +121,7 @@ TEST_F(PgRunStoreTest, ABatchAnswersEachReportAndHandsEachReadyHostItsNextStep) 
   // A stale lease is refused and hands out nothing.
   auto stale = passed(hosts_[0], *answers[5]->next);
   stale.body["lease"] = 7;
-  auto refused = service_.reportBatch({stale});
+  auto refused = service_.agent_work.reportBatch({stale});
   ASSERT_TRUE(refused[0].ok());
   EXPECT_EQ(refused[0]->outcome, ReportOutcome::kStale);
   EXPECT_FALSE(refused[0]->next.has_value());
@@ -129,23 +131,24 @@ TEST_F(PgRunStoreTest, TheReportThatClosesARunsLastGroupSaysSoOnce) {
   int completions = 0;
   runs::RunServiceOptions o;
   o.on_run_complete = [&] { ++completions; };
-  RunService service(*fleet_, *store_, clock_, o, nullptr);
-  auto run = service.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
+  runs::RunsRoom service(*fleet_, *store_, clock_, o, nullptr);
+  auto run = service.runs.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   const std::string id = run->row.id;
   // Both hosts through both steps; only host 1's last report leaves the run without an open group.
-  auto first = service.reportBatch({passed(hosts_[0], claim(hosts_[0])), passed(hosts_[1], claim(hosts_[1]))});
+  auto first =
+      service.agent_work.reportBatch({passed(hosts_[0], claim(hosts_[0])), passed(hosts_[1], claim(hosts_[1]))});
   ASSERT_TRUE(first[0].ok() && first[0]->next && first[1].ok() && first[1]->next);
   EXPECT_EQ(completions, 0);
-  ASSERT_TRUE(service.reportBatch({passed(hosts_[0], *first[0]->next, false)})[0].ok());
+  ASSERT_TRUE(service.agent_work.reportBatch({passed(hosts_[0], *first[0]->next, false)})[0].ok());
   EXPECT_EQ(completions, 0) << "host 1's group is still open";
   EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "running");
-  ASSERT_TRUE(service.reportBatch({passed(hosts_[1], *first[1]->next, false)})[0].ok());
+  ASSERT_TRUE(service.agent_work.reportBatch({passed(hosts_[1], *first[1]->next, false)})[0].ok());
   EXPECT_EQ(completions, 1);
   // A duplicate of that report closes nothing.
-  ASSERT_TRUE(service.reportBatch({passed(hosts_[1], *first[1]->next, false)})[0].ok());
+  ASSERT_TRUE(service.agent_work.reportBatch({passed(hosts_[1], *first[1]->next, false)})[0].ok());
   EXPECT_EQ(completions, 1);
-  service.tick();
+  service.timers.tick();
   EXPECT_EQ(db_.query("SELECT state FROM workflow_runs WHERE id = '" + id + "'"), "passed");
 }
 
@@ -156,19 +159,19 @@ TEST_F(PgRunStoreTest, RunsThatEndedSinceTheLastPassAreFinishedInOneTransactionE
   putOneStep();
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
-    auto run = service_.startRun({"one-step", {hosts_[i]}, {}, json::object(), "manual", ""}, admin_);
+    auto run = service_.runs.startRun({"one-step", {hosts_[i]}, {}, json::object(), "manual", ""}, admin_);
     ASSERT_TRUE(run.ok()) << run.error().message;
     ids.push_back(run->row.id);
   }
   auto broken = passed(hosts_[1], claim(hosts_[1]), false);
   broken.body["exit_code"] = 3;
-  const auto answers = service_.reportBatch({passed(hosts_[0], claim(hosts_[0]), false), broken});
+  const auto answers = service_.agent_work.reportBatch({passed(hosts_[0], claim(hosts_[0]), false), broken});
   ASSERT_TRUE(answers[0].ok() && answers[1].ok());
-  ASSERT_TRUE(service_.cancelRun(ids[3], admin_).ok());
+  ASSERT_TRUE(service_.runs.cancelRun(ids[3], admin_).ok());
   auto state = [&](int i) { return db_.query("SELECT state FROM workflow_runs WHERE id = '" + ids[i] + "'"); };
   ASSERT_EQ(state(0), "running");
 
-  service_.tick();
+  service_.timers.tick();
   EXPECT_EQ(state(0), "passed");
   EXPECT_EQ(state(1), "failed");
   EXPECT_EQ(state(2), "running") << "its host has not reported";
@@ -183,7 +186,7 @@ TEST_F(PgRunStoreTest, RunsThatEndedSinceTheLastPassAreFinishedInOneTransactionE
   EXPECT_EQ(db_.query("SELECT string_agg(target || ':' || (details->>'state'), ',' ORDER BY details->>'state' DESC) FROM audit_log"
                       " WHERE action = 'run.finish'"),
             ids[0] + ":passed," + ids[1] + ":failed");
-  service_.tick();  // nothing more to finish
+  service_.timers.tick();  // nothing more to finish
   EXPECT_EQ(db_.query("SELECT count(*) FROM audit_log WHERE action = 'run.finish'"), "2");
 }
 
@@ -197,8 +200,8 @@ TEST_F(PgRunStoreTest, TwoBatchesClosingARunsLastGroupsAtOnceStillSayItIsComplet
   std::atomic<int> completions{0};
   runs::RunServiceOptions o;
   o.on_run_complete = [&] { ++completions; };
-  RunService service(*fleet_, *store_, clock_, o, nullptr);
-  auto run = service.startRun({"one-step", {hosts_[0], hosts_[1]}, {}, json::object(), "pre_job", ""}, admin_);
+  runs::RunsRoom service(*fleet_, *store_, clock_, o, nullptr);
+  auto run = service.runs.startRun({"one-step", {hosts_[0], hosts_[1]}, {}, json::object(), "pre_job", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   auto failed = [&](const std::string& host) {
     auto r = passed(host, claim(host), false);
@@ -210,9 +213,9 @@ TEST_F(PgRunStoreTest, TwoBatchesClosingARunsLastGroupsAtOnceStillSayItIsComplet
   pqxx::connection blocker(db_.url());
   pqxx::work hold(blocker);
   hold.exec_params("SELECT id FROM hosts WHERE id = $1 OR id = $2 FOR UPDATE", hosts_[0], hosts_[1]);
-  std::vector<Result<RunService::ReportAnswer>> a0, a1;
-  std::thread t0([&] { a0 = service.reportBatch({r0}); });
-  std::thread t1([&] { a1 = service.reportBatch({r1}); });
+  std::vector<Result<runs::ReportAnswer>> a0, a1;
+  std::thread t0([&] { a0 = service.agent_work.reportBatch({r0}); });
+  std::thread t1([&] { a1 = service.agent_work.reportBatch({r1}); });
   bool both_waiting = false;
   for (int i = 0; i < 1000 && !both_waiting; ++i) {
     both_waiting = db_.query("SELECT count(*) FROM pg_locks WHERE NOT granted") == "2";
@@ -251,24 +254,25 @@ TEST_F(PgRunStoreTest, TheHeartbeatWriteGivesWayToAHeldHostRow) {
 }
 
 TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
-  ASSERT_TRUE(service_
-                  .putWorkflow("two-soft",
-                               "name: two-soft\nversion: \"1\"\nscope: host\nsteps:\n"
-                               "  - id: first\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n    on_failure: continue\n"
-                               "  - id: second\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
-                               admin_)
-                  .ok());
-  auto run = service_.startRun({"two-soft", {hosts_[0]}, {}, json::object(), "pre_job", ""}, admin_);
+  ASSERT_TRUE(
+      service_.workflows
+          .putWorkflow("two-soft",
+                       "name: two-soft\nversion: \"1\"\nscope: host\nsteps:\n"
+                       "  - id: first\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n    on_failure: continue\n"
+                       "  - id: second\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
+                       admin_)
+          .ok());
+  auto run = service_.runs.startRun({"two-soft", {hosts_[0]}, {}, json::object(), "pre_job", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   auto failed = [&](const protocol::Assignment& a) {
     auto r = passed(hosts_[0], a);
     r.body["exit_code"] = 3;
     return r;
   };
-  auto first = service_.reportBatch({failed(claim(hosts_[0]))});
+  auto first = service_.agent_work.reportBatch({failed(claim(hosts_[0]))});
   ASSERT_TRUE(first[0].ok() && first[0]->next) << "a soft failure goes on to the next step";
-  ASSERT_TRUE(service_.reportBatch({failed(*first[0]->next)})[0].ok());
-  service_.tick();
+  ASSERT_TRUE(service_.agent_work.reportBatch({failed(*first[0]->next)})[0].ok());
+  service_.timers.tick();
   EXPECT_EQ(db_.query("SELECT state FROM hosts WHERE id = '" + hosts_[0] + "'"), "failed");
   const std::string reason = db_.query("SELECT state_reason FROM hosts WHERE id = '" + hosts_[0] + "'");
   EXPECT_NE(reason.find("first: "), std::string::npos) << reason;
@@ -276,12 +280,12 @@ TEST_F(PgRunStoreTest, AHostFailedByAPreJobCheckKeepsEveryFailureAsItsReason) {
 }
 
 TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToItsState) {
-  auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
+  auto run = service_.runs.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   const std::string id = run->row.id;
-  std::vector<RunService::ReportRequest> batch;
+  std::vector<runs::AgentWorkService::ReportRequest> batch;
   for (int i = 0; i < 5; ++i) batch.push_back(passed(hosts_[i], claim(hosts_[i])));
-  auto answers = service_.reportBatch(batch);
+  auto answers = service_.agent_work.reportBatch(batch);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(answers[i].ok()) << answers[i].error().message;
     EXPECT_EQ(answers[i]->outcome, ReportOutcome::kAccepted) << i;
@@ -289,7 +293,7 @@ TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToIts
     EXPECT_EQ(step(*answers[i]->next), "second");
   }
   // One group row holds all five results: each host of the five is on its second step.
-  auto view = service_.runView(id);
+  auto view = service_.runs.runView(id);
   ASSERT_TRUE(view.ok());
   int on_second = 0, records = 0;
   for (const auto& h : view->hosts) {
@@ -305,14 +309,14 @@ TEST_F(PgRunStoreTest, ReportsOfOnePodScopeGroupInOneBatchAreAppliedInOrderToIts
 // the run view joins them back, in order. A state written before the log (schema 16) embeds
 // its records: the view reads them there, and the group's next write moves them to the log.
 TEST_F(PgRunStoreTest, StepRecordsGoToTheRunsLogAndTheViewJoinsThemBack) {
-  auto run = service_.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
+  auto run = service_.runs.startRun({"pod-steps", {}, {"t01-b01-p01"}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok()) << run.error().message;
   const std::string id = run->row.id;
   const std::string in_states = "SELECT count(*) FROM run_groups g, jsonb_array_elements(g.state::jsonb->'hosts') h"
                                 " WHERE g.run_id = '" + id + "' AND jsonb_array_length(h->'history') > 0";
-  std::vector<RunService::ReportRequest> batch;
+  std::vector<runs::AgentWorkService::ReportRequest> batch;
   for (int i = 0; i < 3; ++i) batch.push_back(passed(hosts_[i], claim(hosts_[i])));
-  auto answers = service_.reportBatch(batch);
+  auto answers = service_.agent_work.reportBatch(batch);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(answers[i].ok() && answers[i]->next) << i;
   EXPECT_EQ(db_.query("SELECT count(*) FROM run_step_records WHERE run_id = '" + id + "'"), "3");
   EXPECT_EQ(db_.query(in_states), "0");
@@ -333,18 +337,18 @@ TEST_F(PgRunStoreTest, StepRecordsGoToTheRunsLogAndTheViewJoinsThemBack) {
         for (const auto& s : h.steps) out += (out.empty() ? "" : " ") + s.record.step_id + ":" + s.record.outcome;
     return out;
   };
-  auto before = service_.runView(id);
+  auto before = service_.runs.runView(id);
   ASSERT_TRUE(before.ok()) << before.error().message;
   for (int i = 0; i < 3; ++i) EXPECT_EQ(steps_of(*before, hosts_[i]), "first:passed") << i;
 
   // Host 0's second step: the group's write moves every embedded record to the log first.
-  ASSERT_TRUE(service_.reportBatch({passed(hosts_[0], *answers[0]->next)})[0].ok());
+  ASSERT_TRUE(service_.agent_work.reportBatch({passed(hosts_[0], *answers[0]->next)})[0].ok());
   EXPECT_EQ(db_.query(in_states), "0");
   EXPECT_EQ(db_.query("SELECT count(*) FROM run_step_records WHERE run_id = '" + id + "'"), "4");
   EXPECT_EQ(db_.query("SELECT string_agg(record->>'step', ' ' ORDER BY id) FROM run_step_records"
                       " WHERE run_id = '" + id + "' AND host_id = '" + hosts_[0] + "'"),
             "first second");
-  auto after = service_.runView(id);
+  auto after = service_.runs.runView(id);
   ASSERT_TRUE(after.ok()) << after.error().message;
   EXPECT_EQ(steps_of(*after, hosts_[0]), "first:passed second:passed");
   EXPECT_EQ(steps_of(*after, hosts_[1]), "first:passed");
@@ -357,11 +361,11 @@ TEST_F(PgRunStoreTest, StepRecordsGoToTheRunsLogAndTheViewJoinsThemBack) {
 }
 
 TEST_F(PgRunStoreTest, AReportThatIsNotAnObjectFailsAloneAndTheRestOfTheBatchLands) {
-  auto run = service_.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
+  auto run = service_.runs.startRun({"two-steps", {hosts_[0], hosts_[1]}, {}, json::object(), "manual", ""}, admin_);
   ASSERT_TRUE(run.ok());
   const protocol::Assignment a0 = claim(hosts_[0]), a1 = claim(hosts_[1]);
-  RunService::ReportRequest bad{a1.id, hosts_[1], json{{"lease", "one"}}};
-  auto answers = service_.reportBatch({bad, passed(hosts_[0], a0)});
+  runs::AgentWorkService::ReportRequest bad{a1.id, hosts_[1], json{{"lease", "one"}}};
+  auto answers = service_.agent_work.reportBatch({bad, passed(hosts_[0], a0)});
   ASSERT_FALSE(answers[0].ok());
   EXPECT_EQ(answers[0].error().code, ErrorCode::kInvalidContent);
   ASSERT_TRUE(answers[1].ok());

@@ -28,8 +28,8 @@
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/db/pg_store.h"
 #include "orchestrator/db/tests/contract_support.h"
-#include "orchestrator/runs/run_service.h"
 #include "orchestrator/runs/run_store.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 #include "tests/support/test_db.h"
 
@@ -133,10 +133,10 @@ class RunStoreContractTest : public ::testing::TestWithParam<contract::Implement
     ASSERT_EQ(backend_->hosts().size(), 18u);
     runs::RunServiceOptions o;
     o.on_run_complete = [this] { ++completions_; };
-    service_ = std::make_unique<RunService>(backend_->fleet(), backend_->store(), clock(), o, nullptr);
-    ASSERT_TRUE(service_->putWorkflow("two-steps", twoSteps("two-steps", "host"), kAdmin).ok());
-    ASSERT_TRUE(service_->putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), kAdmin).ok());
-    ASSERT_TRUE(service_->putWorkflow("one-step", kOneStep, kAdmin).ok());
+    service_ = std::make_unique<runs::RunsRoom>(backend_->fleet(), backend_->store(), clock(), o, nullptr);
+    ASSERT_TRUE(service_->workflows.putWorkflow("two-steps", twoSteps("two-steps", "host"), kAdmin).ok());
+    ASSERT_TRUE(service_->workflows.putWorkflow("pod-steps", twoSteps("pod-steps", "pod"), kAdmin).ok());
+    ASSERT_TRUE(service_->workflows.putWorkflow("one-step", kOneStep, kAdmin).ok());
   }
 
   runs::RunStore& store() { return backend_->store(); }
@@ -145,17 +145,18 @@ class RunStoreContractTest : public ::testing::TestWithParam<contract::Implement
 
   std::string start(const std::string& workflow, std::vector<std::string> hosts, const std::string& purpose = "manual",
                     std::vector<std::string> pods = {}) {
-    auto run = service_->startRun({workflow, std::move(hosts), std::move(pods), json::object(), purpose, ""}, kAdmin);
+    auto run =
+        service_->runs.startRun({workflow, std::move(hosts), std::move(pods), json::object(), purpose, ""}, kAdmin);
     EXPECT_TRUE(run.ok()) << run.error().message;
     return run.ok() ? run->row.id : "";
   }
   protocol::Assignment claim(const std::string& host) {
-    auto a = service_->claimWork(host);
+    auto a = service_->agent_work.claimWork(host);
     EXPECT_TRUE(a.ok() && a->has_value()) << host;
     return a.ok() && *a ? **a : protocol::Assignment{};
   }
-  static RunService::ReportRequest report(const std::string& host, const protocol::Assignment& a, bool ready = true,
-                                          int exit_code = 0) {
+  static runs::AgentWorkService::ReportRequest report(const std::string& host, const protocol::Assignment& a,
+                                                      bool ready = true, int exit_code = 0) {
     return {a.id, host,
             json{{"lease", a.lease},
                  {"host", host},
@@ -186,7 +187,7 @@ class RunStoreContractTest : public ::testing::TestWithParam<contract::Implement
   }
 
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<RunService> service_;
+  std::unique_ptr<runs::RunsRoom> service_;
   int completions_ = 0;
 };
 
@@ -245,7 +246,7 @@ TEST_P(RunStoreContractTest, AStepWhoseLeaseRanOutIsNotHandedOutAgainButListedAs
 TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepeatIsADuplicate) {
   start("two-steps", {host(0), host(1)});
   const protocol::Assignment a0 = claim(host(0));
-  auto first = service_->reportBatch({report(host(0), a0, false)});
+  auto first = service_->agent_work.reportBatch({report(host(0), a0, false)});
   ASSERT_TRUE(first[0].ok()) << first[0].error().message;
   EXPECT_EQ(first[0]->outcome, ReportOutcome::kAccepted);
   const runs::AssignmentRow done = assignment(a0.id);
@@ -254,7 +255,7 @@ TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepea
   ASSERT_TRUE(done.result.is_object());
   EXPECT_EQ(done.result["exit_code"], 0);
 
-  auto repeat = service_->reportBatch({report(host(0), a0, false)});
+  auto repeat = service_->agent_work.reportBatch({report(host(0), a0, false)});
   ASSERT_TRUE(repeat[0].ok());
   EXPECT_EQ(repeat[0]->outcome, ReportOutcome::kDuplicate);
   EXPECT_FALSE(repeat[0]->next.has_value());
@@ -264,12 +265,12 @@ TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepea
   ASSERT_TRUE(again.ok() && again->has_value());
   EXPECT_EQ((*again)->step_id, "second") << "the same one, re-handed: no third step";
 
-  auto others = service_->reportBatch({report(host(1), a0)});
+  auto others = service_->agent_work.reportBatch({report(host(1), a0)});
   ASSERT_FALSE(others[0].ok());
   EXPECT_EQ(others[0].error().code, ErrorCode::kPermissionDenied);
   auto unknown = report(host(0), a0);
   unknown.assignment_id = "r-999:nowhere:1";
-  auto none = service_->reportBatch({unknown});
+  auto none = service_->agent_work.reportBatch({unknown});
   ASSERT_FALSE(none[0].ok());
   EXPECT_EQ(none[0].error().code, ErrorCode::kNotFound);
 }
@@ -277,7 +278,7 @@ TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepea
 TEST_P(RunStoreContractTest, TheSameReportTwiceInOneBatchIsAppliedOnceAndTheNextStepGoesWithTheLast) {
   start("two-steps", {host(0)});
   const protocol::Assignment a0 = claim(host(0));
-  auto answers = service_->reportBatch({report(host(0), a0), report(host(0), a0)});
+  auto answers = service_->agent_work.reportBatch({report(host(0), a0), report(host(0), a0)});
   ASSERT_EQ(answers.size(), 2u);
   ASSERT_TRUE(answers[0].ok() && answers[1].ok());
   EXPECT_EQ(answers[0]->outcome, ReportOutcome::kAccepted);
@@ -290,16 +291,16 @@ TEST_P(RunStoreContractTest, TheSameReportTwiceInOneBatchIsAppliedOnceAndTheNext
 TEST_P(RunStoreContractTest, AReportOnACancelledAssignmentKeepsItsFirstResultAndIsAnsweredCancelled) {
   const std::string run = start("two-steps", {host(0)});
   const protocol::Assignment a0 = claim(host(0));
-  ASSERT_TRUE(service_->cancelRun(run, kAdmin).ok());
+  ASSERT_TRUE(service_->runs.cancelRun(run, kAdmin).ok());
   EXPECT_EQ(assignment(a0.id).state, "cancelled");
   EXPECT_EQ(runState(run), "cancelled");
   EXPECT_TRUE(openWork().empty());
 
-  auto answers = service_->reportBatch({report(host(0), a0, true, 0)});
+  auto answers = service_->agent_work.reportBatch({report(host(0), a0, true, 0)});
   ASSERT_TRUE(answers[0].ok()) << answers[0].error().message;
   EXPECT_EQ(answers[0]->outcome, ReportOutcome::kCancelled);
   EXPECT_FALSE(answers[0]->next.has_value()) << "nothing left to hand out";
-  auto later = service_->reportBatch({report(host(0), a0, true, 5)});
+  auto later = service_->agent_work.reportBatch({report(host(0), a0, true, 5)});
   ASSERT_TRUE(later[0].ok());
   EXPECT_EQ(later[0]->outcome, ReportOutcome::kCancelled);
   const runs::AssignmentRow kept = assignment(a0.id);
@@ -315,7 +316,7 @@ TEST_P(RunStoreContractTest, AReportOnAStaleLeaseIsRefusedAndHandsOutNothing) {
   const protocol::Assignment a0 = claim(host(0));
   auto stale = report(host(0), a0);
   stale.body["lease"] = 7;
-  auto refused = service_->reportBatch({stale});
+  auto refused = service_->agent_work.reportBatch({stale});
   ASSERT_TRUE(refused[0].ok());
   EXPECT_EQ(refused[0]->outcome, ReportOutcome::kStale);
   EXPECT_FALSE(refused[0]->next.has_value());
@@ -323,7 +324,7 @@ TEST_P(RunStoreContractTest, AReportOnAStaleLeaseIsRefusedAndHandsOutNothing) {
   EXPECT_EQ(still.state, "dispatched");
   EXPECT_TRUE(still.result.is_null());
   // The live lease's report still lands.
-  auto live = service_->reportBatch({report(host(0), a0)});
+  auto live = service_->agent_work.reportBatch({report(host(0), a0)});
   ASSERT_TRUE(live[0].ok());
   EXPECT_EQ(live[0]->outcome, ReportOutcome::kAccepted);
 }
@@ -335,7 +336,7 @@ TEST_P(RunStoreContractTest, AStaleReportBeforeTheLiveOneOfTheSameStepInABatchLe
   const protocol::Assignment a0 = claim(host(0));
   auto stale = report(host(0), a0, false);
   stale.body["lease"] = 7;
-  auto answers = service_->reportBatch({stale, report(host(0), a0), report(host(0), a0)});
+  auto answers = service_->agent_work.reportBatch({stale, report(host(0), a0), report(host(0), a0)});
   ASSERT_EQ(answers.size(), 3u);
   for (const auto& a : answers) ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(answers[0]->outcome, ReportOutcome::kStale);
@@ -349,7 +350,7 @@ TEST_P(RunStoreContractTest, AStaleReportBeforeTheLiveOneOfTheSameStepInABatchLe
 TEST_P(RunStoreContractTest, AReportWithoutReadyLeavesTheNextStepPendingAndOneWithReadyHandsItOut) {
   start("two-steps", {host(0), host(1)});
   const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1));
-  auto answers = service_->reportBatch({report(host(0), a0, true), report(host(1), a1, false)});
+  auto answers = service_->agent_work.reportBatch({report(host(0), a0, true), report(host(1), a1, false)});
   ASSERT_TRUE(answers[0].ok() && answers[1].ok());
   ASSERT_TRUE(answers[0]->next.has_value());
   const runs::AssignmentRow next = assignment(answers[0]->next->id);
@@ -368,9 +369,9 @@ TEST_P(RunStoreContractTest, AReportWithoutReadyLeavesTheNextStepPendingAndOneWi
 
 TEST_P(RunStoreContractTest, ReportsOfOnePodScopeGroupInOneBatchAreAllAppliedToItsState) {
   const std::string run = start("pod-steps", {}, "manual", {backend_->pod()});
-  std::vector<RunService::ReportRequest> batch;
+  std::vector<runs::AgentWorkService::ReportRequest> batch;
   for (int i = 0; i < 5; ++i) batch.push_back(report(host(i), claim(host(i))));
-  auto answers = service_->reportBatch(batch);
+  auto answers = service_->agent_work.reportBatch(batch);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(answers[i].ok()) << answers[i].error().message;
     EXPECT_EQ(answers[i]->outcome, ReportOutcome::kAccepted) << i;
@@ -476,8 +477,8 @@ TEST_P(RunStoreContractTest, ARunsVerdictMovesItsHostsAndARefusedMoveIsSkipped) 
   const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1)), a2 = claim(host(2));
   backend_->setHostState(host(2), core::HostState::kRepair);  // an operator's move meanwhile
 
-  auto answers =
-      service_->reportBatch({report(host(0), a0, false), report(host(1), a1, false, 3), report(host(2), a2, false)});
+  auto answers = service_->agent_work.reportBatch(
+      {report(host(0), a0, false), report(host(1), a1, false, 3), report(host(2), a2, false)});
   for (const auto& a : answers) {
     ASSERT_TRUE(a.ok()) << a.error().message;
     EXPECT_EQ(a->outcome, ReportOutcome::kAccepted);
@@ -528,11 +529,11 @@ TEST_P(RunStoreContractTest, TheBatchThatClosesARunsLastGroupSaysSoOnEachOfItsRe
 TEST_P(RunStoreContractTest, TheReportThatEndsARunTellsTheServiceOnce) {
   start("one-step", {host(0), host(1)});
   const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1));
-  ASSERT_TRUE(service_->reportBatch({report(host(0), a0, false)})[0].ok());
+  ASSERT_TRUE(service_->agent_work.reportBatch({report(host(0), a0, false)})[0].ok());
   EXPECT_EQ(completions_, 0);
-  ASSERT_TRUE(service_->reportBatch({report(host(1), a1, false)})[0].ok());
+  ASSERT_TRUE(service_->agent_work.reportBatch({report(host(1), a1, false)})[0].ok());
   EXPECT_EQ(completions_, 1);
-  ASSERT_TRUE(service_->reportBatch({report(host(1), a1, false)})[0].ok());
+  ASSERT_TRUE(service_->agent_work.reportBatch({report(host(1), a1, false)})[0].ok());
   EXPECT_EQ(completions_, 1) << "a duplicate";
 }
 
@@ -540,9 +541,9 @@ TEST_P(RunStoreContractTest, FinalizeRunsGivesEachEndedRunItsVerdictOnceAndLeave
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(start("one-step", {host(i)}));
   const protocol::Assignment a0 = claim(host(0)), a1 = claim(host(1));
-  auto answers = service_->reportBatch({report(host(0), a0, false), report(host(1), a1, false, 3)});
+  auto answers = service_->agent_work.reportBatch({report(host(0), a0, false), report(host(1), a1, false, 3)});
   ASSERT_TRUE(answers[0].ok() && answers[1].ok());
-  ASSERT_TRUE(service_->cancelRun(ids[3], kAdmin).ok());
+  ASSERT_TRUE(service_->runs.cancelRun(ids[3], kAdmin).ok());
 
   std::vector<std::string> judged;
   auto finished = store().finalizeRuns([&](const runs::RunRow& run, const std::vector<runs::GroupState>& groups) {
@@ -578,7 +579,7 @@ TEST_P(RunStoreContractTest, ALeaseThatRanOutLosesItsStepOnceAndItsLateReportIsS
   ASSERT_EQ(expired->size(), 1u);
   EXPECT_EQ((*expired)[0].id, a0.id);
 
-  service_->tick();  // the engine's lost step, then the run's verdict
+  service_->timers.tick();  // the engine's lost step, then the run's verdict
   EXPECT_EQ(assignment(a0.id).state, "lost");
   EXPECT_EQ(runState(run), "failed");
   EXPECT_TRUE(store().expiredLeases(clock().now(), 10)->empty());
@@ -591,7 +592,7 @@ TEST_P(RunStoreContractTest, ALeaseThatRanOutLosesItsStepOnceAndItsLateReportIsS
   ASSERT_TRUE(twice.ok());
   EXPECT_FALSE(*twice) << "no longer dispatched on that lease";
   EXPECT_FALSE(called);
-  auto late = service_->reportBatch({report(host(0), a0)});
+  auto late = service_->agent_work.reportBatch({report(host(0), a0)});
   ASSERT_TRUE(late[0].ok());
   EXPECT_EQ(late[0]->outcome, ReportOutcome::kStale);
   EXPECT_FALSE(late[0]->next.has_value());

@@ -17,6 +17,7 @@
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/rollouts/controller.h"
 #include "orchestrator/rollouts/testing/fake_rollout_store.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 
 namespace kiln::kilnd {
@@ -35,11 +36,15 @@ TEST(SchedulerHookTest, ABlockingSchedulerCallDoesNotHoldTheControllerPass) {
   rollouts::Bundle bundle;
   bundle.id = "b-1";
   bundle.platforms = {"catalina"};
-  rollouts.addRollout("ro-1", bundle, {"b1-p1"},
-                      {{"canary_pods", 0}, {"waves", {"100%"}}, {"capacity_floor", {{"max_percent_down", 100}}}});
+  rollouts::Policy policy;
+  policy.canary_pods = 0;
+  policy.waves = {{100, true}};
+  policy.max_fraction_down_per_building = 1.0;  // capacity floor: 100 % may be down
+  rollouts.addRollout("ro-1", bundle, {"b1-p1"}, policy);
   FakeRunStore run_store;
   core::FakeClock clock;
-  runs::RunService runs(fleet, run_store, clock, {}, [](const std::string&) {});
+  runs::RunsRoom room(fleet, run_store, clock, {}, [](const std::string&) {});
+  runs::RunService& runs = room.runs;
 
   std::promise<void> unblock;
   std::shared_future<void> gate = unblock.get_future().share();

@@ -17,8 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/store.h"
@@ -28,6 +26,21 @@
 #include "orchestrator/rollouts/testing/fake_bundle_catalog.h"
 
 namespace kiln::rollouts::testing {
+
+// A policy under which only max_concurrent_pods limits admission: one wave, no canary and no soak,
+// and a capacity floor, power limit and failure budget that never bind.
+inline Policy onlyConcurrencyLimits(int max_concurrent) {
+  Policy p;
+  p.canary_pods = 0;
+  p.waves = {{100, true}};
+  p.soak = std::chrono::seconds(0);
+  p.max_concurrent_pods = max_concurrent;
+  p.max_fraction_down_per_building = 1.0;  // capacity floor: 100 % may be down
+  p.failure_budget_pods.reset();
+  p.failure_budget_percent = 100;
+  p.max_rebooting_pods_per_building = 100;
+  return p;
+}
 
 // Rollouts, their pods and events in memory, with a FakeBundleCatalog; pod facts (buildings,
 // pod and host states) from a FakeFleet. Every method of both sides' interfaces does what
@@ -41,16 +54,14 @@ class FakeRolloutStore final : public RolloutStore {
 
   // A running rollout of `bundle` over `pods` (plan order, one wave) under `policy`.
   void addRollout(const std::string& id, const Bundle& bundle, const std::vector<std::string>& pods,
-                  const nlohmann::json& policy, const std::string& state = "running") {
+                  const Policy& policy, const std::string& state = "running") {
     bundles_.add(bundle);
     bundles_.markUsed(bundle.id);
     RolloutRow r;
     r.id = id;
     r.bundle_id = bundle.id;
     r.state = parseRolloutState(state).value();
-    auto parsed = parsePolicy(policy);
-    KILN_CHECK(parsed.ok());  // a fixture's policy
-    r.policy = *parsed;
+    r.policy = policy;
     r.created_at = now();
     rollouts_[id] = r;
     int position = 0;

@@ -6,6 +6,7 @@
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/rollouts/testing/fake_bundle_catalog.h"
 #include "orchestrator/rollouts/testing/fake_rollout_store.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 
 #include <gtest/gtest.h>
@@ -314,23 +315,28 @@ class FakeRunStoreTest : public ::testing::Test {
     return runs_.startRun(req, kAdmin);
   }
   std::vector<Result<runs::ReportAnswer>> report(const protocol::Assignment& a, const std::string& host, int exit_code) {
-    return runs_.reportBatch({{a.id, host,
-                               json{{"lease", a.lease}, {"host", host}, {"started", true}, {"exit_code", exit_code},
-                                    {"duration_ms", 3}, {"ready", true}},
-                               ""}});
+    return room_.agent_work.reportBatch({{a.id, host,
+                                          json{{"lease", a.lease},
+                                               {"host", host},
+                                               {"started", true},
+                                               {"exit_code", exit_code},
+                                               {"duration_ms", 3},
+                                               {"ready", true}},
+                                          ""}});
   }
 
   core::FakeClock clock_;
   FakeFleet fleet_{&clock_};
   FakeRunStore store_{&fleet_, &clock_};
-  runs::RunService runs_{fleet_, store_, clock_, {}, nullptr};
+  runs::RunsRoom room_{fleet_, store_, clock_, {}, nullptr};
+  runs::RunService& runs_ = room_.runs;
 };
 
 TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheRun) {
   auto run = start({"b1-p1-h01", "b1-p1-h02"});
   ASSERT_TRUE(run.ok()) << run.error();
   EXPECT_EQ(store_.hostsWithOpenWork().value(), (std::vector<std::string>{"b1-p1-h01", "b1-p1-h02"}));
-  auto claimed = runs_.claimBatch({"b1-p1-h01", "b1-p1-h02", "b1-p1-h03"});
+  auto claimed = room_.agent_work.claimBatch({"b1-p1-h01", "b1-p1-h02", "b1-p1-h03"});
   ASSERT_TRUE(claimed.ok()) << claimed.error();
   ASSERT_EQ(claimed->size(), 2u);
   const protocol::Assignment a = claimed->at("b1-p1-h01").assignment;
@@ -338,7 +344,7 @@ TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheR
   EXPECT_EQ(a.lease, 1);
   EXPECT_EQ(store_.assignment(a.id).value()->state, "dispatched");
   // An answer the agent never got: the same step and lease again.
-  auto again = runs_.claimWork("b1-p1-h01");
+  auto again = room_.agent_work.claimWork("b1-p1-h01");
   ASSERT_TRUE(again.ok() && again->has_value());
   EXPECT_EQ((*again)->id, a.id);
   EXPECT_EQ((*again)->lease, 1);
@@ -351,7 +357,7 @@ TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheR
   EXPECT_EQ(report(claimed->at("b1-p1-h02").assignment, "b1-p1-h02", 1)[0]->outcome, runs::ReportOutcome::kAccepted);
   EXPECT_TRUE(store_.hostsWithOpenWork()->empty());
 
-  EXPECT_EQ(runs_.tick(), 1);  // the verdict
+  EXPECT_EQ(room_.timers.tick(), 1);  // the verdict
   EXPECT_EQ(store_.runs_.at(run->row.id).state, "failed");
   EXPECT_EQ(store_.runs_.at(run->row.id).summary["healthy"], 1);
 }
@@ -359,10 +365,10 @@ TEST_F(FakeRunStoreTest, ClaimsHandOutEachStepOnceWithALeaseAndReportsFinishTheR
 TEST_F(FakeRunStoreTest, ALeaseThatRanOutLosesItsStepThroughTheEngine) {
   auto run = start({"b1-p1-h01"});
   ASSERT_TRUE(run.ok()) << run.error();
-  auto a = runs_.claimWork("b1-p1-h01");
+  auto a = room_.agent_work.claimWork("b1-p1-h01");
   ASSERT_TRUE(a.ok() && a->has_value());
   clock_.advance(std::chrono::seconds(60 + 30 + 1));  // the step's timeout and the lease grace
-  runs_.tick();
+  room_.timers.tick();
   EXPECT_EQ(store_.assignment((*a)->id).value()->state, "lost");
   EXPECT_EQ(store_.runs_.at(run->row.id).state, "failed");
   EXPECT_EQ(report(**a, "b1-p1-h01", 0)[0]->outcome, runs::ReportOutcome::kStale);
@@ -388,7 +394,7 @@ TEST_F(FakeRunStoreTest, RunTransitionsMoveTheFleetsHostsAndQuarantineReadsThem)
   EXPECT_EQ((*queue)[0].row.run_id, validation->row.id);
   EXPECT_EQ((*queue)[0].row.progress["pass"], 1);
 
-  auto a = runs_.claimWork("b1-p1-h05");
+  auto a = room_.agent_work.claimWork("b1-p1-h05");
   ASSERT_TRUE(a.ok() && a->has_value());
   ASSERT_TRUE(report(**a, "b1-p1-h05", 0)[0].ok());
   EXPECT_EQ(fleet_.state("b1-p1-h05"), core::HostState::kAvailable) << "quarantine validation passed";
@@ -415,16 +421,16 @@ TEST_F(FakeRunStoreTest, ListsRunsNewestFirstInPagesAndByHost) {
 
 TEST_F(FakeRunStoreTest, APutWorkflowIsListedAndIfMatchNeedsTheCurrentVersion) {
   const std::string yaml = std::string(FakeRunStore::kWorkflow).replace(6, 4, "burn");
-  auto put = runs_.putWorkflow("burn", yaml, kAdmin);
+  auto put = room_.workflows.putWorkflow("burn", yaml, kAdmin);
   ASSERT_TRUE(put.ok()) << put.error();
-  auto listed = runs_.listWorkflows();
+  auto listed = room_.workflows.listWorkflows();
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].row.name, "burn");
   core::IfMatch stale{.etags = {"\"nope\""}};
-  EXPECT_EQ(runs_.putWorkflow("burn", yaml, kAdmin, stale).error().code, ErrorCode::kPreconditionFailed);
+  EXPECT_EQ(room_.workflows.putWorkflow("burn", yaml, kAdmin, stale).error().code, ErrorCode::kPreconditionFailed);
   core::IfMatch current{.etags = {runs::workflowEtag(put->hash)}};
-  EXPECT_TRUE(runs_.putWorkflow("burn", yaml, kAdmin, current).ok());
+  EXPECT_TRUE(room_.workflows.putWorkflow("burn", yaml, kAdmin, current).ok());
 }
 
 TEST_F(FakeRunStoreTest, HostsThatStoppedPollingAreMarkedUnreachableOnce) {

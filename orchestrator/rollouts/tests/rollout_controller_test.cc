@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/rollouts/testing/fake_rollout_store.h"
 #include "orchestrator/rollouts/testing/rollouts_under_test.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 #include "orchestrator/scheduler/testing/fake_driver.h"
 
@@ -61,13 +63,15 @@ class RolloutControllerTest : public ::testing::TestWithParam<int> {
     service_ = std::make_unique<testing::RolloutsUnderTest>(fleet_, rollouts_, runs_, clock_, std::move(o));
     return *service_;
   }
-  // One wave, no soak; only max_concurrent_pods limits admission, unless `changes` say more.
-  static json policy(int max_concurrent, const json& changes = json::object()) {
-    json p = {{"canary_pods", 0}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", max_concurrent},
-              {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"percent", 100}}},
-              {"max_rebooting_pods_per_building", 100}};
-    p.update(changes);
+  // One wave, no soak; only max_concurrent_pods limits admission, unless `change` says more.
+  static Policy policy(int max_concurrent, const std::function<void(Policy&)>& change = {}) {
+    Policy p = testing::onlyConcurrencyLimits(max_concurrent);
+    if (change) change(p);
     return p;
+  }
+  static void budgetPods(Policy& p, int pods) {
+    p.failure_budget_percent.reset();
+    p.failure_budget_pods = pods;
   }
 
   RolloutPodRow& pod(const std::string& p, const std::string& rollout = "ro-1") { return rollouts_.pod(rollout, p); }
@@ -120,7 +124,8 @@ class RolloutControllerTest : public ::testing::TestWithParam<int> {
   core::FakeClock clock_;
   testing::FakeRolloutStore rollouts_{fleet_, &clock_};
   FakeRunStore run_store_;
-  runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  runs::RunsRoom room_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  runs::RunService& runs_ = room_.runs;
   scheduler::testing::FakeDriver scheduler_;  // before the service, which holds it
   std::unique_ptr<testing::RolloutsUnderTest> service_;
   RecordingLogger log_;
@@ -156,7 +161,7 @@ TEST_P(RolloutControllerTest, AWriteThePassCannotMakeIsLoggedOnceAMinuteAndTheNe
 
 TEST_P(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePodsInFlightFinish) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4", "b1-p5"},
-                       policy(3, {{"failure_budget", {{"pods", 1}}}}));
+                       policy(3, [](Policy& p) { budgetPods(p, 1); }));
   auto& svc = service();
   svc.tick();  // admits p1..p3
   svc.tick();  // drains them and starts their upgrades
@@ -509,7 +514,7 @@ TEST_P(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWi
 // ---- retry ----
 
 TEST_P(RolloutControllerTest, RetryPutsAFailedPodBackToPendingAndUpgradesItAgainAsAttemptTwo) {
-  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2, {{"failure_budget", {{"pods", 1}}}}));
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2, [](Policy& p) { budgetPods(p, 1); }));
   auto& svc = service();
   svc.tick();
   svc.tick();
@@ -657,7 +662,7 @@ TEST_P(RolloutControllerTest, ASkippedPendingPodIsNeverStartedAndTheRolloutCompl
 }
 
 TEST_P(RolloutControllerTest, SkipTakesAFailedPodOutOfTheBudgetButRefusesAPodInFlightOrSucceeded) {
-  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"failure_budget", {{"pods", 0}}}}));
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, [](Policy& p) { budgetPods(p, 0); }));
   auto& svc = service();
   svc.tick();
   svc.tick();
@@ -864,9 +869,10 @@ TEST_P(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePrevious
   CreateRequest req;
   req.bundle = bundle_;
   req.selector.pods = {"b1-p1", "b1-p2", "b1-p3", "b1-p4"};
-  auto parsed = parsePolicy(policy(4, {{"canary_pods", 2}, {"soak", "30m"}}));
-  ASSERT_TRUE(parsed.ok()) << parsed.error();
-  req.policy = *parsed;
+  req.policy = policy(4, [](Policy& p) {
+    p.canary_pods = 2;
+    p.soak = std::chrono::minutes(30);
+  });
   req.start = true;
   auto created = svc.create(req, kSre);
   ASSERT_TRUE(created.ok()) << created.error();
@@ -911,7 +917,8 @@ TEST_P(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePrevious
 }
 
 TEST_P(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
-  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"soak", "10m"}}));
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"},
+                       policy(1, [](Policy& p) { p.soak = std::chrono::minutes(10); }));
   pod("b1-p3").wave = 1;
   auto& svc = service();
   svc.tick();  // p1 starts
@@ -961,7 +968,8 @@ TEST_P(RolloutControllerTest, TheViewGivesPodDurationsAndAnEtaFromTheClock) {
 
 TEST_P(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaWaitsForTheNextOpening) {
   // The fake clock starts at midnight UTC; the window is 02:00-02:45 every day.
-  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"}, policy(1, {{"windows", {"02:00-02:45"}}}));
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3"},
+                       policy(1, [](Policy& p) { p.windows = {parseWindow("02:00-02:45").value()}; }));
   auto& svc = service();
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);

@@ -8,6 +8,7 @@
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/rollouts/testing/fake_rollout_store.h"
 #include "orchestrator/rollouts/testing/rollouts_under_test.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 #include "orchestrator/scheduler/testing/fake_driver.h"
 
@@ -35,11 +36,7 @@ class RolloutServiceTest : public ::testing::Test {
     return *service_;
   }
   // Nothing but max_concurrent_pods limits admission.
-  static json policy(int max_concurrent) {
-    return {{"canary_pods", 0}, {"waves", {"100%"}}, {"soak", "0s"}, {"max_concurrent_pods", max_concurrent},
-            {"capacity_floor", {{"max_percent_down", 100}}}, {"failure_budget", {{"percent", 100}}},
-            {"max_rebooting_pods_per_building", 100}};
-  }
+  static Policy policy(int max_concurrent) { return testing::onlyConcurrencyLimits(max_concurrent); }
   PodPhase phase(const std::string& pod) { return rollouts_.pod("ro-1", pod).phase; }
 
   Bundle bundle_;
@@ -47,7 +44,8 @@ class RolloutServiceTest : public ::testing::Test {
   testing::FakeRolloutStore rollouts_{fleet_};
   FakeRunStore run_store_;
   core::FakeClock clock_;
-  runs::RunService runs_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  runs::RunsRoom room_{fleet_, run_store_, clock_, {}, [](const std::string&) {}};
+  runs::RunService& runs_ = room_.runs;
   std::unique_ptr<testing::RolloutsUnderTest> service_;
 };
 
@@ -120,8 +118,9 @@ TEST_F(RolloutServiceTest, APassReplayedAfterACrashRefusesTheMovesItAlreadyMadeA
 }
 
 TEST_F(RolloutServiceTest, AResumedPodWhoseHostsAreStillInRepairWaitsInsteadOfFailingAgain) {
-  json pol = policy(1);
-  pol["failure_budget"] = {{"pods", 0}};
+  Policy pol = policy(1);
+  pol.failure_budget_percent.reset();
+  pol.failure_budget_pods = 0;
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, pol);
   auto& svc = service();
   svc.tick();

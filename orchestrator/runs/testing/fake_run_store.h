@@ -25,6 +25,7 @@
 #include "orchestrator/core/store.h"
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/core/testing/fakes_lock.h"
+#include "orchestrator/runs/report_decision.h"
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/runs/run_store.h"
 
@@ -356,47 +357,42 @@ class FakeRunStore final : public runs::RunStore {
     const auto saved_wake = wake_;
     const auto saved_assignments = assignments_;
     std::vector<Result<runs::ReportReply>> replies(items.size(), Result<runs::ReportReply>(runs::ReportReply{}));
-    std::vector<std::pair<core::HostTransition, core::Actor>> transitions;
-    std::set<std::string> touched_runs;
+    // The rules are runs::decideReports and runs::mergeReports, as in PgRunStore.
+    std::map<std::string, runs::LockedAssignment> rows;
+    for (const auto& it : items)
+      if (const auto* a = findAssignment(it.assignment_id))
+        rows[a->id] = {a->host, a->run_id, a->group_key, a->state, a->lease};
+    const runs::ReportDecision decision = runs::decideReports(items, rows);
     for (std::size_t i = 0; i < items.size(); ++i) {
-      const auto& it = items[i];
-      auto* a = findAssignment(it.assignment_id);
-      if (!a) {
-        replies[i] = notFound("no assignment '" + it.assignment_id + "'");
+      const auto v = decision.verdicts[i];
+      if (v == runs::ReportVerdict::kNotFound || v == runs::ReportVerdict::kOtherHost) {
+        replies[i] = runs::refusal(v, items[i].assignment_id);
         continue;
       }
-      if (a->host != it.host) {
-        replies[i] =
-            Error(ErrorCode::kPermissionDenied, "assignment '" + it.assignment_id + "' belongs to another host");
-        continue;
-      }
-      if (a->state == "dispatched" && a->lease == it.lease) {
+      replies[i]->outcome = runs::outcomeOf(v);
+      auto* a = findAssignment(items[i].assignment_id);
+      if (v == runs::ReportVerdict::kCancelled && a->result.is_null()) a->result = *items[i].result;
+      if (v == runs::ReportVerdict::kAccepted) {
         a->state = "done";
         a->finished_at = now();
-        a->result = *it.result;
-        replies[i]->outcome = runs::ReportOutcome::kAccepted;
-        auto* g = findGroup(a->run_id, a->group_key);
-        auto u = it.fn(runs_.at(a->run_id), *g);
-        if (!u.ok()) {
-          runs_ = saved_runs;
-          groups_ = saved_groups;
-          wake_ = saved_wake;
-          assignments_ = saved_assignments;
-          return u.error();
-        }
-        const std::string run_id = a->run_id, group = a->group_key;  // persist may move assignments_
-        for (auto& t : u->transitions) transitions.emplace_back(std::move(t), core::Actor{"agent:" + it.host, it.host});
-        u->transitions.clear();
-        persist(runs_.at(run_id), group, *u, {});
-        if (runs::Engine::done(*findGroup(run_id, group))) touched_runs.insert(run_id);
-      } else if (a->state == "done" && a->lease == it.lease) {
-        replies[i]->outcome = runs::ReportOutcome::kDuplicate;
-      } else if (a->state == "cancelled") {
-        if (a->result.is_null()) a->result = *it.result;
-        replies[i]->outcome = runs::ReportOutcome::kCancelled;
-      } else {
-        replies[i]->outcome = runs::ReportOutcome::kStale;
+        a->result = *items[i].result;
       }
+    }
+    std::vector<std::pair<core::HostTransition, core::Actor>> transitions;
+    std::set<std::string> touched_runs;
+    for (const auto& [key, accepted] : decision.groups) {
+      const auto& [run_id, group] = key;
+      auto merged = runs::mergeReports(runs_.at(run_id), *findGroup(run_id, group), items, accepted);
+      if (!merged.ok()) {
+        runs_ = saved_runs;
+        groups_ = saved_groups;
+        wake_ = saved_wake;
+        assignments_ = saved_assignments;
+        return merged.error();
+      }
+      for (auto& t : merged->transitions) transitions.push_back(std::move(t));
+      persist(runs_.at(run_id), group, merged->update, {});
+      if (runs::Engine::done(*findGroup(run_id, group))) touched_runs.insert(run_id);
     }
     for (const auto& run_id : touched_runs) {
       const auto& groups = groups_[run_id];
@@ -405,13 +401,9 @@ class FakeRunStore final : public runs::RunStore {
         if (auto* a = findAssignment(items[i].assignment_id); replies[i].ok() && a && a->run_id == run_id)
           replies[i]->run_complete = true;
     }
-    std::stable_sort(transitions.begin(), transitions.end(),
-                     [](const auto& a, const auto& b) { return a.first.host < b.first.host; });
+    runs::orderTransitions(transitions);
     for (const auto& [t, actor] : transitions) applyTransitions({t}, actor);
-    std::map<std::string, std::size_t> claim_for;  // a host with several reports gets it with its last
-    for (std::size_t i = 0; i < items.size(); ++i)
-      if (items[i].claim_next && replies[i].ok() && replies[i]->outcome != runs::ReportOutcome::kStale)
-        claim_for[items[i].host] = i;
+    const auto& claim_for = decision.claim_for;  // a host with several reports gets it with its last
     std::vector<std::string> hosts;
     for (const auto& [h, _] : claim_for) hosts.push_back(h);
     for (auto& [h, row] : claim(hosts, grace_ms)) replies[claim_for.at(h)]->next = std::move(row);

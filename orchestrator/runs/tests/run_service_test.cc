@@ -12,7 +12,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/runs/agent_work.h"
-#include "orchestrator/runs/run_service.h"
+#include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 
 namespace kiln::runs {
@@ -28,10 +28,11 @@ struct RunServiceUnderTest {
   core::FakeClock clock;
   std::vector<std::string> told;   // on_work's hosts, in order
   std::vector<std::size_t> runs_when_told;  // how many runs the store held at each call
-  RunService service{fleet, store, clock, {}, [this](const std::string& host) {
-                       told.push_back(host);
-                       runs_when_told.push_back(store.runs_.size());
-                     }};
+  RunsRoom room{fleet, store, clock, {}, [this](const std::string& host) {
+                  told.push_back(host);
+                  runs_when_told.push_back(store.runs_.size());
+                }};
+  RunService& service = room.runs;
 };
 
 TEST(RunServiceTest, StartingARunTellsOnWorkOfEachHostItGaveWorkAfterTheRunIsStored) {
@@ -117,7 +118,8 @@ TEST(RunServiceTest, WithoutOnWorkItStillStartsRuns) {
   fleet.addPod("b1-p1", "b1");
   FakeRunStore store;
   core::FakeClock clock;
-  RunService service(fleet, store, clock, {}, nullptr);
+  WorkflowCatalog catalog(store);  // the run service alone, over its own faces of the store
+  RunService service(fleet, catalog, store, clock, {}, nullptr);
   StartRequest req;
   req.workflow = "fw-check";
   req.hosts = {"b1-p1-h03"};
@@ -130,7 +132,7 @@ TEST(RunServiceTest, WithoutOnWorkItStillStartsRuns) {
 TEST(RunServiceTest, AsAgentWorkItPassesTheStoresFailuresOnPerReport) {
   RunServiceUnderTest t;
   t.store.fail_agent_work = unavailable("the database is down");
-  AgentWork& work = t.service;  // all the gateway sees of it
+  AgentWork& work = t.room.agent_work;  // all the gateway sees of it
   auto claimed = work.claimBatch({"b1-p1-h01"});
   ASSERT_FALSE(claimed.ok()) << "the store cannot claim: its error comes back";
   EXPECT_EQ(claimed.error().code, ErrorCode::kUnavailable);

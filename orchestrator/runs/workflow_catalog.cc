@@ -1,0 +1,96 @@
+#include "orchestrator/runs/workflow_catalog.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "orchestrator/workflow/loader.h"
+
+namespace kiln::runs {
+
+Result<std::vector<std::string>> WorkflowCatalog::loadWorkflowDir(const std::string& dir, const core::Actor& actor) {
+  auto specs = workflow::loadWorkflowDir(dir);
+  if (!specs.ok()) return specs.error();
+  std::vector<std::string> names;
+  for (const auto& s : *specs) {
+    std::ifstream in(s.source_name);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    if (auto st = store_.putWorkflow({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor, std::nullopt);
+        !st.ok())
+      return st.error();
+    names.push_back(s.name);
+  }
+  return names;
+}
+
+Result<WorkflowPut> WorkflowCatalog::putWorkflow(const std::string& name, const std::string& yaml,
+                                                 const core::Actor& actor,
+                                                 const std::optional<core::IfMatch>& if_match) {
+  auto spec = workflow::loadWorkflow(yaml, "request body");
+  if (!spec.ok()) return spec.error();
+  if (spec->name != name)
+    return invalidContent("the document names workflow '" + spec->name + "' but the URL says '" + name + "'");
+  auto before = store_.currentWorkflow(name);
+  if (!before.ok()) return before.error();
+  if (auto st = store_.putWorkflow({name, spec->content_hash, "api", yaml, {}}, actor, if_match); !st.ok())
+    return st.error();
+  const bool changed = !*before || (*before)->hash != spec->content_hash;
+  return WorkflowPut{name, spec->content_hash, changed};
+}
+
+Result<std::vector<WorkflowInfo>> WorkflowCatalog::listWorkflows() {
+  auto rows = store_.listWorkflows();
+  if (!rows.ok()) return rows.error();
+  std::vector<WorkflowInfo> out;
+  out.reserve(rows->size());
+  for (auto& w : *rows) {
+    auto s = spec(w.name, w.hash);
+    // A version that no longer loads is still listed, by name and hash.
+    out.push_back({std::move(w), s.ok() ? *s : nullptr});
+  }
+  return out;
+}
+
+Result<WorkflowInfo> WorkflowCatalog::getWorkflow(const std::string& name) {
+  auto w = current(name);
+  if (!w.ok()) return w.error();
+  if (!*w) return notFound("no workflow '" + name + "'");
+  return std::move(**w);
+}
+
+Result<std::optional<WorkflowInfo>> WorkflowCatalog::current(const std::string& name) {
+  auto row = store_.currentWorkflow(name);
+  if (!row.ok()) return row.error();
+  if (!*row) return std::optional<WorkflowInfo>();
+  auto s = spec(name, (*row)->hash);
+  if (!s.ok()) return s.error();
+  return std::optional<WorkflowInfo>(WorkflowInfo{std::move(**row), std::move(*s)});
+}
+
+Result<std::vector<std::string>> WorkflowCatalog::workflowParams(const std::string& name) {
+  auto w = getWorkflow(name);
+  if (!w.ok()) return w.error();
+  std::vector<std::string> out;
+  for (const auto& p : w->spec->params) out.push_back(p.name);
+  return out;
+}
+
+Result<std::shared_ptr<const workflow::WorkflowSpec>> WorkflowCatalog::spec(const std::string& name,
+                                                                            const std::string& hash) {
+  const std::string key = name + "@" + hash;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = specs_.find(key); it != specs_.end()) return it->second;
+  }
+  auto row = store_.workflowVersion(name, hash);
+  if (!row.ok()) return row.error();
+  if (!*row) return notFound("no version " + hash + " of workflow '" + name + "'");
+  auto loaded = workflow::loadWorkflow((*row)->yaml, (*row)->source);
+  if (!loaded.ok()) return loaded.error();
+  auto ptr = std::make_shared<const workflow::WorkflowSpec>(std::move(*loaded));
+  std::lock_guard lock(mu_);
+  specs_[key] = ptr;
+  return ptr;
+}
+
+}  // namespace kiln::runs
