@@ -6,8 +6,8 @@
 #include "cli/groups.h"
 #include "cli/table.h"
 #include "cli/yaml_writer.h"
+#include "orchestrator/api/fleet_document.h"
 #include "orchestrator/core/fleet_generator.h"
-#include "orchestrator/core/fleet_spec.h"
 
 namespace kiln::cli {
 namespace {
@@ -35,7 +35,7 @@ int generate(CommandContext& ctx) {
   req.clemente_share = cmd.number("clemente-share", req.clemente_share);
   const json fleet = core::generateFleet(req);
   // The generator is ours, but what we hand to `fleet import` must be importable.
-  auto spec = core::parseFleetSpec(fleet);
+  auto spec = api::parseFleetSpec(fleet);
   if (!spec.ok()) return ctx.failure("generated fleet is invalid: " + spec.error().message);
   const std::string text = cmd.has("yaml") ? toYaml(fleet) : fleet.dump(2) + "\n";
   if (!cmd.has("output")) {

@@ -12,7 +12,7 @@ CommandGroup podsGroup();      // pods list | show
 CommandGroup hostsGroup();     // hosts list | show | events | action
 CommandGroup capacityGroup();  // capacity plan
 CommandGroup tokenGroup();     // token create | list | revoke
-CommandGroup workflowGroup();    // workflow list | show | put
+CommandGroup workflowGroup();    // workflow list | show | put | versions | history
 CommandGroup runGroup();         // run start | show | list | cancel | watch
 CommandGroup quarantineGroup();  // quarantine list
 CommandGroup gateGroup();        // gate (a single command: kilnctl gate --workflow ...)

@@ -1,10 +1,11 @@
-// hosts list | show | events | action.
+// hosts list | show | events | action | enrol-token.
 
 #include <nlohmann/json.hpp>
 
 #include "cli/api_call.h"
 #include "cli/groups.h"
 #include "cli/table.h"
+#include "cli/time_text.h"
 #include "orchestrator/http/client.h"
 
 namespace kiln::cli {
@@ -96,6 +97,33 @@ int action(CommandContext& ctx) {
   return printResult(ctx, *host, renderHost);
 }
 
+// An enrolment token for one host: single use, short-lived (core/enrolment.h).
+int enrolToken(CommandContext& ctx) {
+  const ParsedCommand& cmd = ctx.command;
+  json body = json::object();
+  if (cmd.has("ttl")) {
+    auto ttl = parseDuration(cmd.value("ttl"));
+    if (!ttl.ok()) return ctx.usageError("--ttl: " + ttl.error().message);
+    body["ttl_s"] = ttl->count();
+  }
+  if (cmd.has("reenroll")) body["reenroll"] = true;
+  ApiRequest req;
+  req.method = "POST";
+  req.path = hostPath(cmd.args[0]) + "/enrolment-tokens";
+  req.body = body.dump();
+  auto token = callJson(ctx, req);
+  if (!token) return kExitFailed;
+  return printResult(ctx, *token, [](const json& t) {
+    std::string out = renderKeyValues({{"id", field(t, "id")},
+                                       {"host", field(t, "host")},
+                                       {"reenroll", field(t, "reenroll")},
+                                       {"expires_at", field(t, "expires_at")},
+                                       {"token", field(t, "token")}});
+    return out + "The token is shown only this once and enrols only this host, once: hand it to the host's "
+                 "kiln-agent (--enroll-token-file).\n";
+  });
+}
+
 }  // namespace
 
 CommandGroup hostsGroup() {
@@ -128,6 +156,14 @@ CommandGroup hostsGroup() {
            .flags = {{.name = "reason", .value_name = "TEXT", .help = "why (recorded in the host's events)"},
                      {.name = "to", .value_name = "STATE", .help = "target state (override only)"}},
            .run = action},
+          {.name = "enrol-token",
+           .summary = "Issue an enrolment token for one host: used once by its agent's registration (operator)",
+           .positionals = {{"ID", "host id"}},
+           .flags = {{.name = "ttl", .value_name = "DURATION", .help = "how long it is valid: 60s to 168h (default 1h)"},
+                     {.name = "reenroll",
+                      .type = FlagType::kBool,
+                      .help = "replace the host's enrolled agent (its agent token is revoked when this one is used)"}},
+           .run = enrolToken},
       }};
 }
 

@@ -90,7 +90,7 @@ FollowResult followRun(CommandContext& ctx, json run, const FollowOptions& optio
   const auto start = ctx.system.now();
   const std::string id = field(run, "id");
   ApiRequest poll;
-  poll.path = runPath(id);
+  poll.path = options.path.empty() ? runPath(id) : options.path;
 
   std::string last_line;
   std::set<std::string> reported;  // hosts whose failure or cancellation was printed

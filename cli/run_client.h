@@ -31,6 +31,9 @@ struct FollowOptions {
   std::optional<std::chrono::milliseconds> timeout;  // none: until the run ends
   // Polls may fail (kilnd restarting, a 5xx) for this long in a row before following gives up.
   std::chrono::milliseconds max_outage{std::chrono::minutes(5)};
+  // Where the run is read (empty: GET /workflow-runs/{id}); the prolog reads its check at
+  // /scheduler/checks/{id}, all its narrow token may read.
+  std::string path;
 };
 
 enum class FollowEnd {

@@ -17,6 +17,7 @@
 #include "cli/run_client.h"
 #include "cli/table.h"
 #include "cli/time_text.h"
+#include "orchestrator/http/client.h"
 
 namespace kiln::cli {
 namespace {
@@ -223,6 +224,7 @@ int check(CommandContext& ctx, Mode mode) {
   const auto spent = std::chrono::duration_cast<milliseconds>(ctx.system.now() - start);
   follow.timeout = std::max(milliseconds(0), o.timeout - spent);
   follow.max_outage = kMaxPollOutage;
+  follow.path = std::string(kApiPrefix) + "/scheduler/checks/" + http::urlEncode(id);
   FollowResult r = followRun(quiet, started, follow);
   if (!r.run.contains("nodes") && started.contains("nodes")) r.run["nodes"] = started["nodes"];
   if (ctx.json()) ctx.out << r.run.dump(2) << "\n";

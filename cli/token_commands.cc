@@ -68,7 +68,7 @@ CommandGroup tokenGroup() {
           .commands = {
               {.name = "create",
                .summary = "Create a token; prints its secret once",
-               .flags = {{.name = "role", .value_name = "R", .help = "viewer, operator, admin or agent",
+               .flags = {{.name = "role", .value_name = "R", .help = "viewer, operator, admin, agent, enroll (fleet-wide enrolment: only hosts without an agent) or prejob (the Slurm prolog's pre-job check)",
                           .required = true},
                          {.name = "name", .value_name = "N", .help = "what the token is for", .required = true},
                          {.name = "host", .value_name = "H", .help = "the host of an agent token"}},

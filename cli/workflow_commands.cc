@@ -1,4 +1,4 @@
-// workflow list | show | put.
+// workflow list | show | put | versions | history.
 
 #include <nlohmann/json.hpp>
 
@@ -130,6 +130,61 @@ int put(CommandContext& ctx) {
   });
 }
 
+// GET /workflows/{name}/versions as a table, newest first: CURRENT marks the version new runs
+// use, FILE the one last loaded from the workflow's file.
+std::string renderWorkflowVersions(const json& page) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& v : page.value("items", json::array()))
+    rows.push_back({field(v, "hash"), v.contains("current") && v["current"] == true ? "yes" : "",
+                    v.contains("file_loaded") && v["file_loaded"] == true ? "yes" : "", field(v, "created_at"),
+                    field(v, "created_by"), field(v, "source")});
+  return renderTable({"HASH", "CURRENT", "FILE", "CREATED", "BY", "SOURCE"}, rows);
+}
+
+// The workflow's `workflow.put` audit records, newest first: who, when, old -> new hash and
+// the YAML's unified diff.
+std::string renderWorkflowHistory(const json& page) {
+  std::string out;
+  for (const auto& a : page.value("items", json::array())) {
+    const json d = a.contains("details") && a["details"].is_object() ? a["details"] : json::object();
+    const std::string who = field(a, "actor_name") == field(a, "actor")
+                                ? field(a, "actor")
+                                : field(a, "actor_name") + " (" + field(a, "actor") + ")";
+    const std::string from =
+        d.contains("previous_hash") && d["previous_hash"].is_string() ? d["previous_hash"].get<std::string>() : "(new)";
+    out +=
+        field(a, "at") + "  " + who + "  " + from + " -> " + field(d, "hash") + "  from " + field(d, "source") + "\n";
+    // Records written before issue 31 carry no diff.
+    const std::string diff = d.contains("diff") && d["diff"].is_string() ? d["diff"].get<std::string>() : "";
+    out += diff;
+    if (!diff.empty() && diff.back() != '\n') out += "\n";
+    if (d.contains("diff_truncated") && d["diff_truncated"] == true) out += "... (diff truncated)\n";
+    out += "\n";
+  }
+  if (out.empty()) out = "no recorded change\n";
+  return out;
+}
+
+int versions(CommandContext& ctx) {
+  auto page =
+      fetchList(ctx, listRequest(ctx.command, workflowPath(ctx.command.args[0]) + "/versions"), ctx.command.has("all"));
+  if (!page) return kExitFailed;
+  printResult(ctx, *page, renderWorkflowVersions);
+  noteMorePages(ctx, *page);
+  return kExitOk;
+}
+
+int history(CommandContext& ctx) {
+  ApiRequest req = listRequest(ctx.command, std::string(kApiPrefix) + "/audit");
+  req.setQuery("action", "workflow.put");
+  req.setQuery("target", ctx.command.args[0]);
+  auto page = fetchList(ctx, req, ctx.command.has("all"));
+  if (!page) return kExitFailed;
+  printResult(ctx, *page, renderWorkflowHistory);
+  noteMorePages(ctx, *page);
+  return kExitOk;
+}
+
 }  // namespace
 
 CommandGroup workflowGroup() {
@@ -143,10 +198,21 @@ CommandGroup workflowGroup() {
                .flags = {{.name = "yaml", .type = FlagType::kBool, .help = "print the stored YAML document"}},
                .run = show},
               {.name = "put",
-               .summary = "Store a new version of a workflow from a YAML file (operator); problems print as FILE:LINE:COL",
+               .summary = "Store a new version of a workflow from a YAML file (admin); problems print as FILE:LINE:COL",
                .positionals = {{"NAME", "workflow name (must match the document's name)"},
                                {"FILE", "YAML file, or - for standard input"}},
                .run = put},
+              {.name = "versions",
+               .summary = "List a workflow's stored versions, newest first: the current one, the one last loaded "
+                          "from its file",
+               .positionals = {{"NAME", "workflow name"}},
+               .flags = pagingFlags(),
+               .run = versions},
+              {.name = "history",
+               .summary = "Show who changed a workflow and when, with each change's diff (operator: the audit log)",
+               .positionals = {{"NAME", "workflow name"}},
+               .flags = pagingFlags(),
+               .run = history},
           }};
 }
 

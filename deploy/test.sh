@@ -3,7 +3,7 @@
 # PostgreSQL 15 (as the unprivileged user "kiln", fsync off, removed afterwards), then ctest.
 #
 #   deploy/test.sh                 # everything
-#   deploy/test.sh -L unit         # one tier (labels: unit, exec, store, api, e2e, browser, prometheus, fuzz, slurm)
+#   deploy/test.sh -L unit         # one tier (labels: unit, exec, store, api, security, e2e, browser, prometheus, fuzz, slurm)
 #   deploy/test.sh -R PgStoreTest  # extra arguments go to ctest
 #   deploy/test.sh --sanitize=address  # unit, exec, store and api tiers under ASan + LSan + UBSan (build-asan/)
 #   deploy/test.sh --sanitize=thread   # executor, agent gateway and rollout controller tests under TSan (build-tsan/)

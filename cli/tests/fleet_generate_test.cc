@@ -4,8 +4,8 @@
 
 #include "cli/tests/test_support.h"
 #include "common/yaml_json.h"
+#include "orchestrator/api/fleet_document.h"
 #include "orchestrator/core/fleet_generator.h"
-#include "orchestrator/core/fleet_spec.h"
 
 namespace kiln::cli {
 namespace {
@@ -18,7 +18,7 @@ TEST(FleetGenerateCommandTest, MillionGpusGiveAValidFleetOf13889Pods) {
   auto r = h.run({"fleet", "generate", "--gpus", "1000000"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const json doc = json::parse(r.out);
-  auto spec = core::parseFleetSpec(doc);
+  auto spec = api::parseFleetSpec(doc);
   ASSERT_TRUE(spec.ok()) << spec.error();
   // docs/FACTS.md: a 1,000,000-GPU fleet is 13,889 pods (1,000,008 GPUs).
   EXPECT_EQ(spec->pods.size(), 13889u);
@@ -44,7 +44,7 @@ TEST(FleetGenerateCommandTest, YamlOutputParsesToTheSameFleet) {
   auto back = yamlToJson(r.out);
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(*back, core::generateFleet({.gpus = 5000}));
-  EXPECT_TRUE(core::parseFleetSpec(*back).ok());
+  EXPECT_TRUE(api::parseFleetSpec(*back).ok());
 }
 
 TEST(FleetGenerateCommandTest, ClementeShareSetsThePlatformMix) {
@@ -52,7 +52,7 @@ TEST(FleetGenerateCommandTest, ClementeShareSetsThePlatformMix) {
     CliHarness h;
     auto r = h.run({"fleet", "generate", "--gpus", "720", "--clemente-share", share});
     EXPECT_EQ(r.code, kExitOk) << r.err;
-    auto spec = core::parseFleetSpec(json::parse(r.out));
+    auto spec = api::parseFleetSpec(json::parse(r.out));
     std::map<core::Platform, int> count;
     for (const auto& p : spec->pods) ++count[p.platform];
     return count;

@@ -118,6 +118,39 @@ TEST(WorkflowCommandTest, PutSendsTheFileAsYaml) {
   EXPECT_EQ(r.out, "workflow w: stored new version abc123\n");
 }
 
+TEST(WorkflowCommandTest, VersionsListsNewestFirstWithTheCurrentAndTheFilesVersionMarked) {
+  CliHarness h;
+  h.transport.reply(200, R"({"name": "w", "items": [
+    {"hash": "h2", "source": "api", "created_at": "2026-12-02T10:00:00.000Z", "created_by": "t-3", "current": true, "file_loaded": false},
+    {"hash": "h1", "source": "workflows/w.yaml", "created_at": "2026-12-01T09:00:00.000Z", "created_by": "kilnd", "current": false, "file_loaded": true}],
+    "next_cursor": null})");
+  auto r = h.run({"workflow", "versions", "w"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(h.transport.requests[0].pathAndQuery(), "/api/v1/workflows/w/versions");
+  EXPECT_EQ(r.out,
+            "HASH  CURRENT  FILE  CREATED                   BY     SOURCE\n"
+            "h2    yes      -     2026-12-02T10:00:00.000Z  t-3    api\n"
+            "h1    -        yes   2026-12-01T09:00:00.000Z  kilnd  workflows/w.yaml\n");
+}
+
+TEST(WorkflowCommandTest, HistoryReadsTheWorkflowsAuditRecordsAndPrintsWhoWhenHashesAndDiff) {
+  CliHarness h;
+  h.transport.reply(200, R"({"items": [
+    {"id": 9, "at": "2026-12-02T10:00:00.000Z", "actor": "t-3", "actor_name": "alice", "action": "workflow.put",
+     "target": "w", "details": {"hash": "h2", "source": "api", "previous_hash": "h1", "previous_source": "workflows/w.yaml",
+     "diff": "--- w@h1\n+++ w@h2\n@@ -1,1 +1,1 @@\n-a\n+b\n", "diff_truncated": true}},
+    {"id": 2, "at": "2026-12-01T09:00:00.000Z", "actor": "kilnd", "actor_name": "kilnd", "action": "workflow.put",
+     "target": "w", "details": {"hash": "h1", "source": "workflows/w.yaml", "previous_hash": null}}],
+    "next_cursor": null})");
+  auto r = h.run({"workflow", "history", "w"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(h.transport.requests[0].pathAndQuery(), "/api/v1/audit?action=workflow.put&target=w");
+  EXPECT_EQ(r.out,
+            "2026-12-02T10:00:00.000Z  alice (t-3)  h1 -> h2  from api\n"
+            "--- w@h1\n+++ w@h2\n@@ -1,1 +1,1 @@\n-a\n+b\n... (diff truncated)\n\n"
+            "2026-12-01T09:00:00.000Z  kilnd  (new) -> h1  from workflows/w.yaml\n\n");
+}
+
 TEST(WorkflowCommandTest, PutPrintsEveryProblemWithFileLineAndColumn) {
   CliHarness h;
   h.fs.files["wf.yaml"] = "name: w\n";

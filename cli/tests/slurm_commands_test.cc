@@ -41,7 +41,9 @@ TEST(SlurmPrologTest, APassedCheckExitsZeroWithOneLineAndNothingOnStdout) {
   EXPECT_EQ(h.transport.requests[0].pathAndQuery(), "/api/v1/scheduler/checks");
   EXPECT_EQ(sentBody(h), (json{{"nodes", {"gpu01", "gpu02"}}, {"job", "4242"}}));
   EXPECT_EQ(h.transport.requests[1].method, "GET");
-  EXPECT_EQ(h.transport.requests[2].pathAndQuery(), "/api/v1/workflow-runs/run-7");
+  // Read where the prolog's narrow prejob token may read it.
+  EXPECT_EQ(h.transport.requests[1].pathAndQuery(), "/api/v1/scheduler/checks/run-7");
+  EXPECT_EQ(h.transport.requests[2].pathAndQuery(), "/api/v1/scheduler/checks/run-7");
   EXPECT_EQ(h.fs.sleeps, (std::vector<milliseconds>{seconds(1), seconds(1)}));  // default --poll-interval 1s
 }
 

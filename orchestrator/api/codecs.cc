@@ -176,7 +176,7 @@ Result<TokenBody> decodeTokenRequest(const json& body) {
   TokenBody out;
   std::optional<core::Role> role;
   if (body.contains("role") && body["role"].is_string()) role = core::parseRole(body["role"].get<std::string>());
-  if (!role) bad.push_back({"role", "expected viewer, operator, admin, agent or enroll"});
+  if (!role) bad.push_back({"role", "expected viewer, operator, admin, agent, enroll or prejob"});
   if (!body.contains("name") || !body["name"].is_string() || body["name"].get_ref<const std::string&>().empty() ||
       body["name"].get_ref<const std::string&>().size() > 100)
     bad.push_back({"name", "expected a string of 1-100 characters"});
@@ -187,6 +187,32 @@ Result<TokenBody> decodeTokenRequest(const json& body) {
   }
   if (!bad.empty()) return fieldErrors("invalid token request", std::move(bad), /*one_field_detail=*/false);
   out.role = *role;
+  return out;
+}
+
+Result<EnrolmentTokenBody> decodeEnrolmentTokenRequest(std::string_view raw, std::string_view content_type) {
+  EnrolmentTokenBody out;
+  if (raw.find_first_not_of(" \t\r\n") == std::string_view::npos) return out;
+  auto body = decodeDocument(raw, content_type, /*yaml_ok=*/false);
+  if (!body.ok()) return body.error();
+  if (!body->is_object())
+    return fieldErrors("invalid enrolment token request", {{"", "expected no body or a JSON object {ttl_s, reenroll}"}},
+                       /*one_field_detail=*/false);
+  std::vector<FieldError> bad;
+  for (const auto& [k, _] : body->items())
+    if (k != "ttl_s" && k != "reenroll") bad.push_back({k, "unknown field (ttl_s, reenroll)"});
+  constexpr std::int64_t kMin = 60, kMax = 7 * 24 * 3600;
+  if (body->contains("ttl_s")) {
+    const json& t = (*body)["ttl_s"];
+    if (!t.is_number_integer() || t.get<std::int64_t>() < kMin || t.get<std::int64_t>() > kMax)
+      bad.push_back({"ttl_s", "expected whole seconds from 60 to 604800 (7 days)"});
+    else out.ttl = std::chrono::seconds(t.get<std::int64_t>());
+  }
+  if (body->contains("reenroll")) {
+    if (!(*body)["reenroll"].is_boolean()) bad.push_back({"reenroll", "expected true or false"});
+    else out.reenroll = (*body)["reenroll"].get<bool>();
+  }
+  if (!bad.empty()) return fieldErrors("invalid enrolment token request", std::move(bad), /*one_field_detail=*/false);
   return out;
 }
 

@@ -5,6 +5,7 @@
 // exception. The route handlers (routes_*.cc) call these and pass the typed values on; the fuzz
 // targets (tests/fuzz) call the same functions.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,14 @@ struct TokenBody {
   std::string name, host;
 };
 Result<TokenBody> decodeTokenRequest(const nlohmann::json& body);
+
+// POST /api/v1/hosts/{id}/enrolment-tokens: nothing (blank), or {ttl_s?, reenroll?}. ttl_s from
+// 60 s to 7 days, default 1 h.
+struct EnrolmentTokenBody {
+  std::chrono::seconds ttl{3600};
+  bool reenroll = false;
+};
+Result<EnrolmentTokenBody> decodeEnrolmentTokenRequest(std::string_view body, std::string_view content_type);
 
 // A rollout verb's optional body: nothing (blank), or {"reason": "..."} (at most 1000 characters).
 Result<std::string> decodeVerbReason(std::string_view body, std::string_view content_type);

@@ -2,9 +2,9 @@
 
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/codecs.h"
+#include "orchestrator/api/fleet_document.h"
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/core/capacity.h"
-#include "orchestrator/core/fleet_spec.h"
 #include "orchestrator/fleet/fleet_service.h"
 
 namespace kiln::api {
@@ -51,7 +51,7 @@ void addFleetRoutes(Router& router, Services& s) {
                 if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
                 auto doc = ctx.jsonBody(/*yaml_ok=*/true);
                 if (!doc.ok()) return doc.error();
-                auto fleet = core::parseFleetSpec(*doc);
+                auto fleet = parseFleetSpec(*doc);
                 if (!fleet.ok()) return fleet.error();
                 auto sum = s.store->importFleet(*fleet, ctx.actor);
                 if (!sum.ok()) return sum.error();

@@ -84,7 +84,9 @@ void addRunRoutes(Router& router, Services& s) {
                 if (!workflow.ok()) return workflow.error();
                 return withWorkflowEtag(workflowJson(*workflow), workflow->row.hash);
               }});
-  router.add({.method = "PUT", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kOperator,
+  // Admin: a workflow's steps run as root on every host it is started on (issue 31), so
+  // changing one is the admin's, starting one stays the operator's.
+  router.add({.method = "PUT", .pattern = "/api/v1/workflows/{name}", .role = core::Role::kAdmin,
               .body_limit = 1 << 20,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 if (ctx.req.body.empty()) return invalidArgument("the request needs a YAML body");
@@ -93,6 +95,21 @@ void addRunRoutes(Router& router, Services& s) {
                 auto put = s.workflows->putWorkflow(ctx.param("name"), ctx.req.body, ctx.actor, *if_match);
                 if (!put.ok()) return put.error();
                 return withWorkflowEtag(toJson(*put), put->hash);
+              }});
+  router.add({.method = "GET", .pattern = "/api/v1/workflows/{name}/versions", .role = core::Role::kViewer,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({"limit", "cursor"}); !q.ok()) return q.error();
+                auto versions = s.workflows->versions(ctx.param("name"));
+                if (!versions.ok()) return versions.error();
+                // Newest first, as the store answers: by creation time (descending), then hash.
+                std::map<std::string, std::int64_t> newest_first;
+                for (const auto& v : *versions)
+                  newest_first[v.hash] =
+                      -std::chrono::duration_cast<std::chrono::microseconds>(v.created_at.time_since_epoch()).count();
+                return pagedResult(ctx, workflowVersionsJson(ctx.param("name"), *versions), [&](const json& i) {
+                  const std::string hash = i["hash"];
+                  return json::array({newest_first.at(hash), hash});
+                });
               }});
 
   router.add({.method = "POST", .pattern = "/api/v1/workflow-runs", .role = core::Role::kOperator,
@@ -145,10 +162,29 @@ void addRunRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 auto reg = protocol::registrationFromJson(*body);
                 if (!reg.ok()) return reg.error();
-                auto t =
+                auto e =
                     s.agent_link->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
-                if (!t.ok()) return t.error();
-                return jsonResponse(200, protocol::toJson(protocol::Enrolment{reg->host, t->secret, t->info.id}));
+                if (!e.ok()) return e.error();
+                // Here at once; other replicas within a second (their revocation feed).
+                if (s.forget_token)
+                  for (const auto& id : e->revoked) s.forget_token(id);
+                const core::NewToken& t = e->token;
+                return jsonResponse(200, protocol::toJson(protocol::Enrolment{reg->host, t.secret, t.info.id}));
+              }});
+
+  // A host's own enrolment token, for the provisioning system: single use, short-lived; with
+  // reenroll, it replaces the host's live agent (core/enrolment.h).
+  router.add({.method = "POST", .pattern = "/api/v1/hosts/{id}/enrolment-tokens", .role = core::Role::kOperator,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                auto req = decodeEnrolmentTokenRequest(ctx.req.body, ctx.req.header("content-type"));
+                if (!req.ok()) return req.error();
+                auto e = s.agent_link->issueEnrolment(ctx.param("id"), req->ttl, req->reenroll, ctx.actor);
+                if (!e.ok()) return e.error();
+                json j = toJson(e->token.info);
+                j["token"] = e->token.secret;  // shown once
+                j["expires_at"] = core::isoTime(e->expires_at);
+                j["reenroll"] = e->reenroll;
+                return jsonResponse(201, j);
               }});
 
   router.add({.method = "GET", .pattern = "/api/v1/agents/{host}/work", .role = core::Role::kAgent,

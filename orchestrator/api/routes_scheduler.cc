@@ -60,7 +60,9 @@ void addSchedulerRoutes(Router& router, Services& s) {
                 return pagedResult(ctx, json{{"items", std::move(items)}},
                                    [](const json& i) { return json::array({i["node"]}); });
               }});
-  router.add({.method = "POST", .pattern = "/api/v1/scheduler/checks", .role = core::Role::kOperator,
+  // The pre-job check: what the prolog's narrow prejob token may do (core/roles.h), as may
+  // operators and admins.
+  router.add({.method = "POST", .pattern = "/api/v1/scheduler/checks", .role = core::Role::kPreJob,
               .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
                 auto body = ctx.jsonBody();
                 if (!body.ok()) return body.error();
@@ -121,6 +123,16 @@ void addSchedulerRoutes(Router& router, Services& s) {
                 (void)s.store->audit(ctx.actor, "scheduler.check", run->row.id,
                                      json{{"job", job}, {"nodes", nodes}}.dump());  // the run's own audit is the record
                 return jsonResponse(201, answer);
+              }});
+  // A pre-job check's run as GET /workflow-runs/{id} answers it; any other run is not found.
+  router.add({.method = "GET", .pattern = "/api/v1/scheduler/checks/{id}", .role = core::Role::kPreJob,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                auto run = s.runs->runView(ctx.param("id"));
+                if (!run.ok() && run.error().code != ErrorCode::kNotFound) return run.error();
+                if (!run.ok() || run->row.purpose != "pre_job")
+                  return notFound("no pre-job check '" + ctx.param("id") + "'");
+                return jsonResponse(200, toJson(*run));
               }});
 }
 

@@ -1,5 +1,7 @@
 #include "orchestrator/api/run_views.h"
 
+#include <chrono>
+
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/engine.h"
 
@@ -15,9 +17,15 @@ json rolloutJson(const runs::RunRow& run) {
   return {{"id", r->id}, {"pod", r->pod}, {"phase", r->phase}, {"attempt", r->attempt ? json(*r->attempt) : json()}};
 }
 
+// RunStep. `finished_at_ms` (deprecated) is 0 for an attempt that never finished, which has no
+// `finished_at`.
 json stepJson(const runs::StepView& s) {
-  json j = runs::toJson(s.record);
-  if (s.record.finished_at != core::TimePoint{}) j["finished_at"] = core::isoTime(s.record.finished_at);
+  const runs::StepRecord& r = s.record;
+  json j = {{"step", r.step_id}, {"pass", r.pass}, {"attempt", r.attempt}, {"retest_round", r.retest_round},
+            {"outcome", r.outcome}, {"message", r.message}, {"exit_code", r.exit_code},
+            {"duration_ms", r.duration_ms}, {"assignment", r.assignment_id}, {"checks", r.checks}};
+  j["finished_at_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.finished_at.time_since_epoch()).count();
+  if (r.finished_at != core::TimePoint{}) j["finished_at"] = core::isoTime(r.finished_at);
   if (s.output) {
     j["stdout_tail"] = s.output->stdout_tail;
     j["stderr_tail"] = s.output->stderr_tail;
@@ -51,6 +59,18 @@ json workflowJson(const runs::WorkflowInfo& w) {
   j["yaml"] = w.row.yaml;
   j["source"] = w.row.source;
   return j;
+}
+
+json workflowVersionsJson(const std::string& name, const std::vector<runs::WorkflowVersionInfo>& versions) {
+  json items = json::array();
+  for (const auto& v : versions)
+    items.push_back({{"hash", v.hash},
+                     {"source", v.source},
+                     {"created_at", core::isoTime(v.created_at)},
+                     {"created_by", v.created_by},
+                     {"current", v.current},
+                     {"file_loaded", v.file_loaded}});
+  return {{"name", name}, {"items", std::move(items)}, {"next_cursor", nullptr}};
 }
 
 json workflowListJson(const std::vector<runs::WorkflowInfo>& ws) {

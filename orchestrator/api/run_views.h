@@ -3,6 +3,7 @@
 // convention: one place for the shapes api/openapi.yaml describes). RunService answers values
 // (orchestrator/runs/run_views.h); only these functions make JSON of them.
 
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,10 @@ nlohmann::json workflowJson(const runs::WorkflowInfo& w);
 // GET /workflows: {items: [name, hash, source, and version, description, scope and the number
 // of steps where the version loads], next_cursor: null}.
 nlohmann::json workflowListJson(const std::vector<runs::WorkflowInfo>& ws);
+
+// GET /workflows/{name}/versions: {name, items: [{hash, source, created_at, created_by,
+// current, file_loaded}], next_cursor: null}, in the order given (newest first).
+nlohmann::json workflowVersionsJson(const std::string& name, const std::vector<runs::WorkflowVersionInfo>& versions);
 
 // GET /workflow-runs/{id}, and the answer of starting or cancelling a run.
 nlohmann::json toJson(const runs::RunView& v);

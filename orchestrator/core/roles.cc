@@ -9,18 +9,20 @@ std::string_view roleName(Role r) {
     case Role::kAdmin: return "admin";
     case Role::kAgent: return "agent";
     case Role::kEnroll: return "enroll";
+    case Role::kPreJob: return "prejob";
   }
   return "unknown";
 }
 
 std::optional<Role> parseRole(std::string_view name) {
-  for (Role r : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent, Role::kEnroll})
+  for (Role r : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent, Role::kEnroll, Role::kPreJob})
     if (roleName(r) == name) return r;
   return std::nullopt;
 }
 
 bool roleAllows(Role have, Role need) {
-  auto apart = [](Role r) { return r == Role::kAgent || r == Role::kEnroll; };
+  if (need == Role::kPreJob) return have == Role::kPreJob || have == Role::kOperator || have == Role::kAdmin;
+  auto apart = [](Role r) { return r == Role::kAgent || r == Role::kEnroll || r == Role::kPreJob; };
   if (apart(have) || apart(need)) return have == need;
   return static_cast<int>(have) >= static_cast<int>(need);
 }

@@ -7,11 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "orchestrator/core/enrolment.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/db/pg_internal.h"
 #include "orchestrator/db/pg_pool.h"
+#include "orchestrator/db/run_state_codec.h"
 #include "orchestrator/runs/report_decision.h"
+#include "orchestrator/runs/workflow_audit.h"
 
 namespace kiln::db {
 namespace {
@@ -223,12 +226,12 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
     const bool done = runs::Engine::done(u.state);
     for (const auto& h : u.state.hosts)
       for (const auto& r : h.history)
-        records.push_back({{"run_id", w.run->id}, {"group_key", w.group_key}, {"host_id", h.host}, {"record", runs::toJson(r)}});
+        records.push_back({{"run_id", w.run->id}, {"group_key", w.group_key}, {"host_id", h.host}, {"record", storedRecord(r)}});
     group_runs.push_back(w.run->id);
     group_keys.push_back(w.group_key);
     groups.push_back({{"run_id", w.run->id},
                       {"group_key", w.group_key},
-                      {"state", runs::toJson(u.state, runs::Records::kWithout)},
+                      {"state", storedGroup(u.state, Records::kWithout)},
                       {"done", done},
                       {"wake", u.effects.next_wakeup && !done ? json(toEpoch(*u.effects.next_wakeup)) : json()}});
     for (const auto& d : u.effects.dispatches)
@@ -261,7 +264,7 @@ void persistUpdate(pqxx::work& txn, const RunRow& run, const std::string& group_
 // A row of runColumns() at `offset` followed by the group's state.
 Result<std::pair<RunRow, GroupState>> runAndGroup(const pqxx::row& r, int offset) {
   RunRow run = runFromRow(r, offset);
-  auto state = runs::groupFromJson(json::parse(r[offset + kRunColumnCount].c_str()));
+  auto state = groupFromStored(json::parse(r[offset + kRunColumnCount].c_str()));
   if (!state.ok()) return state.error();
   return std::make_pair(std::move(run), std::move(*state));
 }
@@ -278,37 +281,42 @@ class PgRunStore final : public runs::RunStore {
 
   Status putWorkflow(const runs::WorkflowRow& w, const core::Actor& actor,
                      const std::optional<core::IfMatch>& if_match) override {
-    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
-      if (if_match) {
-        // Under the row's lock: two writers holding the same ETag cannot both replace it.
-        auto current = txn.exec_params("SELECT hash FROM workflows WHERE name = $1 FOR UPDATE", w.name);
-        std::optional<std::string> etag;
-        if (!current.empty()) etag = runs::workflowEtag(current[0][0].as<std::string>());
-        if (!if_match->matches(etag)) return core::preconditionFailed("workflow '" + w.name + "'", etag);
-      }
-      txn.exec_params(
-          "INSERT INTO workflow_versions (name, hash, yaml, source, created_by) VALUES ($1,$2,$3,$4,$5)"
-          " ON CONFLICT DO NOTHING",
-          w.name, w.hash, w.yaml, w.source, actor.token_id);
-      auto changed = txn.exec_params(
-          "INSERT INTO workflows (name, hash) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE"
-          " SET hash = excluded.hash, updated_at = now() WHERE workflows.hash <> excluded.hash RETURNING name",
-          w.name, w.hash);
-      if (!changed.empty())
-        writeAudit(txn, actor, "workflow.put", w.name, json{{"hash", w.hash}, {"source", w.source}}.dump());
-      return Ok{};
-    });
+    return putWorkflowVersion(w, actor, if_match, false);
+  }
+
+  Status putWorkflowFile(const runs::WorkflowRow& w, const core::Actor& actor,
+                         const std::optional<core::IfMatch>& if_match) override {
+    return putWorkflowVersion(w, actor, if_match, true);
   }
 
   Result<std::optional<runs::WorkflowRow>> currentWorkflow(const std::string& name) override {
     return pool_.transact<std::optional<runs::WorkflowRow>>(
         [&](pqxx::work& txn) -> Result<std::optional<runs::WorkflowRow>> {
           auto rows = txn.exec_params(
-              "SELECT v.name, v.hash, v.source, v.yaml, extract(epoch from w.updated_at)::float8"
+              "SELECT v.name, v.hash, v.source, v.yaml, extract(epoch from w.updated_at)::float8,"
+              " coalesce(w.file_hash, '')"
               " FROM workflows w JOIN workflow_versions v USING (name, hash) WHERE w.name = $1",
               name);
           if (rows.empty()) return std::optional<runs::WorkflowRow>();
-          return std::optional<runs::WorkflowRow>(workflowFromRow(rows[0]));
+          runs::WorkflowRow row = workflowFromRow(rows[0]);
+          row.file_hash = rows[0][5].as<std::string>();
+          return std::optional<runs::WorkflowRow>(std::move(row));
+        });
+  }
+
+  Result<std::vector<runs::WorkflowVersionInfo>> workflowVersions(const std::string& name) override {
+    return pool_.transact<std::vector<runs::WorkflowVersionInfo>>(
+        [&](pqxx::work& txn) -> Result<std::vector<runs::WorkflowVersionInfo>> {
+          std::vector<runs::WorkflowVersionInfo> out;
+          for (const auto& r : txn.exec_params(
+                   "SELECT v.hash, v.source, v.created_by, extract(epoch from v.created_at)::float8,"
+                   " v.hash = w.hash, coalesce(v.hash = w.file_hash, false)"
+                   " FROM workflow_versions v JOIN workflows w USING (name) WHERE v.name = $1"
+                   " ORDER BY v.created_at DESC, v.hash",
+                   name))
+            out.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                           fromEpoch(r[3].as<double>()), r[4].as<bool>(), r[5].as<bool>()});
+          return out;
         });
   }
 
@@ -394,7 +402,7 @@ class PgRunStore final : public runs::RunStore {
       std::vector<GroupState> out;
       std::map<std::pair<std::string, std::string>, runs::HostRun*> hosts;  // (group, host) -> its run
       for (const auto& r : txn.exec_params("SELECT state::text FROM run_groups WHERE run_id = $1 ORDER BY group_key", id)) {
-        auto g = runs::groupFromJson(json::parse(r[0].c_str()));
+        auto g = groupFromStored(json::parse(r[0].c_str()));
         if (!g.ok()) return g.error();
         out.push_back(std::move(*g));
       }
@@ -405,7 +413,7 @@ class PgRunStore final : public runs::RunStore {
                "SELECT group_key, host_id, record::text FROM run_step_records WHERE run_id = $1 ORDER BY id", id)) {
         auto it = hosts.find({r[0].as<std::string>(), r[1].as<std::string>()});
         if (it == hosts.end()) return internalError("step record of run " + id + " for unknown host " + r[1].as<std::string>());
-        auto rec = runs::recordFromJson(json::parse(r[2].c_str()));
+        auto rec = recordFromStored(json::parse(r[2].c_str()));
         if (!rec.ok()) return rec.error();
         it->second->history.push_back(std::move(*rec));
       }
@@ -534,7 +542,7 @@ class PgRunStore final : public runs::RunStore {
           not_now.insert(id);
           continue;
         }
-        auto st = runs::groupFromJson(json::parse(g[1].c_str()));
+        auto st = groupFromStored(json::parse(g[1].c_str()));
         if (!st.ok()) {
           not_now.insert(id);
           continue;
@@ -790,13 +798,39 @@ class PgRunStore final : public runs::RunStore {
     });
   }
 
-  Result<core::NewToken> enrollAgent(const std::string& host, const std::string& boot_id, const std::string& agent_version,
-                                     const json& inventory, const core::Actor& actor) override {
-    return pool_.transact<core::NewToken>([&](pqxx::work& txn) -> Result<core::NewToken> {
-      if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1 FOR UPDATE", host).empty())
-        return notFound("no host '" + host + "' in the fleet");
-      txn.exec_params("UPDATE tokens SET revoked_at = now() WHERE host_id = $1 AND role = 'agent' AND revoked_at IS NULL",
-                      host);
+  Result<runs::AgentEnrolled> enrollAgent(const std::string& host, const std::string& boot_id,
+                                          const std::string& agent_version, const json& inventory,
+                                          const core::Actor& actor) override {
+    return pool_.transact<runs::AgentEnrolled>([&](pqxx::work& txn) -> Result<runs::AgentEnrolled> {
+      // The facts under the locks that every enrolment of the host, and every use of a
+      // host's (single-use) enrolment token, takes: the token's row first, then the host's. A
+      // fleet-wide token's row is not locked: the fleet's hosts enrol with it at once.
+      core::EnrolmentFacts f;
+      f.host = host;
+      const std::string read_token =
+          "SELECT host_id, used_at IS NOT NULL OR revoked_at IS NOT NULL, expires_at IS NOT NULL AND expires_at <= now(),"
+          " reenroll FROM tokens WHERE id = $1 AND role = 'enroll'";
+      auto token = txn.exec_params(read_token, actor.token_id);
+      if (!token.empty() && !token[0][0].is_null()) token = txn.exec_params(read_token + " FOR UPDATE", actor.token_id);
+      if (token.empty()) return Error(ErrorCode::kUnauthenticated, "not an enrolment token");
+      if (!token[0][0].is_null()) f.token_host = token[0][0].as<std::string>();
+      f.token_spent = token[0][1].as<bool>();
+      f.token_expired = token[0][2].as<bool>();
+      f.reenroll = token[0][3].as<bool>();
+      f.host_exists = !txn.exec_params("SELECT 1 FROM hosts WHERE id = $1 FOR UPDATE", host).empty();
+      if (f.host_exists) {
+        auto live = txn.exec_params(
+            "SELECT id FROM tokens WHERE host_id = $1 AND role = 'agent' AND revoked_at IS NULL"
+            " AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC LIMIT 1",
+            host);
+        if (!live.empty()) f.live_agent_token = live[0][0].as<std::string>();
+      }
+      if (auto allowed = core::decideEnrolment(f); !allowed.ok()) return allowed.error();
+
+      auto replaced = txn.exec_params(
+          "UPDATE tokens SET revoked_at = now() WHERE host_id = $1 AND role = 'agent' AND revoked_at IS NULL RETURNING id",
+          host);
+      if (f.token_host) txn.exec_params("UPDATE tokens SET used_at = now(), revoked_at = now() WHERE id = $1", actor.token_id);
       const std::string id = randomHex(6), secret = randomHex(24);
       auto row = txn.exec_params1(
           "INSERT INTO tokens (id, secret_hash, role, name, host_id, created_by) VALUES ($1,$2,'agent',$3,$4,$5)"
@@ -806,8 +840,16 @@ class PgRunStore final : public runs::RunStore {
           "UPDATE hosts SET boot_id = $2, agent_version = $3, last_seen = now(), unreachable = false WHERE id = $1",
           host, boot_id, agent_version);
       writeInventory(txn, host, inventory);
-      writeAudit(txn, actor, "agent.enroll", host, json{{"token", id}, {"agent_version", agent_version}}.dump());
-      core::NewToken t;
+      json replaced_ids = json::array();
+      for (const auto& r : replaced) replaced_ids.push_back(r[0].as<std::string>());
+      writeAudit(txn, actor, f.reenroll ? "agent.reenroll" : "agent.enroll", host,
+                 json{{"token", id},
+                      {"agent_version", agent_version},
+                      {"enrolment_token", f.token_host ? "host" : "fleet"},
+                      {"replaced", replaced_ids}}
+                     .dump());
+      runs::AgentEnrolled out;
+      core::NewToken& t = out.token;
       t.info.id = id;
       t.info.name = row[1].as<std::string>();
       t.info.role = core::Role::kAgent;
@@ -815,7 +857,37 @@ class PgRunStore final : public runs::RunStore {
       t.info.created_at = fromEpoch(row[2].as<double>());
       t.info.created_by = actor.token_id;
       t.secret = "kiln_" + id + "_" + secret;
-      return t;
+      for (const auto& r : replaced) out.revoked.push_back(r[0].as<std::string>());
+      if (f.token_host) out.revoked.push_back(actor.token_id);
+      return out;
+    });
+  }
+
+  Result<runs::HostEnrolment> issueEnrolment(const std::string& host, std::chrono::seconds ttl, bool reenroll,
+                                             const core::Actor& actor) override {
+    return pool_.transact<runs::HostEnrolment>([&](pqxx::work& txn) -> Result<runs::HostEnrolment> {
+      if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host).empty())
+        return notFound("no host '" + host + "' in the fleet");
+      const std::string id = randomHex(6), secret = randomHex(24);
+      auto row = txn.exec_params1(
+          "INSERT INTO tokens (id, secret_hash, role, name, host_id, created_by, expires_at, reenroll)"
+          " VALUES ($1, $2, 'enroll', $3, $4, $5, now() + $6::bigint * interval '1 second', $7::boolean)"
+          " RETURNING id, name, extract(epoch from created_at)::float8, extract(epoch from expires_at)::float8",
+          id, sha256Hex(secret), std::string(reenroll ? "re-enrolment " : "enrolment ") + host, host, actor.token_id,
+          static_cast<std::int64_t>(ttl.count()), reenroll);
+      writeAudit(txn, actor, "host.enrolment_token", host,
+                 json{{"token", id}, {"ttl_s", ttl.count()}, {"reenroll", reenroll}}.dump());
+      runs::HostEnrolment e;
+      e.token.info.id = id;
+      e.token.info.name = row[1].as<std::string>();
+      e.token.info.role = core::Role::kEnroll;
+      e.token.info.host = host;
+      e.token.info.created_at = fromEpoch(row[2].as<double>());
+      e.token.info.created_by = actor.token_id;
+      e.token.secret = "kiln_" + id + "_" + secret;
+      e.expires_at = fromEpoch(row[3].as<double>());
+      e.reenroll = reenroll;
+      return e;
     });
   }
 
@@ -886,7 +958,7 @@ class PgRunStore final : public runs::RunStore {
           auto g = txn.exec_params("SELECT state::text FROM run_groups WHERE run_id = $1 AND group_key = $2", q.run_id,
                                    q.host.id);
           if (!g.empty()) {
-            auto st = runs::groupFromJson(json::parse(g[0][0].c_str()));
+            auto st = groupFromStored(json::parse(g[0][0].c_str()));
             if (st.ok() && !st->hosts.empty()) {
               const auto& h = st->hosts[0];
               q.progress = {{"pass", h.pass}, {"step_index", h.step_index}, {"status", runs::hostStatusName(h.status)}};
@@ -914,6 +986,37 @@ class PgRunStore final : public runs::RunStore {
   }
 
  private:
+  // putWorkflow, and with `from_file` putWorkflowFile. Under the workflow row's lock: two
+  // writers holding the same ETag cannot both replace it, and the audit's diff is against the
+  // version this write replaces.
+  Status putWorkflowVersion(const runs::WorkflowRow& w, const core::Actor& actor,
+                            const std::optional<core::IfMatch>& if_match, bool from_file) {
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      auto current = txn.exec_params(
+          "SELECT v.name, v.hash, v.source, v.yaml, extract(epoch from w.updated_at)::float8"
+          " FROM workflows w JOIN workflow_versions v USING (name, hash) WHERE w.name = $1 FOR UPDATE OF w",
+          w.name);
+      std::optional<runs::WorkflowRow> before;
+      if (!current.empty()) before = workflowFromRow(current[0]);
+      if (if_match) {
+        std::optional<std::string> etag;
+        if (before) etag = runs::workflowEtag(before->hash);
+        if (!if_match->matches(etag)) return core::preconditionFailed("workflow '" + w.name + "'", etag);
+      }
+      txn.exec_params(
+          "INSERT INTO workflow_versions (name, hash, yaml, source, created_by) VALUES ($1,$2,$3,$4,$5)"
+          " ON CONFLICT DO NOTHING",
+          w.name, w.hash, w.yaml, w.source, actor.token_id);
+      auto changed = txn.exec_params(
+          "INSERT INTO workflows (name, hash) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE"
+          " SET hash = excluded.hash, updated_at = now() WHERE workflows.hash <> excluded.hash RETURNING name",
+          w.name, w.hash);
+      if (from_file) txn.exec_params("UPDATE workflows SET file_hash = $2 WHERE name = $1", w.name, w.hash);
+      if (!changed.empty()) writeAudit(txn, actor, "workflow.put", w.name, runs::workflowChangeAudit(w, before).dump());
+      return Ok{};
+    });
+  }
+
   // The next work of each host (at most one each), by host.
   static std::map<std::string, AssignmentRow> claim(pqxx::work& txn, const std::vector<std::string>& hosts,
                                                     std::int64_t grace_ms) {

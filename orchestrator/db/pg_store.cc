@@ -485,11 +485,15 @@ class PgStore final : public core::Store {
   Result<std::optional<core::TokenRecord>> findToken(const std::string& id) override {
     return pool_.transact<std::optional<core::TokenRecord>>(
         [&](pqxx::work& txn) -> Result<std::optional<core::TokenRecord>> {
-          auto rows = txn.exec_params(
-              std::string("SELECT ") + kTokenColumns + ", secret_hash FROM tokens WHERE id = $1", id);
+          // A token past its expiry authenticates as a revoked one does (no longer).
+          auto rows = txn.exec_params(std::string("SELECT ") + kTokenColumns +
+                                          ", secret_hash, CASE WHEN expires_at <= now()"
+                                          " THEN extract(epoch from expires_at)::float8 END FROM tokens WHERE id = $1",
+                                      id);
           if (rows.empty()) return std::optional<core::TokenRecord>();
-          return std::optional<core::TokenRecord>(
-              core::TokenRecord{tokenFromRow(rows[0]), rows[0][7].as<std::string>()});
+          core::TokenRecord record{tokenFromRow(rows[0]), rows[0][7].as<std::string>()};
+          if (!record.info.revoked_at && !rows[0][8].is_null()) record.info.revoked_at = fromEpoch(rows[0][8].as<double>());
+          return std::optional<core::TokenRecord>(std::move(record));
         });
   }
 

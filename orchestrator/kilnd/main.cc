@@ -243,7 +243,9 @@ int main(int argc, char** argv) {
   runs::AgentGateway gateway(runs_room.agent_work, *run_store, executor, clock, *gateway_log, {});
   work_relay.attach(&gateway);
   if (!config->workflows_dir.empty()) {
-    auto loaded = runs_room.workflows.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"});
+    // A file's version becomes current only when new or changed since it was last loaded: a
+    // version put through the API survives the restart (WorkflowCatalog::loadWorkflowDir).
+    auto loaded = runs_room.workflows.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"}, *log);
     if (!loaded.ok()) {
       log->error("workflows in {} are invalid:\n{}", config->workflows_dir,
                     loaded.error().details.count("text") ? loaded.error().details.at("text") : loaded.error().message);

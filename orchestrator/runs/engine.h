@@ -1,9 +1,10 @@
 #pragma once
 // The workflow run engine: advances one *group* of a run (the hosts of one pod in a pod-scope
 // run, or a single host in a host-scope run) through the workflow's steps. Pure: no I/O, no
-// clock, no threads. The caller (runs/run_service) loads a GroupState, feeds it events (start,
-// a step result, a timer tick, cancel), persists the new state together with the dispatches
-// the engine asked for, all in one transaction.
+// clock, no threads, no storage format (the run store's is db/run_state_codec.h). The caller
+// (runs/run_service) loads a GroupState, feeds it events (start, a step result, a timer tick,
+// cancel), persists the new state together with the dispatches the engine asked for, all in one
+// transaction.
 //
 // Semantics (orchestrator/workflow/README.md describes the YAML):
 // - steps run in order on each host; a step's `when` false skips it;
@@ -70,6 +71,8 @@ struct StepRecord {
   TimePoint finished_at;
   std::string assignment_id;  // output tails live with the assignment, not in the run state
   nlohmann::json checks = nlohmann::json::array();  // [{name, passed, skipped, message}]
+
+  bool operator==(const StepRecord&) const = default;
 };
 
 // Whether `r` carries a parsed output that the step's checks read (and a later delta check or
@@ -87,12 +90,16 @@ struct RetestState {
   int rounds_left = 0;
   int round = 0;
   std::map<std::string, std::vector<bool>> elements;  // "gpu 2 link 7" -> results
+
+  bool operator==(const RetestState&) const = default;
 };
 
 // What a host recorded for a `run_on: leader` step in the initial run (not a retest): what the
 // pod's other hosts share once the leader is past it.
 struct SharedOutcome {
   std::string outcome, message;
+
+  bool operator==(const SharedOutcome&) const = default;
 };
 
 struct HostRun {
@@ -117,6 +124,8 @@ struct HostRun {
   std::vector<StepRecord> history;
   // The newest record of each leader step this host made, by leaderKey(step, pass).
   std::map<std::string, SharedOutcome> leader_outcomes;
+
+  bool operator==(const HostRun&) const = default;
 };
 
 inline std::string leaderKey(const std::string& step_id, int pass) { return step_id + "#" + std::to_string(pass); }
@@ -128,6 +137,8 @@ struct GroupState {
   std::int64_t next_seq = 1;   // for assignment ids
   bool cancelled = false;
   bool stopping = false;       // stop at a safe point: running steps finish, no new step starts
+
+  bool operator==(const GroupState&) const = default;
 };
 
 // An assignment the caller must store and make available to the host's agent.
@@ -198,14 +209,5 @@ class Engine {
   const workflow::WorkflowSpec& spec_;
   const workflow::ParamValues& params_;
 };
-
-// A group's state as JSON. kWith keeps each host's pending records (tests, fakes); the store
-// writes kWithout and puts the records in its step log. groupFromJson reads both, and reads a
-// state written before the step log (every record embedded) as pending records.
-enum class Records { kWith, kWithout };
-nlohmann::json toJson(const GroupState& g, Records records = Records::kWith);
-Result<GroupState> groupFromJson(const nlohmann::json& j);
-nlohmann::json toJson(const StepRecord& r);
-Result<StepRecord> recordFromJson(const nlohmann::json& j);
 
 }  // namespace kiln::runs

@@ -4,6 +4,7 @@
 // group state, the assignments it dispatched or cancelled, and the host lifecycle transitions
 // the run service derived, together. Thread-safe.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -20,8 +21,19 @@
 namespace kiln::runs {
 
 struct WorkflowRow {
-  std::string name, hash, source, yaml;
+  std::string name, hash, source, yaml;  // source: the file's path, or "api"
   TimePoint updated_at;
+  // The hash of the version kilnd last loaded from the workflow's file ("" when none was):
+  // filled by currentWorkflow only.
+  std::string file_hash;
+};
+
+// One stored version of a workflow (GET /workflows/{name}/versions).
+struct WorkflowVersionInfo {
+  std::string hash, source, created_by;
+  TimePoint created_at;
+  bool current = false;
+  bool file_loaded = false;  // the version last loaded from the workflow's file
 };
 
 // A workflow version's entity tag (ETag header): its content hash, quoted.
@@ -124,8 +136,17 @@ class WorkflowStore {
   virtual ~WorkflowStore() = default;
   // Stores a workflow version (idempotent by hash) and makes it the current one. With
   // `if_match`, only while the current version's ETag (workflowEtag) matches: kPreconditionFailed.
+  // A change of the current version is audited in the same transaction: `workflow.put` with
+  // workflowChangeAudit's details (workflow_audit.h: both hashes and the YAML's diff).
   virtual Status putWorkflow(const WorkflowRow& w, const core::Actor& actor,
                              const std::optional<core::IfMatch>& if_match) = 0;
+  // As putWorkflow, for the version kilnd loads from the workflow's file: it also becomes the
+  // version last loaded from the file (WorkflowRow::file_hash), current before or not.
+  virtual Status putWorkflowFile(const WorkflowRow& w, const core::Actor& actor,
+                                 const std::optional<core::IfMatch>& if_match) = 0;
+  // Every stored version of a workflow, newest first (by creation, then hash); empty for a
+  // workflow that does not exist.
+  virtual Result<std::vector<WorkflowVersionInfo>> workflowVersions(const std::string& name) = 0;
   virtual Result<std::optional<WorkflowRow>> currentWorkflow(const std::string& name) = 0;
   virtual Result<std::optional<WorkflowRow>> workflowVersion(const std::string& name, const std::string& hash) = 0;
   virtual Result<std::vector<WorkflowRow>> listWorkflows() = 0;
@@ -199,16 +220,38 @@ class RunTimerStore {
   virtual Result<std::vector<std::string>> markUnreachable(TimePoint cutoff) = 0;
 };
 
+// An enrolment token for one host (POST /hosts/{id}/enrolment-tokens): the whole bearer token,
+// shown once; spent by the host's first registration; worthless after `expires_at`.
+struct HostEnrolment {
+  core::NewToken token;
+  TimePoint expires_at;
+  bool reenroll = false;  // may replace the host's live agent
+};
+
+// A registration's outcome: the agent's new token, and the tokens it made worthless (the
+// host's earlier agent tokens and, for a host's own enrolment token, that token): kilnd drops
+// them from its token cache at once (other replicas learn of them within a second).
+struct AgentEnrolled {
+  core::NewToken token;
+  std::vector<std::string> revoked;
+};
+
 // The agents' link: enrolment (POST /agents/register), liveness and what the gateway reads of
 // the work (AgentGateway).
 class AgentLinkStore {
  public:
   virtual ~AgentLinkStore() = default;
-  // Agent enrolment: revokes the host's earlier agent tokens, issues a new one, records the
-  // inventory, boot id and agent version. kNotFound for an unknown host.
-  virtual Result<core::NewToken> enrollAgent(const std::string& host, const std::string& boot_id,
-                                             const std::string& agent_version, const nlohmann::json& inventory,
-                                             const core::Actor& actor) = 0;
+  // Agent enrolment with the enrolment token `actor` holds, by core::decideEnrolment
+  // (core/enrolment.h), in one transaction: a host-bound token is spent, the host's earlier
+  // agent tokens are revoked (a live one only by a re-enrolment token), a new agent token is
+  // issued and the inventory, boot id and agent version recorded. Refused: nothing written.
+  virtual Result<AgentEnrolled> enrollAgent(const std::string& host, const std::string& boot_id,
+                                            const std::string& agent_version, const nlohmann::json& inventory,
+                                            const core::Actor& actor) = 0;
+  // Issues an enrolment token bound to `host`, valid for `ttl`, audited. kNotFound for an
+  // unknown host.
+  virtual Result<HostEnrolment> issueEnrolment(const std::string& host, std::chrono::seconds ttl, bool reenroll,
+                                               const core::Actor& actor) = 0;
   // Batched liveness: one statement for many hosts; hosts that were unreachable get a
   // `reachable` event.
   virtual Status recordHeartbeats(const std::vector<Heartbeat>& beats) = 0;

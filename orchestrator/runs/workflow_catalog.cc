@@ -7,7 +7,16 @@
 
 namespace kiln::runs {
 
-Result<std::vector<std::string>> WorkflowCatalog::loadWorkflowDir(const std::string& dir, const core::Actor& actor) {
+FileLoad decideFileLoad(const std::optional<WorkflowRow>& current, const std::string& file_hash) {
+  if (!current) return FileLoad::kNew;
+  const bool same_as_loaded = current->file_hash == file_hash;
+  if (current->hash == file_hash) return same_as_loaded ? FileLoad::kCurrent : FileLoad::kMarkLoaded;
+  if (same_as_loaded) return FileLoad::kApiStays;
+  return current->hash == current->file_hash ? FileLoad::kFileUpdate : FileLoad::kFileOverridesApi;
+}
+
+Result<std::vector<std::string>> WorkflowCatalog::loadWorkflowDir(const std::string& dir, const core::Actor& actor,
+                                                                  Logger& log) {
   auto specs = workflow::loadWorkflowDir(dir);
   if (!specs.ok()) return specs.error();
   std::vector<std::string> names;
@@ -15,12 +24,35 @@ Result<std::vector<std::string>> WorkflowCatalog::loadWorkflowDir(const std::str
     std::ifstream in(s.source_name);
     std::stringstream buf;
     buf << in.rdbuf();
-    if (auto st = store_.putWorkflow({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor, std::nullopt);
-        !st.ok())
+    if (auto st = loadWorkflowFile({s.name, s.content_hash, s.source_name, buf.str(), {}}, actor, log); !st.ok())
       return st.error();
     names.push_back(s.name);
   }
   return names;
+}
+
+Status WorkflowCatalog::loadWorkflowFile(const WorkflowRow& file, const core::Actor& actor, Logger& log) {
+  // A second try covers one concurrent change (a replica starting beside this one); a third
+  // conflict in a row is an error, and kilnd's start says so.
+  for (int attempt = 0;; ++attempt) {
+    auto current = store_.currentWorkflow(file.name);
+    if (!current.ok()) return current.error();
+    const FileLoad decision = decideFileLoad(*current, file.hash);
+    if (decision == FileLoad::kCurrent) return Ok{};
+    if (decision == FileLoad::kApiStays) {
+      log.info("workflow {}: {} is as last loaded ({}); the version put through the API ({}) stays current", file.name,
+               file.source, file.hash, (*current)->hash);
+      return Ok{};
+    }
+    std::optional<core::IfMatch> if_match;
+    if (*current) if_match = core::IfMatch{false, {workflowEtag((*current)->hash)}};
+    auto st = store_.putWorkflowFile(file, actor, if_match);
+    if (st.ok() && decision == FileLoad::kFileOverridesApi)
+      log.warn("workflow {}: {} changed (last loaded {}, now {}): its version replaces the current one {} from {}",
+               file.name, file.source, (*current)->file_hash.empty() ? "never" : (*current)->file_hash, file.hash,
+               (*current)->hash, (*current)->source);
+    if (st.ok() || st.error().code != ErrorCode::kPreconditionFailed || attempt == 2) return st;
+  }
 }
 
 Result<WorkflowPut> WorkflowCatalog::putWorkflow(const std::string& name, const std::string& yaml,
@@ -65,6 +97,13 @@ Result<std::optional<WorkflowInfo>> WorkflowCatalog::current(const std::string& 
   auto s = spec(name, (*row)->hash);
   if (!s.ok()) return s.error();
   return std::optional<WorkflowInfo>(WorkflowInfo{std::move(**row), std::move(*s)});
+}
+
+Result<std::vector<WorkflowVersionInfo>> WorkflowCatalog::versions(const std::string& name) {
+  auto rows = store_.workflowVersions(name);
+  if (!rows.ok()) return rows.error();
+  if (rows->empty()) return notFound("no workflow '" + name + "'");
+  return rows;
 }
 
 Result<std::vector<std::string>> WorkflowCatalog::workflowParams(const std::string& name) {

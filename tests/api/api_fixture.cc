@@ -266,4 +266,14 @@ json ApiTest::importFleet(const json& fleet) {
   return r.doc();
 }
 
+std::vector<std::string> ApiTest::podHosts(const std::string& pod) {
+  Reply r = call(*admin_, "GET", "/api/v1/pods/" + pod);
+  EXPECT_EQ(r.status, 200) << r.body;
+  const json doc = r.doc();  // (a range-for over r.doc()["hosts"] would outlive the document)
+  std::vector<std::string> out;
+  if (doc.is_object() && doc.contains("hosts"))
+    for (const auto& h : doc["hosts"]) out.push_back(h.value("id", ""));
+  return out;
+}
+
 }  // namespace kiln::apitest

@@ -71,6 +71,8 @@ class ApiTest : public ::testing::Test {
   std::string createToken(const std::string& role, const std::string& name, std::string* id = nullptr);
   // Imports `fleet` as JSON through the admin client; asserts 200 or 201.
   json importFleet(const json& fleet);
+  // The host ids of a pod, in its order (GET /pods/{id}); a failed read fails the test.
+  std::vector<std::string> podHosts(const std::string& pod);
 
   std::unique_ptr<testing::TestDatabase> db_;
   std::unique_ptr<testing::KilndProcess> kilnd_;

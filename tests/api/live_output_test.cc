@@ -19,8 +19,7 @@ class LiveOutputTest : public ApiTest {
     ApiTest::SetUp();
     if (HasFatalFailure()) return;
     importFleet(smallFleet(1));
-    const json pod = call(*admin_, "GET", "/api/v1/pods/t01-b01-p0001").doc();
-    for (const auto& h : pod["hosts"]) hosts_.push_back(h["id"].get<std::string>());
+    hosts_ = podHosts("t01-b01-p0001");
     ASSERT_GE(hosts_.size(), 2u);
     Reply put = call(*admin_, "PUT", "/api/v1/workflows/two-steps", kTwoStepsWorkflow, "application/yaml");
     ASSERT_TRUE(put.status == 200 || put.status == 201) << put.body;

@@ -252,8 +252,12 @@ TEST_F(SlurmTest, AnAdminDrainedNodeStaysDrainedAndAKilledKilndResumesExactlyThe
 TEST_F(SlurmTest, AFailingPreJobCheckDrainsTheNodeWithKilnsReasonAndTheJobRunsElsewhere) {
   startFleet({"--fault", kNodes[2] + ":row_remap_pending:gpu=0"});
   {
+    // The prolog holds the narrow prejob token (issue 31), not an operator's.
+    const json prolog = call("POST", "/api/v1/tokens", json{{"role", "prejob"}, {"name", "slurm prolog"}}, 201);
+    const std::string token_file = slurmDir() + "/prolog-token";
+    std::ofstream(token_file) << prolog.value("token", "") << "\n";
     std::ofstream env(slurmDir() + "/prolog.env");
-    env << "KILN_URL=" << kilnd_->url() << "\nexport KILN_URL\nKILN_TOKEN_FILE=" << kilnd_->adminTokenFile()
+    env << "KILN_URL=" << kilnd_->url() << "\nexport KILN_URL\nKILN_TOKEN_FILE=" << token_file
         << "\nexport KILN_TOKEN_FILE\n";
   }
   // Slurm picks h03 first of h03/h04; its prolog's check fails there.

@@ -3,13 +3,13 @@
 // the file declares.
 
 #include "orchestrator/api/codecs.h"
-#include "orchestrator/core/fleet_spec.h"
+#include "orchestrator/api/fleet_document.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto doc = kiln::api::decodeDocument(kiln::fuzz::text(data, size), "application/yaml", /*yaml_ok=*/true);
   if (!doc.ok()) return 0;
-  auto fleet = kiln::core::parseFleetSpec(*doc);
+  auto fleet = kiln::api::parseFleetSpec(*doc);
   if (!fleet.ok()) {
     KILN_FUZZ_EXPECT(!fleet.error().message.empty(), "an error says what is wrong");
     return 0;

@@ -86,6 +86,33 @@ export function detailsText(details) {
     .join(' ');
 }
 
+// A workflow change's audit record (workflow.put) for the feed: {from, to, source, added,
+// removed, truncated, lines: [{kind: 'add' | 'remove' | 'hunk' | 'file' | 'same', text}]}; from is
+// null for a new workflow. Records written before diffs were kept have no lines.
+export function workflowChange(details) {
+  const d = details && typeof details === 'object' ? details : {};
+  const diff = typeof d.diff === 'string' ? d.diff : '';
+  const lines = diff
+    .split('\n')
+    .filter((text, i, all) => text !== '' || i < all.length - 1)
+    .map((text) => {
+      if (text.startsWith('--- ') || text.startsWith('+++ ')) return { kind: 'file', text };
+      if (text.startsWith('@@')) return { kind: 'hunk', text };
+      if (text.startsWith('+')) return { kind: 'add', text };
+      if (text.startsWith('-')) return { kind: 'remove', text };
+      return { kind: 'same', text };
+    });
+  return {
+    from: typeof d.previous_hash === 'string' ? d.previous_hash : null,
+    to: typeof d.hash === 'string' ? d.hash : '',
+    source: typeof d.source === 'string' ? d.source : '',
+    added: Number.isInteger(d.lines_added) ? d.lines_added : lines.filter((l) => l.kind === 'add').length,
+    removed: Number.isInteger(d.lines_removed) ? d.lines_removed : lines.filter((l) => l.kind === 'remove').length,
+    truncated: d.diff_truncated === true,
+    lines,
+  };
+}
+
 // The capacity planner's query from its form {active_gpus, reserve_percent, platform}; the
 // reserve is typed as a percentage (2 = 2 %) and sent as reserve_fraction. `known`: the
 // platforms kilnd plans for (its last answer's `platforms`); until kilnd has answered, kilnd
@@ -119,7 +146,7 @@ export function fmtPercent(fraction, digits = 1) {
 export const TOKEN_ROLES = [
   { id: 'viewer', help: 'read everything but tokens' },
   { id: 'operator', help: 'rollouts, workflow runs, host actions' },
-  { id: 'admin', help: 'tokens, fleet import, overrides' },
+  { id: 'admin', help: 'tokens, fleet import, overrides, workflow changes' },
   { id: 'agent', help: "one host's agent endpoints only (needs the host)" },
   { id: 'enroll', help: 'agent registration only' },
 ];

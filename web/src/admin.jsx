@@ -13,6 +13,7 @@ import {
   fmtPercent,
   tokenBody,
   visibleTokens,
+  workflowChange,
 } from './admin-model.js';
 import { ago, fmtInt, fmtTime, roleAtLeast } from './model.js';
 import { navigate } from './route.js';
@@ -378,6 +379,29 @@ function NewToken({ onCreated }) {
 
 // ---------------------------------------------------------------- audit feed
 
+// A workflow change: old -> new hash, where it came from, and the YAML's diff (folded).
+function WorkflowChange({ details }) {
+  const c = workflowChange(details);
+  return (
+    <div data-testid="workflow-change">
+      <code>{c.from ? c.from.slice(0, 12) : 'new'}</code> → <code>{c.to.slice(0, 12)}</code> from {c.source}
+      {c.lines.length > 0 && (
+        <details class="output">
+          <summary>
+            diff +{c.added} −{c.removed}
+            {c.truncated ? ' (truncated)' : ''}
+          </summary>
+          <pre class="diff">
+            {c.lines.map((l) => (
+              <span class={`diff-${l.kind}`}>{l.text + '\n'}</span>
+            ))}
+          </pre>
+        </details>
+      )}
+    </div>
+  );
+}
+
 const AUDIT_PAGE = 100;
 const SYSTEM_ACTORS = ['system', 'kilnd'];
 
@@ -513,7 +537,7 @@ function AuditFeed({ route }) {
                       <code>{a.action}</code>
                     </td>
                     <td>{link ? <a href={link}>{a.target}</a> : a.target}</td>
-                    <td class="small">{detailsText(a.details)}</td>
+                    <td class="small">{a.action === 'workflow.put' ? <WorkflowChange details={a.details} /> : detailsText(a.details)}</td>
                   </tr>
                 );
               })}

@@ -13,6 +13,7 @@ import {
   nameActorsIn,
   tokenBody,
   visibleTokens,
+  workflowChange,
 } from '../src/admin-model.js';
 
 const names = new Map([
@@ -51,6 +52,35 @@ test('auditParams trims, checks the action and sends times as UTC', () => {
   assert.equal(auditParams({ action: '.x' }).errors.action !== undefined, true);
   assert.equal(auditParams({ since: 'tomorrow-ish' }).errors.since, 'not a time');
   assert.equal(auditParams({ since: '2026-12-02T10:00Z', until: '2026-12-02T09:00Z' }).errors.until, 'must be after since');
+});
+
+test('workflowChange reads a workflow.put record: hashes, source and the diff line by line', () => {
+  const c = workflowChange({
+    hash: 'h2',
+    source: 'api',
+    previous_hash: 'h1',
+    diff: '--- w@h1\n+++ w@h2\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n',
+    diff_truncated: true,
+    lines_added: 1,
+    lines_removed: 1,
+  });
+  assert.equal(c.from, 'h1');
+  assert.equal(c.to, 'h2');
+  assert.equal(c.source, 'api');
+  assert.equal(c.truncated, true);
+  assert.deepEqual(
+    c.lines.map((l) => l.kind),
+    ['file', 'file', 'hunk', 'same', 'remove', 'add'],
+  );
+  assert.equal(c.lines[4].text, '-b');
+  // A new workflow, and a record written before diffs were kept.
+  const created = workflowChange({ hash: 'h1', source: 'workflows/w.yaml', previous_hash: null, diff: '--- /dev/null\n+++ w@h1\n@@ -0,0 +1,1 @@\n+a\n' });
+  assert.equal(created.from, null);
+  assert.equal(created.added, 1);
+  assert.equal(created.removed, 0);
+  const old = workflowChange({ hash: 'h1', source: 'api' });
+  assert.deepEqual(old.lines, []);
+  assert.equal(old.truncated, false);
 });
 
 test('auditTargetHref links the objects the console has pages for', () => {

@@ -115,8 +115,15 @@ TEST(RunViewsTest, TheRunViewHasTheRunItsProgressEachHostWithItsStepsAndTheRollo
   EXPECT_EQ(flashed["finished_at_ms"], ms(kT0 + std::chrono::seconds(5)));
   EXPECT_EQ(flashed["stdout_tail"], "flashed\n");
   EXPECT_EQ(flashed["stderr_tail"], "");
+  EXPECT_EQ(flashed, (json{{"step", "flash"}, {"pass", 1}, {"attempt", 1}, {"retest_round", 0},
+                           {"outcome", "passed"}, {"message", ""}, {"exit_code", 0}, {"duration_ms", 4200},
+                           {"finished_at", core::isoTime(kT0 + std::chrono::seconds(5))},
+                           {"finished_at_ms", ms(kT0 + std::chrono::seconds(5))}, {"assignment", "r-12:b1-p1-h01:1"},
+                           {"checks", json::array()}, {"stdout_tail", "flashed\n"}, {"stderr_tail", ""}}))
+      << "RunStep's fields, no more";
   const json& shared = done["steps"][1];
   EXPECT_EQ(shared["outcome"], "shared");
+  EXPECT_EQ(shared["finished_at_ms"], 0);
   EXPECT_FALSE(shared.contains("finished_at")) << "an attempt that never finished has no time";
   EXPECT_FALSE(shared.contains("stdout_tail")) << "no report: no tails";
 

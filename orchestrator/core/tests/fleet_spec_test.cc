@@ -2,64 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 namespace kiln::core {
 namespace {
-
-using nlohmann::json;
-
-json validFleet() {
-  return json::parse(R"({
-    "versions": {"driver": "570.1", "bmc": "1.0"},
-    "sites": [{"name": "prn", "versions": {"bmc": "1.1"}, "buildings": [
-      {"name": "prn-b01", "pods": [
-        {"name": "p1", "platform": "clemente", "labels": {"row": "a"}},
-        {"name": "p2", "platform": "catalina", "state": "incoming", "versions": {"driver": "580.2"}}
-      ]}]}]})");
-}
-
-TEST(FleetSpecTest, ParsesAndInheritsVersionsInnermostWins) {
-  auto fleet = parseFleetSpec(validFleet());
-  ASSERT_TRUE(fleet.ok()) << fleet.error();
-  ASSERT_EQ(fleet->pods.size(), 2u);
-  EXPECT_EQ(fleet->pods[0].versions.at("driver"), "570.1");
-  EXPECT_EQ(fleet->pods[0].versions.at("bmc"), "1.1");
-  EXPECT_EQ(fleet->pods[1].versions.at("driver"), "580.2");
-  EXPECT_EQ(fleet->pods[1].initial_state, HostState::kIncoming);
-  EXPECT_EQ(fleet->pods[1].platform, Platform::kCatalina);
-  EXPECT_EQ(fleet->pods[0].building, "prn-b01");
-  EXPECT_EQ(fleet->pods[0].site, "prn");
-}
-
-TEST(FleetSpecTest, ReportsThePathOfEveryBadField) {
-  json doc = validFleet();
-  auto& pods = doc["sites"][0]["buildings"][0]["pods"];
-  pods[0]["platform"] = "dgx";
-  pods[1]["name"] = "p1";               // duplicate
-  pods[1]["colour"] = "red";            // unknown key
-  doc["sites"][0]["versions"]["bios"] = "x";  // unknown component
-  auto fleet = parseFleetSpec(doc);
-  ASSERT_FALSE(fleet.ok());
-  EXPECT_EQ(fleet.error().code, ErrorCode::kInvalidContent);
-  std::vector<std::string> paths;
-  for (const auto& f : fleet.error().fields) paths.push_back(f.path);
-  EXPECT_EQ(paths, (std::vector<std::string>{
-                       "sites[0].versions.bios",
-                       "sites[0].buildings[0].pods[0].platform",
-                       "sites[0].buildings[0].pods[1].colour",
-                       "sites[0].buildings[0].pods[1].name",
-                   }));
-}
-
-TEST(FleetSpecTest, RejectsWrongShapes) {
-  EXPECT_FALSE(parseFleetSpec(json::array()).ok());
-  EXPECT_FALSE(parseFleetSpec(json::parse(R"({"sites": []})")).ok());
-  EXPECT_FALSE(parseFleetSpec(json::parse(R"({"sites": {"a": 1}})")).ok());
-  auto missing = parseFleetSpec(json::parse(R"({"sites": [{"buildings": []}]})"));
-  ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().fields[0].path, "sites[0].name");
-}
 
 TEST(FleetSpecTest, NameRules) {
   EXPECT_TRUE(isValidName("prn-b01-p0001"));
@@ -68,30 +12,6 @@ TEST(FleetSpecTest, NameRules) {
   EXPECT_FALSE(isValidName("Pod"));
   EXPECT_FALSE(isValidName("a/b"));
   EXPECT_FALSE(isValidName(std::string(64, 'a')));
-}
-
-}  // namespace
-}  // namespace kiln::core
-
-#include "orchestrator/core/fleet_generator.h"
-
-namespace kiln::core {
-namespace {
-
-TEST(FleetGeneratorTest, MillionGpuFleetHas13889PodsInBuildingsOfAtMost20736Gpus) {
-  auto doc = generateFleet({.gpus = 1'000'000});
-  auto fleet = parseFleetSpec(doc);
-  ASSERT_TRUE(fleet.ok()) << fleet.error();
-  EXPECT_EQ(fleet->pods.size(), 13889u);  // 1,000,008 GPUs
-  std::map<std::string, int> per_building;
-  int clemente = 0;
-  for (const auto& p : fleet->pods) {
-    ++per_building[p.building];
-    clemente += p.platform == Platform::kClemente;
-  }
-  for (const auto& [b, n] : per_building) EXPECT_LE(n * 72, 20736) << b;
-  EXPECT_EQ(per_building.size(), 49u);
-  EXPECT_NEAR(clemente, 13889 / 2, 2);
 }
 
 }  // namespace

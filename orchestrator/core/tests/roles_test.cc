@@ -19,5 +19,19 @@ TEST(RolesTest, HierarchyAndAgentApart) {
   EXPECT_FALSE(parseRole("root").has_value());
 }
 
+// The scheduler's prolog holds a prejob token: the pre-job check's calls and nothing else;
+// operators and admins may make those calls too, viewers, agents and enrolment tokens may not.
+TEST(RolesTest, PreJobIsNarrow) {
+  for (Role need : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent, Role::kEnroll})
+    EXPECT_FALSE(roleAllows(Role::kPreJob, need)) << roleName(need);
+  EXPECT_TRUE(roleAllows(Role::kPreJob, Role::kPreJob));
+  EXPECT_TRUE(roleAllows(Role::kOperator, Role::kPreJob));
+  EXPECT_TRUE(roleAllows(Role::kAdmin, Role::kPreJob));
+  for (Role have : {Role::kViewer, Role::kAgent, Role::kEnroll})
+    EXPECT_FALSE(roleAllows(have, Role::kPreJob)) << roleName(have);
+  EXPECT_EQ(parseRole("prejob"), Role::kPreJob);
+  EXPECT_EQ(roleName(Role::kPreJob), "prejob");
+}
+
 }  // namespace
 }  // namespace kiln::core

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "orchestrator/db/pg_store.h"
+#include "orchestrator/db/tests/fleet_fixture.h"
 #include "tests/support/test_db.h"
 
 namespace kiln::db {
@@ -22,13 +23,10 @@ using rollouts::PodUpdate;
 class PgRolloutStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    json building = {{"name", "prn-b01"}, {"pods", json::array()}};
+    std::vector<core::PodSpec> pods;
     for (const char* pod : {"prn-b01-p1", "prn-b01-p2"})
-      building["pods"].push_back({{"name", pod}, {"platform", "catalina"}});
-    json doc = {{"sites", json::array({{{"name", "prn"}, {"buildings", json::array({building})}}})}};
-    auto spec = core::parseFleetSpec(doc);
-    ASSERT_TRUE(spec.ok()) << spec.error();
-    ASSERT_TRUE(fleet_->importFleet(*spec, admin_).ok());
+      pods.push_back(fixture::podSpec("prn", "prn-b01", pod, core::Platform::kCatalina));
+    ASSERT_TRUE(fleet_->importFleet(fixture::fleetOf(pods), admin_).ok());
     rollouts::Bundle bundle;
     bundle.name = "fw";
     bundle.version = "2";

@@ -14,6 +14,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/db/pg_store.h"
+#include "orchestrator/db/tests/fleet_fixture.h"
 #include "orchestrator/runs/runs_room.h"
 #include "tests/support/test_db.h"
 
@@ -34,10 +35,8 @@ std::string twoSteps(const std::string& name, const std::string& scope) {
 class PgRunStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    json doc = {{"sites", {{{"name", "t01"}, {"buildings", {{{"name", "t01-b01"}, {"pods", {{{"name", "t01-b01-p01"}, {"platform", "clemente"}}}}}}}}}}};
-    auto spec = core::parseFleetSpec(doc);
-    ASSERT_TRUE(spec.ok()) << spec.error().message;
-    ASSERT_TRUE(fleet_->importFleet(*spec, admin_).ok());
+    const auto pod_spec = fixture::podSpec("t01", "t01-b01", "t01-b01-p01", core::Platform::kClemente);
+    ASSERT_TRUE(fleet_->importFleet(fixture::fleetOf({pod_spec}), admin_).ok());
     auto pod = fleet_->getPod("t01-b01-p01");
     ASSERT_TRUE(pod.ok());
     for (const auto& h : pod->hosts) hosts_.push_back(h.id);

@@ -7,6 +7,7 @@
 
 #include "orchestrator/db/migrations.h"
 #include "orchestrator/db/pg_run_store.h"
+#include "orchestrator/db/tests/fleet_fixture.h"
 #include "tests/support/test_db.h"
 
 namespace kiln::db {
@@ -15,21 +16,18 @@ namespace {
 using nlohmann::json;
 
 core::FleetSpec demoFleet(int pods_per_building = 3) {
-  json doc = {{"versions", {{"driver", "570.133.20"}, {"nvswitch", "1.2"}}},
-              {"sites", json::array()}};
-  json site = {{"name", "prn"}, {"buildings", json::array()}};
+  std::vector<core::PodSpec> pods;
   for (int b = 1; b <= 2; ++b) {
-    json building = {{"name", "prn-b0" + std::to_string(b)}, {"pods", json::array()}};
-    for (int p = 1; p <= pods_per_building; ++p)
-      building["pods"].push_back({{"name", "prn-b0" + std::to_string(b) + "-p" + std::to_string(p)},
-                                  {"platform", p % 2 ? "clemente" : "catalina"},
-                                  {"labels", {{"row", p % 2 ? "a" : "b"}}}});
-    site["buildings"].push_back(building);
+    const std::string building = "prn-b0" + std::to_string(b);
+    for (int p = 1; p <= pods_per_building; ++p) {
+      auto pod = fixture::podSpec("prn", building, building + "-p" + std::to_string(p),
+                                  p % 2 ? core::Platform::kClemente : core::Platform::kCatalina);
+      pod.labels = {{"row", p % 2 ? "a" : "b"}};
+      pod.versions = {{"driver", "570.133.20"}, {"nvswitch", "1.2"}};
+      pods.push_back(std::move(pod));
+    }
   }
-  doc["sites"].push_back(site);
-  auto spec = core::parseFleetSpec(doc);
-  EXPECT_TRUE(spec.ok());
-  return *spec;
+  return fixture::fleetOf(std::move(pods));
 }
 
 class PgStoreTest : public ::testing::Test {

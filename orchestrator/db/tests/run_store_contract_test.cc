@@ -23,11 +23,11 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/core/clock.h"
-#include "orchestrator/core/fleet_spec.h"
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/db/pg_store.h"
 #include "orchestrator/db/tests/contract_support.h"
+#include "orchestrator/db/tests/fleet_fixture.h"
 #include "orchestrator/runs/run_store.h"
 #include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
@@ -57,6 +57,8 @@ class Backend {
   virtual const std::vector<std::string>& hosts() const = 0;
   // Puts a host in `state` as a fixture does: no lifecycle check, event or audit record.
   virtual void setHostState(const std::string& host, core::HostState state) = 0;
+  // The audit records of `action` on `target`, oldest first.
+  virtual std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) = 0;
 
  protected:
   // PostgreSQL stamps leases with its own now(): the clock starts at the wall time.
@@ -74,6 +76,12 @@ class FakeBackend final : public Backend {
   const std::string& pod() const override { return pod_; }
   const std::vector<std::string>& hosts() const override { return hosts_; }
   void setHostState(const std::string& host, core::HostState state) override { fleet_.setState(host, state); }
+  std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) override {
+    std::vector<core::AuditRecord> out;
+    for (const auto& a : fleet_.audits())
+      if (a.action == action && a.target == target) out.push_back(a);
+    return out;
+  }
 
  private:
   const std::string pod_ = "b1-p1";
@@ -85,13 +93,8 @@ class FakeBackend final : public Backend {
 class PgBackend final : public Backend {
  public:
   PgBackend() {
-    json doc = {{"sites",
-                 {{{"name", "t01"},
-                   {"buildings", {{{"name", "t01-b01"}, {"pods", {{{"name", pod_}, {"platform", "clemente"}}}}}}}}}}};
-    auto spec = core::parseFleetSpec(doc);
-    EXPECT_TRUE(spec.ok()) << spec.error().message;
-    if (!spec.ok()) return;
-    auto imported = fleet_->importFleet(*spec, kAdmin);
+    auto imported =
+        fleet_->importFleet(fixture::fleetOf({fixture::podSpec("t01", "t01-b01", pod_, core::Platform::kClemente)}), kAdmin);
     EXPECT_TRUE(imported.ok()) << imported.error().message;
     auto pod = fleet_->getPod(pod_);
     EXPECT_TRUE(pod.ok());
@@ -104,6 +107,12 @@ class PgBackend final : public Backend {
   const std::vector<std::string>& hosts() const override { return hosts_; }
   void setHostState(const std::string& host, core::HostState state) override {
     db_.query("UPDATE hosts SET state = '" + std::string(core::hostStateName(state)) + "' WHERE id = '" + host + "'");
+  }
+  std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) override {
+    auto page = fleet_->listAudit({.action = action, .target = target, .limit = 1000});
+    EXPECT_TRUE(page.ok());
+    if (!page.ok()) return {};
+    return {page->items.rbegin(), page->items.rend()};
   }
 
  private:
@@ -596,6 +605,65 @@ TEST_P(RunStoreContractTest, ALeaseThatRanOutLosesItsStepOnceAndItsLateReportIsS
   ASSERT_TRUE(late[0].ok());
   EXPECT_EQ(late[0]->outcome, ReportOutcome::kStale);
   EXPECT_FALSE(late[0]->next.has_value());
+}
+
+// --- workflows ---
+
+TEST_P(RunStoreContractTest, AWorkflowsFileVersionIsRememberedAndItsVersionsListedNewestFirst) {
+  const core::Actor kilnd{"kilnd", "kilnd"};
+  auto row = [](const std::string& hash, const std::string& source, const std::string& yaml) {
+    return runs::WorkflowRow{"wf", hash, source, yaml, {}};
+  };
+  auto versions = [&] {
+    auto v = store().workflowVersions("wf");
+    EXPECT_TRUE(v.ok()) << v.error().message;
+    std::vector<std::string> out;  // "hash source by [current] [file]"
+    if (v.ok())
+      for (const auto& x : *v)
+        out.push_back(x.hash + " " + x.source + " " + x.created_by + (x.current ? " current" : "") +
+                      (x.file_loaded ? " file" : ""));
+    return out;
+  };
+  EXPECT_TRUE(versions().empty());
+
+  ASSERT_TRUE(store().putWorkflowFile(row("f1", "workflows/wf.yaml", "a\nb\n"), kilnd, std::nullopt).ok());
+  EXPECT_EQ((*store().currentWorkflow("wf"))->file_hash, "f1");
+  clock().advance(seconds(1));
+  const core::IfMatch over_f1{false, {runs::workflowEtag("f1")}};
+  ASSERT_TRUE(store().putWorkflow(row("a1", "api", "a\nc\n"), kAdmin, over_f1).ok());
+  auto now = store().currentWorkflow("wf");
+  ASSERT_TRUE(now.ok() && *now);
+  EXPECT_EQ((*now)->hash, "a1");
+  EXPECT_EQ((*now)->file_hash, "f1") << "a put through the API is not the file's";
+  EXPECT_EQ(versions(), (std::vector<std::string>{"a1 api test-admin current", "f1 workflows/wf.yaml kilnd file"}));
+
+  // A stale ETag changes nothing, the file's hash included.
+  auto stale = store().putWorkflowFile(row("f2", "workflows/wf.yaml", "x\n"), kilnd, over_f1);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.error().code, ErrorCode::kPreconditionFailed);
+  EXPECT_EQ((*store().currentWorkflow("wf"))->file_hash, "f1");
+  // The file's content is the current version's: recorded as loaded, the version unchanged.
+  clock().advance(seconds(1));
+  ASSERT_TRUE(store().putWorkflowFile(row("a1", "workflows/wf.yaml", "a\nc\n"), kilnd, std::nullopt).ok());
+  EXPECT_EQ(versions(), (std::vector<std::string>{"a1 api test-admin current file", "f1 workflows/wf.yaml kilnd"}));
+
+  // Each change of the current version is audited once, with both hashes and the YAML's diff.
+  const auto changes = backend_->audits("workflow.put", "wf");
+  ASSERT_EQ(changes.size(), 2u);
+  const json created = json::parse(changes[0].details_json), edited = json::parse(changes[1].details_json);
+  EXPECT_EQ(changes[0].actor, "kilnd");
+  EXPECT_EQ(created["hash"], "f1");
+  EXPECT_TRUE(created["previous_hash"].is_null());
+  EXPECT_EQ(created["diff"], "--- /dev/null\n+++ wf@f1\n@@ -0,0 +1,2 @@\n+a\n+b\n");
+  EXPECT_EQ(changes[1].actor, kAdmin.token_id);
+  EXPECT_EQ(edited["hash"], "a1");
+  EXPECT_EQ(edited["source"], "api");
+  EXPECT_EQ(edited["previous_hash"], "f1");
+  EXPECT_EQ(edited["previous_source"], "workflows/wf.yaml");
+  EXPECT_EQ(edited["diff"], "--- wf@f1\n+++ wf@a1\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+  EXPECT_EQ(edited["diff_truncated"], false);
+  EXPECT_EQ(edited["lines_added"], 1);
+  EXPECT_EQ(edited["lines_removed"], 1);
 }
 
 KILN_CONTRACT_INSTANTIATE(RunStoreContractTest, Backend, FakeBackend, PgBackend);

@@ -28,6 +28,7 @@
 #include "orchestrator/runs/report_decision.h"
 #include "orchestrator/runs/run_service.h"
 #include "orchestrator/runs/run_store.h"
+#include "orchestrator/runs/workflow_audit.h"
 
 namespace kiln::runs::testing {
 
@@ -45,7 +46,8 @@ namespace kiln::runs::testing {
 //   the fleet's audit records (repairs, the last failure); without one, transitions are not
 //   applied and quarantine() answers kUnavailable. No inventory is kept (an agent's report or
 //   enrolment writes no component versions), no host events are written, and enrollAgent
-//   answers kUnavailable: tokens are the wide fleet store's, not a part the fake fleet keeps.
+//   and issueEnrolment answer kUnavailable: tokens are the wide fleet store's, not a part the fake
+//   fleet keeps (the enrolment rule is core::decideEnrolment, tested alone).
 // Times the database stamps with now() come from `clock` when given, else they are the epoch.
 class FakeRunStore final : public runs::RunStore {
  public:
@@ -96,27 +98,15 @@ class FakeRunStore final : public runs::RunStore {
     return heartbeat_batches_;
   }
 
-  // As the SQL: a version is kept once by hash; the current one changes (and is audited, when
-  // there is a fleet) only when the hash does.
+  // As the SQL: a version is kept once by hash; the current one changes (and is audited with
+  // runs::workflowChangeAudit, when there is a fleet) only when the hash does.
   Status putWorkflow(const runs::WorkflowRow& w, const core::Actor& actor,
                      const std::optional<core::IfMatch>& if_match) override {
-    core::testing::FakesLock fakes_lock;
-    auto current = currentWorkflow(w.name);
-    if (if_match) {
-      std::optional<std::string> etag;
-      if (*current) etag = runs::workflowEtag((*current)->hash);
-      if (!if_match->matches(etag)) return core::preconditionFailed("workflow '" + w.name + "'", etag);
-    }
-    auto& versions = versions_[w.name];
-    if (!versions.count(w.hash)) {
-      versions[w.hash] = w;
-      versions[w.hash].updated_at = now();
-    }
-    if (auto it = current_.find(w.name); it != current_.end() && it->second.first == w.hash) return Ok{};
-    current_[w.name] = {w.hash, now()};
-    if (fleet_)
-      (void)fleet_->audit(actor, "workflow.put", w.name, nlohmann::json{{"hash", w.hash}, {"source", w.source}}.dump());
-    return Ok{};
+    return putVersion(w, actor, if_match, false);
+  }
+  Status putWorkflowFile(const runs::WorkflowRow& w, const core::Actor& actor,
+                         const std::optional<core::IfMatch>& if_match) override {
+    return putVersion(w, actor, if_match, true);
   }
   Result<std::optional<runs::WorkflowRow>> currentWorkflow(const std::string& name) override {
     core::testing::FakesLock fakes_lock;
@@ -124,7 +114,23 @@ class FakeRunStore final : public runs::RunStore {
     if (it == current_.end()) return builtIn(name);
     runs::WorkflowRow w = versions_.at(name).at(it->second.first);
     w.updated_at = it->second.second;
+    if (auto f = file_hash_.find(name); f != file_hash_.end()) w.file_hash = f->second;
     return std::optional<runs::WorkflowRow>(w);
+  }
+  // Newest first; of equal times (no clock), the one put later first.
+  Result<std::vector<runs::WorkflowVersionInfo>> workflowVersions(const std::string& name) override {
+    core::testing::FakesLock fakes_lock;
+    std::vector<runs::WorkflowVersionInfo> out;
+    auto log = version_log_.find(name);
+    if (log == version_log_.end() || !current_.count(name)) return out;
+    for (auto v = log->second.rbegin(); v != log->second.rend(); ++v) {
+      const auto& [hash, created_by] = *v;
+      auto f = file_hash_.find(name);
+      out.push_back({hash, versions_.at(name).at(hash).source, created_by, versions_.at(name).at(hash).updated_at,
+                     current_.at(name).first == hash, f != file_hash_.end() && f->second == hash});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.created_at > b.created_at; });
+    return out;
   }
   Result<std::optional<runs::WorkflowRow>> workflowVersion(const std::string& name, const std::string& hash) override {
     core::testing::FakesLock fakes_lock;
@@ -448,10 +454,15 @@ class FakeRunStore final : public runs::RunStore {
     if (auto* a = findAssignment(id)) return std::optional<runs::AssignmentRow>(*a);
     return std::optional<runs::AssignmentRow>();
   }
-  Result<core::NewToken> enrollAgent(const std::string&, const std::string&, const std::string&, const nlohmann::json&,
-                                     const core::Actor&) override {
+  Result<runs::AgentEnrolled> enrollAgent(const std::string&, const std::string&, const std::string&,
+                                          const nlohmann::json&, const core::Actor&) override {
     core::testing::FakesLock fakes_lock;
     return unavailable("FakeRunStore issues no agent tokens");
+  }
+  Result<runs::HostEnrolment> issueEnrolment(const std::string&, std::chrono::seconds, bool,
+                                             const core::Actor&) override {
+    core::testing::FakesLock fakes_lock;
+    return unavailable("FakeRunStore issues no enrolment tokens");
   }
   // Each host's last poll, kept on the fake fleet's hosts when there is one (unknown hosts
   // ignored there); an unreachable host is reachable again.
@@ -542,6 +553,29 @@ class FakeRunStore final : public runs::RunStore {
     std::string yaml = kWorkflow;
     yaml.replace(yaml.find("NAME"), 4, name);
     return runs::WorkflowRow{name, kBuiltInHash, "fake", yaml, {}};
+  }
+  Status putVersion(const runs::WorkflowRow& w, const core::Actor& actor,
+                    const std::optional<core::IfMatch>& if_match, bool from_file) {
+    core::testing::FakesLock fakes_lock;
+    auto current = *currentWorkflow(w.name);  // the built-in one too: its ETag matches
+    if (if_match) {
+      std::optional<std::string> etag;
+      if (current) etag = runs::workflowEtag(current->hash);
+      if (!if_match->matches(etag)) return core::preconditionFailed("workflow '" + w.name + "'", etag);
+    }
+    std::optional<runs::WorkflowRow> before;  // a version put, as the SQL's
+    if (current_.count(w.name)) before = current;
+    auto& versions = versions_[w.name];
+    if (!versions.count(w.hash)) {
+      versions[w.hash] = w;
+      versions[w.hash].updated_at = now();
+      version_log_[w.name].emplace_back(w.hash, actor.token_id);
+    }
+    if (from_file) file_hash_[w.name] = w.hash;
+    if (before && before->hash == w.hash) return Ok{};
+    current_[w.name] = {w.hash, now()};
+    if (fleet_) (void)fleet_->audit(actor, "workflow.put", w.name, runs::workflowChangeAudit(w, before).dump());
+    return Ok{};
   }
   static std::optional<std::int64_t> number(const std::string& text) {
     std::int64_t n = 0;
@@ -636,6 +670,8 @@ class FakeRunStore final : public runs::RunStore {
   std::vector<runs::AssignmentRow> assignments_;                              // in creation order
   std::map<std::string, std::map<std::string, runs::WorkflowRow>> versions_;  // name -> hash -> version
   std::map<std::string, std::pair<std::string, core::TimePoint>> current_;    // name -> hash, updated_at
+  std::map<std::string, std::string> file_hash_;                              // name -> last loaded from its file
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> version_log_;  // name -> (hash, by), put order
   std::set<std::string> idempotency_keys_;
   std::map<std::string, core::TimePoint> last_seen_;  // without a fleet
   std::set<std::string> unreachable_;

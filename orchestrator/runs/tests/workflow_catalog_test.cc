@@ -1,10 +1,14 @@
-// The workflow catalogue alone, over its own face of the store (WorkflowStore: four methods),
-// here the in-memory fake's, counted.
+// The workflow catalogue alone, over its own face of the store (WorkflowStore), here the
+// in-memory fake's, counted; the rule by which kilnd's start loads the workflow directory.
 
 #include "orchestrator/runs/workflow_catalog.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 
 namespace kiln::runs {
@@ -19,6 +23,13 @@ class CountingWorkflows final : public WorkflowStore {
   Status putWorkflow(const WorkflowRow& w, const core::Actor& a, const std::optional<core::IfMatch>& m) override {
     return inner_.putWorkflow(w, a, m);
   }
+  Status putWorkflowFile(const WorkflowRow& w, const core::Actor& a, const std::optional<core::IfMatch>& m) override {
+    ++file_puts;
+    return inner_.putWorkflowFile(w, a, m);
+  }
+  Result<std::vector<WorkflowVersionInfo>> workflowVersions(const std::string& name) override {
+    return inner_.workflowVersions(name);
+  }
   Result<std::optional<WorkflowRow>> currentWorkflow(const std::string& name) override {
     return inner_.currentWorkflow(name);
   }
@@ -28,6 +39,7 @@ class CountingWorkflows final : public WorkflowStore {
   }
   Result<std::vector<WorkflowRow>> listWorkflows() override { return inner_.listWorkflows(); }
   int version_reads = 0;
+  int file_puts = 0;
 
  private:
   WorkflowStore& inner_;
@@ -74,6 +86,97 @@ TEST(WorkflowCatalogTest, RefusesADocumentNamingAnotherWorkflowOrNotLoading) {
   auto bad = catalog.putWorkflow("one-step", "name: one-step\nsteps: 3\n", kAdmin);
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(catalog.listWorkflows()->empty()) << "nothing stored of a refused document";
+}
+
+WorkflowRow current(const std::string& hash, const std::string& file_hash) {
+  return {"w", hash, hash == file_hash ? "workflows/w.yaml" : "api", "", {}, file_hash};
+}
+
+TEST(DecideFileLoadTest, AFilesVersionBecomesCurrentOnlyWhenNewOrChangedSinceLastLoaded) {
+  EXPECT_EQ(decideFileLoad(std::nullopt, "f1"), FileLoad::kNew);
+  EXPECT_EQ(decideFileLoad(current("f1", "f1"), "f1"), FileLoad::kCurrent);
+  EXPECT_EQ(decideFileLoad(current("a1", "f1"), "f1"), FileLoad::kApiStays);
+  EXPECT_EQ(decideFileLoad(current("f1", "f1"), "f2"), FileLoad::kFileUpdate);
+  EXPECT_EQ(decideFileLoad(current("a1", "f1"), "f2"), FileLoad::kFileOverridesApi);
+  EXPECT_EQ(decideFileLoad(current("a1", ""), "f2"), FileLoad::kFileOverridesApi) << "a file never loaded before";
+  EXPECT_EQ(decideFileLoad(current("f2", "f1"), "f2"), FileLoad::kMarkLoaded) << "the API put the file's content";
+}
+
+// A workflow directory with one file, rewritten by the test between "starts".
+class WorkflowDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("kiln-wfdir-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void writeFile(const std::string& yaml) { std::ofstream(dir_ / "one-step.yaml") << yaml; }
+  // kilnd's start: the directory loaded by a fresh catalogue over the same store.
+  void start() {
+    WorkflowCatalog catalog(store_);
+    auto loaded = catalog.loadWorkflowDir(dir_.string(), {"kilnd", "kilnd"}, log_);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(*loaded, (std::vector<std::string>{"one-step"}));
+  }
+  std::string currentHash() { return (*fake_.currentWorkflow("one-step"))->hash; }
+
+  core::testing::FakeFleet fleet_;
+  FakeRunStore fake_{&fleet_};
+  CountingWorkflows store_{fake_};
+  RecordingLogger log_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(WorkflowDirTest, AVersionPutThroughTheApiSurvivesARestartUntilTheFileChanges) {
+  writeFile(kOneStep);
+  start();  // (over the fake's built-in version of every name never put: fake_run_store.h)
+  const std::string file_v1 = currentHash();
+  WorkflowCatalog api(store_);
+  auto put = api.putWorkflow("one-step", std::string(kOneStep) + "description: from the API\n", kAdmin);
+  ASSERT_TRUE(put.ok()) << put.error();
+
+  start();  // the file as last loaded: the API's version stays, said once at info
+  EXPECT_EQ(currentHash(), put->hash);
+  EXPECT_EQ(log_.count(LogLevel::kInfo, "the version put through the API (" + put->hash + ") stays current"), 1);
+  EXPECT_EQ(log_.count(LogLevel::kWarn, put->hash), 0);
+
+  writeFile(std::string(kOneStep) + "description: deployed\n");
+  start();  // a changed file wins, with a warning naming both hashes
+  const std::string file_v2 = currentHash();
+  EXPECT_NE(file_v2, put->hash);
+  EXPECT_NE(file_v2, file_v1);
+  ASSERT_EQ(log_.count(LogLevel::kWarn, "replaces the current one " + put->hash), 1);
+  EXPECT_EQ(log_.count(LogLevel::kWarn, file_v2), 1);
+  auto versions = api.versions("one-step");
+  ASSERT_TRUE(versions.ok()) << versions.error();
+  ASSERT_EQ(versions->size(), 3u);
+  EXPECT_TRUE(versions->at(0).current && versions->at(0).file_loaded);
+  EXPECT_EQ(versions->at(0).hash, file_v2);
+
+  start();  // nothing changed since: nothing written
+  const int puts = store_.file_puts;
+  start();
+  EXPECT_EQ(store_.file_puts, puts);
+  EXPECT_EQ(currentHash(), file_v2);
+  // The audit has each change of the current version once, the deploy over the API's with its diff.
+  std::vector<core::AuditRecord> changes;
+  for (const auto& a : fleet_.audits())
+    if (a.action == "workflow.put") changes.push_back(a);
+  ASSERT_EQ(changes.size(), 3u);
+  const auto deploy = nlohmann::json::parse(changes[2].details_json);
+  EXPECT_EQ(changes[2].actor, "kilnd");
+  EXPECT_EQ(deploy["previous_hash"], put->hash);
+  EXPECT_EQ(deploy["previous_source"], "api");
+  EXPECT_NE(deploy["diff"].get<std::string>().find("-description: from the API\n+description: deployed\n"),
+            std::string::npos)
+      << deploy.dump();
+}
+
+TEST(WorkflowCatalogTest, VersionsOfAWorkflowThatDoesNotExistIsNotFound) {
+  FakeRunStore fake;
+  WorkflowCatalog catalog(fake);
+  EXPECT_EQ(catalog.versions("nope").error().code, ErrorCode::kNotFound);
 }
 
 }  // namespace

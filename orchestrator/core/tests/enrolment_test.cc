@@ -1,0 +1,67 @@
+// Who may enrol an agent as which host (core/enrolment.h): every refusal, and what is allowed.
+
+#include "orchestrator/core/enrolment.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::core {
+namespace {
+
+EnrolmentFacts facts() {
+  EnrolmentFacts f;
+  f.host = "h1";
+  f.host_exists = true;
+  return f;
+}
+
+TEST(EnrolmentTest, AFleetWideTokenEnrolsOnlyAHostWithoutALiveAgent) {
+  EnrolmentFacts f = facts();
+  EXPECT_TRUE(decideEnrolment(f).ok());
+  f.live_agent_token = "a1b2c3";
+  auto st = decideEnrolment(f);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kConflict);
+  EXPECT_NE(st.error().message.find("--reenroll"), std::string::npos) << st.error().message;
+  EXPECT_EQ(st.error().details.at("agent_token"), "a1b2c3");
+  f.reenroll = true;  // only a host's own token can carry it; a fleet-wide one never replaces
+  EXPECT_EQ(decideEnrolment(f).error().code, ErrorCode::kConflict);
+}
+
+TEST(EnrolmentTest, AHostsTokenEnrolsThatHostOnceBeforeItExpires) {
+  EnrolmentFacts f = facts();
+  f.token_host = "h1";
+  EXPECT_TRUE(decideEnrolment(f).ok());
+
+  EnrolmentFacts other = f;
+  other.host = "h2";
+  EXPECT_EQ(decideEnrolment(other).error().code, ErrorCode::kPermissionDenied);
+  other.host_exists = false;  // does not tell whether another host exists
+  EXPECT_EQ(decideEnrolment(other).error().code, ErrorCode::kPermissionDenied);
+
+  EnrolmentFacts spent = f;
+  spent.token_spent = true;
+  EXPECT_EQ(decideEnrolment(spent).error().code, ErrorCode::kUnauthenticated);
+  EnrolmentFacts expired = f;
+  expired.token_expired = true;
+  EXPECT_EQ(decideEnrolment(expired).error().code, ErrorCode::kUnauthenticated);
+}
+
+TEST(EnrolmentTest, OnlyAReenrolmentTokenOfTheHostReplacesItsLiveAgent) {
+  EnrolmentFacts f = facts();
+  f.token_host = "h1";
+  f.live_agent_token = "a1b2c3";
+  EXPECT_EQ(decideEnrolment(f).error().code, ErrorCode::kConflict);
+  f.reenroll = true;
+  EXPECT_TRUE(decideEnrolment(f).ok());
+  f.token_spent = true;
+  EXPECT_EQ(decideEnrolment(f).error().code, ErrorCode::kUnauthenticated);
+}
+
+TEST(EnrolmentTest, AnUnknownHostIsNotFound) {
+  EnrolmentFacts f = facts();
+  f.host_exists = false;
+  EXPECT_EQ(decideEnrolment(f).error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace kiln::core
