@@ -385,6 +385,15 @@ void Agent::process(const json& raw) {
     return;
   }
   log_->info("assignment {} lease {}: {} {}", a.id, a.lease, a.type, a.argv.front());
+  if (settings_.allowed_executables)
+    if (auto why = executableRefusal(*settings_.allowed_executables, a.argv)) {
+      // This host's own rule, whatever kilnd sent: nothing is spawned.
+      log_->error("assignment {} lease {}: refused: {}", a.id, a.lease, *why);
+      StepReport body = baseBody(a);
+      body.spawn_error = "refused on this host: " + *why;
+      finish(a.id, a.lease, toJson(body));
+      return;
+    }
   if (a.isReboot()) {
     runReboot(a);
   } else {

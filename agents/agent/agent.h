@@ -25,6 +25,7 @@
 
 #include "common/logger.h"
 #include "common/agent_protocol.h"
+#include "common/executable_allowlist.h"
 #include "common/clock.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/journal.h"
@@ -40,6 +41,9 @@ struct AgentSettings {
   std::string host;
   std::filesystem::path state_dir;  // journal.jsonl and agent_token live here
   std::string enroll_token_file;    // read at each enrolment attempt; empty = none
+  // The only executables a step may run here (--allowed-executables); none: any. A step whose
+  // argv[0] the list refuses is reported not started, with the reason, and never spawned.
+  std::optional<ExecutableAllowList> allowed_executables;
   int poll_wait_s = 25;             // 0..60
   // A step's first `running=` poll waits this long after the agent got the step (0: at once).
   std::chrono::milliseconds running_poll_delay{protocol::kRunningPollDelayMs};

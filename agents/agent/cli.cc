@@ -47,7 +47,7 @@ Result<RunOptions> parseRunOptions(
       "--url",           "--host",         "--state-dir",         "--enroll-token-file",
       "--ca-file",       "--inventory-command", "--boot-id-file", "--poll-wait",
       "--env-allow",     "--path-prepend", "--log-level",         "--stop-grace",
-      "--live-output-interval"};
+      "--live-output-interval", "--allowed-executables"};
   const std::set<std::string> known(kFlags.begin(), kFlags.end());
   // Values by flag, in order; environment first so that flags override it.
   std::map<std::string, std::vector<std::string>> values;
@@ -81,6 +81,7 @@ Result<RunOptions> parseRunOptions(
   o.host = last("--host").value_or(hostname);
   o.state_dir = last("--state-dir").value_or("");
   o.enroll_token_file = last("--enroll-token-file").value_or("");
+  o.allowed_executables = last("--allowed-executables").value_or("");
   o.ca_file = last("--ca-file").value_or("");
   o.inventory_command = last("--inventory-command").value_or(o.inventory_command);
   o.boot_id_file = last("--boot-id-file").value_or("");

@@ -16,6 +16,9 @@ struct RunOptions {
   std::string host;                       // --host / KILN_AGENT_HOST (default: hostname)
   std::string state_dir;                  // --state-dir / KILN_AGENT_STATE_DIR (required)
   std::string enroll_token_file;          // --enroll-token-file
+  // --allowed-executables FILE: the only executables steps may run on this host
+  // (common/executable_allowlist.h); empty: any kilnd sends.
+  std::string allowed_executables;
   std::string ca_file;                    // --ca-file
   std::string inventory_command = "kiln-inventory";  // --inventory-command (split on blanks)
   std::string boot_id_file;               // --boot-id-file (then the inventory's boot_id is ignored)
@@ -34,14 +37,15 @@ inline constexpr const char* kUsage =
     "                      [--ca-file F] [--inventory-command CMD] [--boot-id-file F]\n"
     "                      [--poll-wait S] [--env-allow NAME[,NAME]]... [--path-prepend DIR]...\n"
     "                      [--stop-grace S] [--log-level trace|debug|info|warn|error|off]\n"
-    "                      [--live-output-interval S (0: off)]\n"
+    "                      [--live-output-interval S (0: off)] [--allowed-executables FILE]\n"
     "       kiln-agent parse FORMAT [FILE]   print a tool's output as normalized JSON\n"
     "       kiln-agent --help\n"
     "Every run flag can also come from the environment: --state-dir from KILN_AGENT_STATE_DIR,\n"
     "and so on (KILN_AGENT_ + the flag in upper case, '-' as '_'); a flag wins over its\n"
     "variable. --env-allow adds names (a trailing '*' is a prefix) to the environment steps\n"
     "inherit (PATH HOME LANG LC_ALL TZ KILN_HWSIM_*); --path-prepend puts DIR before the\n"
-    "agent's PATH in the steps' PATH.\n";
+    "agent's PATH in the steps' PATH. --allowed-executables lists the only executables steps\n"
+    "may run here (a name or an absolute path a line): any other step is refused unrun.\n";
 
 // Parses the arguments after `run`. `getenv` looks up KILN_AGENT_* variables; `hostname` is
 // the default --host. kInvalidArgument with a one-line message on bad usage.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agents/agent/agent.h"
+#include "common/executable_allowlist.h"
 #include "agents/agent/cli.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/transport.h"
@@ -73,6 +74,14 @@ int runAgent(const std::vector<std::string>& args) {
   if (!path.empty()) extra["PATH"] = path;
 
   AgentSettings settings;
+  if (!o.allowed_executables.empty()) {
+    auto list = kiln::loadExecutableAllowList(o.allowed_executables);
+    if (!list.ok()) {
+      std::cerr << "kiln-agent: --allowed-executables: " << list.error().message << "\n";
+      return 2;
+    }
+    settings.allowed_executables = std::move(*list);
+  }
   settings.host = o.host;
   settings.state_dir = o.state_dir;
   settings.enroll_token_file = o.enroll_token_file;

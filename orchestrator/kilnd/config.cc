@@ -79,6 +79,8 @@ std::vector<Setting> settings() {
          return Ok{};
        }},
       {"--workflows-dir", "KILN_WORKFLOWS_DIR", "workflows_dir", false, str(&Config::workflows_dir)},
+      {"--workflow-executables", "KILN_WORKFLOW_EXECUTABLES", "workflow_executables", false,
+       str(&Config::workflow_executables)},
       {"--unreachable-after", "KILN_UNREACHABLE_AFTER", "unreachable_after", false,
        [](Config& c, const std::string& v) { return setInt(c.unreachable_after_s, v, "--unreachable-after", 5, 86400); }},
       {"--lease-grace", "KILN_LEASE_GRACE", "lease_grace", false,

@@ -26,6 +26,9 @@ struct Config {
   // Pods in flight the rollout controller reconciles at once (ControllerOptions::reconcile_threads).
   int controller_threads = 4;
   std::string workflows_dir;       // workflow YAML loaded (and versioned) at start-up
+  // A file listing the executables workflow steps may run (common/executable_allowlist.h);
+  // empty: any. Checked at load, PUT and start.
+  std::string workflow_executables;
   int unreachable_after_s = 90;    // an agent silent this long makes its host unreachable
   int lease_grace_s = 30;          // beyond a step's timeout before its assignment is lost
   // URL kilnd POSTs {action: release, rollout, pod, hosts} to, or the absolute path of an

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/exec/process_runner.h"
+#include "common/executable_allowlist.h"
 #include "common/executor.h"
 #include "common/spd_log.h"
 #include "orchestrator/api/api.h"
@@ -152,6 +153,30 @@ Result<SchedulerParts> makeScheduler(const kilnd::Config& config, core::Store& s
   return parts;
 }
 
+// The workflow catalogue at start: the executable allow-list first (what any workflow may
+// run), then the workflow directory by the file-load rule (a version put through the API
+// survives the restart: WorkflowCatalog::loadWorkflowDir). False: kilnd must not start.
+bool setUpWorkflows(const kilnd::Config& config, runs::WorkflowCatalog& workflows, Logger& log) {
+  if (!config.workflow_executables.empty()) {
+    auto list = loadExecutableAllowList(config.workflow_executables);
+    if (!list.ok()) {
+      log.error("--workflow-executables: {}", list.error().message);
+      return false;
+    }
+    log.info("workflow steps may run {} executables ({})", list->entries.size(), config.workflow_executables);
+    workflows.restrictExecutables(std::move(*list));
+  }
+  if (config.workflows_dir.empty()) return true;
+  auto loaded = workflows.loadWorkflowDir(config.workflows_dir, {"kilnd", "kilnd"}, log);
+  if (!loaded.ok()) {
+    log.error("workflows in {} are invalid:\n{}", config.workflows_dir,
+              loaded.error().details.count("text") ? loaded.error().details.at("text") : loaded.error().message);
+    return false;
+  }
+  log.info("workflows loaded from {}: {}", config.workflows_dir, loaded->size());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,17 +267,7 @@ int main(int argc, char** argv) {
   runs::RunService& run_service = runs_room.runs;
   runs::AgentGateway gateway(runs_room.agent_work, *run_store, executor, clock, *gateway_log, {});
   work_relay.attach(&gateway);
-  if (!config->workflows_dir.empty()) {
-    // A file's version becomes current only when new or changed since it was last loaded: a
-    // version put through the API survives the restart (WorkflowCatalog::loadWorkflowDir).
-    auto loaded = runs_room.workflows.loadWorkflowDir(config->workflows_dir, {"kilnd", "kilnd"}, *log);
-    if (!loaded.ok()) {
-      log->error("workflows in {} are invalid:\n{}", config->workflows_dir,
-                    loaded.error().details.count("text") ? loaded.error().details.at("text") : loaded.error().message);
-      return 1;
-    }
-    log->info("workflows loaded from {}: {}", config->workflows_dir, loaded->size());
-  }
+  if (!setUpWorkflows(*config, runs_room.workflows, *log)) return 1;
   gateway.start();
 
   auto rollout_store = db::makePgRolloutStore({config->database_url, 4});

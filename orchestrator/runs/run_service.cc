@@ -52,6 +52,9 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
   if (!*current)
     return Error(ErrorCode::kInvalidContent, "no workflow '" + req.workflow + "'").with("field", "workflow");
   const workflow::WorkflowSpec& sp = *(*current)->spec;
+  // A version stored before kilnd's executable allow-list was set (or widened) starts nothing
+  // the list refuses.
+  if (auto ok = catalog_.allowed(sp); !ok.ok()) return ok.error();
 
   Error bad = invalidContent("invalid workflow run");
   const std::string purpose = req.purpose.empty() ? defaultPurpose(req.workflow) : req.purpose;

@@ -20,6 +20,12 @@ Result<std::vector<std::string>> WorkflowCatalog::loadWorkflowDir(const std::str
   auto specs = workflow::loadWorkflowDir(dir);
   if (!specs.ok()) return specs.error();
   std::vector<std::string> names;
+  for (const auto& s : *specs)
+    if (auto ok = allowed(s); !ok.ok()) {
+      Error e = ok.error();
+      e.message = s.source_name + ": " + e.message;
+      return e;
+    }
   for (const auto& s : *specs) {
     std::ifstream in(s.source_name);
     std::stringstream buf;
@@ -60,6 +66,7 @@ Result<WorkflowPut> WorkflowCatalog::putWorkflow(const std::string& name, const 
                                                  const std::optional<core::IfMatch>& if_match) {
   auto spec = workflow::loadWorkflow(yaml, "request body");
   if (!spec.ok()) return spec.error();
+  if (auto ok = allowed(*spec); !ok.ok()) return ok.error();
   if (spec->name != name)
     return invalidContent("the document names workflow '" + spec->name + "' but the URL says '" + name + "'");
   auto before = store_.currentWorkflow(name);
@@ -68,6 +75,20 @@ Result<WorkflowPut> WorkflowCatalog::putWorkflow(const std::string& name, const 
     return st.error();
   const bool changed = !*before || (*before)->hash != spec->content_hash;
   return WorkflowPut{name, spec->content_hash, changed};
+}
+
+Status WorkflowCatalog::allowed(const workflow::WorkflowSpec& spec) const {
+  if (!allow_) return Ok{};
+  Error bad = invalidContent("workflow '" + spec.name + "' runs executables that are not allowed");
+  for (std::size_t i = 0; i < spec.steps.size(); ++i) {
+    const auto& step = spec.steps[i];
+    if (step.type == workflow::StepType::kBarrier) continue;
+    if (auto why = executableRefusal(*allow_, step.run))
+      bad.fields.push_back({"steps[" + std::to_string(i) + "].run[0]", "step '" + step.id + "': " + *why});
+  }
+  if (bad.fields.empty()) return Ok{};
+  bad.message += ": " + bad.fields.front().message;
+  return bad;
 }
 
 Result<std::vector<WorkflowInfo>> WorkflowCatalog::listWorkflows() {

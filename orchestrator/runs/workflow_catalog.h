@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/executable_allowlist.h"
 #include "common/logger.h"
 #include "common/result.h"
 #include "orchestrator/core/store.h"
@@ -41,6 +42,14 @@ class WorkflowCatalog {
  public:
   explicit WorkflowCatalog(WorkflowStore& store) : store_(store) {}
 
+  // Restricts the executables workflow steps may run (kilnd's --workflow-executables): a
+  // workflow naming another is refused when loaded from the directory, put (both
+  // kInvalidContent naming each step) and started (RunService asks allowed()). Set once, before
+  // the catalogue is used.
+  void restrictExecutables(ExecutableAllowList list) { allow_ = std::move(list); }
+  // Ok, or kInvalidContent with one field per step whose executable the list refuses.
+  Status allowed(const workflow::WorkflowSpec& spec) const;
+
   // Validates every workflow file of `dir` and stores their versions by decideFileLoad's rule
   // (kilnd start-up); `log` gets a line for each file whose version does not become current,
   // and a warning for each that replaces a version put through the API. The names loaded.
@@ -69,6 +78,7 @@ class WorkflowCatalog {
   Status loadWorkflowFile(const WorkflowRow& file, const core::Actor& actor, Logger& log);
 
   WorkflowStore& store_;
+  std::optional<ExecutableAllowList> allow_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const workflow::WorkflowSpec>> specs_;  // by "name@hash"
 };

