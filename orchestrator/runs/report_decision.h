@@ -16,9 +16,9 @@
 
 namespace kiln::runs {
 
-// A reported assignment as the store read it, after its group's row lock was taken (every
-// writer of an assignment's state or lease holds that lock, or its own row lock, which the
-// store also takes).
+// A reported assignment as the store read it, after its group's row lock was taken: every
+// writer of a dispatched assignment's state or lease holds that lock (a claim moves only
+// pending ones, which no live report names), and the store's write is guarded as decided.
 struct LockedAssignment {
   std::string host, run_id, group_key, state;
   int lease = 0;
