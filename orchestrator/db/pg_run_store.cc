@@ -842,7 +842,7 @@ class PgRunStore final : public runs::RunStore {
       writeInventory(txn, host, inventory);
       json replaced_ids = json::array();
       for (const auto& r : replaced) replaced_ids.push_back(r[0].as<std::string>());
-      writeAudit(txn, actor, f.reenroll ? "agent.reenroll" : "agent.enroll", host,
+      writeAudit(txn, actor, f.live_agent_token ? "agent.reenroll" : "agent.enroll", host,
                  json{{"token", id},
                       {"agent_version", agent_version},
                       {"enrolment_token", f.token_host ? "host" : "fleet"},

@@ -129,6 +129,11 @@ TEST_F(AttackerTest, OnlyAnOperatorsReenrolmentTokenReplacesAnAgentAndItIsAudite
   EXPECT_EQ(db_->query("SELECT string_agg(action, ',' ORDER BY id) FROM audit_log WHERE target = '" + hosts_[0] +
                        "' AND action IN ('host.enrolment_token', 'agent.enroll', 'agent.reenroll')"),
             "host.enrolment_token,agent.enroll,host.enrolment_token,host.enrolment_token,agent.reenroll");
+  // A re-enrolment token on a host without an agent replaces nothing: audited as an enrolment.
+  ASSERT_EQ(registerAs(hostToken(hosts_[1], /*reenroll=*/true), hosts_[1]).status, 200);
+  EXPECT_EQ(db_->query("SELECT string_agg(action, ',' ORDER BY id) FROM audit_log WHERE target = '" + hosts_[1] +
+                       "' AND action LIKE 'agent.%'"),
+            "agent.enroll");
 }
 
 TEST_F(AttackerTest, AnAgentTokenActsOnlyForItsOwnHost) {
