@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "common/artifact_ref.h"
+
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 namespace kiln::protocol {
@@ -66,13 +69,15 @@ Result<Assignment> assignmentFromJson(const json& j) {
   auto parse = field<std::string>(j, "parse", "");
   auto cap = field<std::int64_t>(j, "output_cap", 64 * 1024);
   auto inventory_after = field<bool>(j, "inventory_after", false);
+  auto artifacts = field<json>(j, "artifacts", json::array());
   for (const Error* e : {lease ? nullptr : &lease.error(), run_id ? nullptr : &run_id.error(),
                          step_id ? nullptr : &step_id.error(),
                          attempt ? nullptr : &attempt.error(), type ? nullptr : &type.error(),
                          argv ? nullptr : &argv.error(), timeout ? nullptr : &timeout.error(),
                          grace ? nullptr : &grace.error(), parse ? nullptr : &parse.error(),
                          cap ? nullptr : &cap.error(),
-                         inventory_after ? nullptr : &inventory_after.error()}) {
+                         inventory_after ? nullptr : &inventory_after.error(),
+                         artifacts ? nullptr : &artifacts.error()}) {
     if (e != nullptr) return *e;
   }
   a.lease = *lease;
@@ -85,10 +90,26 @@ Result<Assignment> assignmentFromJson(const json& j) {
   a.kill_grace_ms = *grace;
   a.parse = *parse;
   a.inventory_after = *inventory_after;
-  if (a.type != "run" && a.type != "reboot") {
+  if (a.type != "run" && a.type != "reboot" && a.type != "stage") {
     return invalidContent("assignment " + a.id + ": unknown type '" + a.type + "'");
   }
-  if (a.argv.empty() || a.argv.front().empty()) {
+  if (!artifacts->is_array()) return invalidContent("assignment " + a.id + ": 'artifacts' is not an array");
+  for (const json& item : *artifacts) {
+    const auto str = [&](const char* name) -> std::optional<std::string> {
+      if (!item.is_object()) return std::nullopt;
+      auto it = item.find(name);
+      if (it == item.end() || it->is_null()) return std::string();
+      if (!it->is_string()) return std::nullopt;
+      return it->get<std::string>();
+    };
+    auto url = str("url"), sha = str("sha256"), sums = str("checksums"), sig = str("signature");
+    if (!url || !sha || !sums || !sig || url->empty() || !isSha256Hex(*sha))
+      return invalidContent("assignment " + a.id + ": artifact " + std::to_string(a.artifacts.size()) +
+                            " needs a url and a sha256 of 64 hex digits (checksums and signature: strings)");
+    a.artifacts.push_back({*url, *sha, *sums, *sig});
+  }
+  if (a.isStage() && a.artifacts.empty()) return invalidContent("assignment " + a.id + ": a stage names no artifact");
+  if (!a.isStage() && (a.argv.empty() || a.argv.front().empty())) {
     return invalidContent("assignment " + a.id + ": empty argv");
   }
   if (a.timeout_ms < 0 || a.kill_grace_ms < 0 || *cap < 0) {
@@ -99,7 +120,7 @@ Result<Assignment> assignmentFromJson(const json& j) {
 }
 
 json toJson(const Assignment& a) {
-  return json{{"id", a.id},
+  json out{{"id", a.id},
               {"lease", a.lease},
               {"run_id", a.run_id},
               {"step_id", a.step_id},
@@ -111,6 +132,12 @@ json toJson(const Assignment& a) {
               {"parse", a.parse},
               {"output_cap", a.output_cap},
               {"inventory_after", a.inventory_after}};
+  if (!a.artifacts.empty()) {
+    json& list = out["artifacts"] = json::array();
+    for (const auto& r : a.artifacts)
+      list.push_back({{"url", r.url}, {"sha256", r.sha256}, {"checksums", r.checksums}, {"signature", r.signature}});
+  }
+  return out;
 }
 
 Result<PollAnswer> pollAnswerFromBody(const std::string& body) {

@@ -29,26 +29,44 @@ inline constexpr std::size_t kMaxOutputCap = 16u << 20;
 // a cancellation reaches it at most this much later.
 inline constexpr std::int64_t kRunningPollDelayMs = 1000;
 
+// An artifact a step needs (common/artifact_ref.h): the agent fetches it from `url` (or a
+// per-building mirror of it), checks `sha256` before anything uses it, and, when the host
+// trusts signing keys, checks that `signature` (ASCII-armored, detached) signs `checksums`
+// (SHA256SUMS text) and that the list holds `sha256`. It then replaces every
+// artifactPlaceholder(sha256) in argv with the verified file's local path.
+struct ArtifactRef {
+  std::string url;        // https://, http:// URL or absolute path on the host
+  std::string sha256;     // 64 lower-case hex digits
+  std::string checksums;  // "" when the bundle is unsigned
+  std::string signature;  // "" when the bundle is unsigned
+  bool operator==(const ArtifactRef&) const = default;
+};
+
 struct Assignment {
   std::string id;
   std::int64_t lease = 0;
   std::string run_id, step_id;
   int attempt = 1;
-  std::string type = "run";  // "run" | "reboot"
+  // "run" | "reboot" | "stage" (fetch and check `artifacts` into the host's cache, run nothing:
+  // a rollout stages a pod's artifacts before its drain; argv may be empty)
+  std::string type = "run";
   std::vector<std::string> argv;
   std::int64_t timeout_ms = 60000;
   std::int64_t kill_grace_ms = 5000;
   std::string parse;  // a kiln::parsers format name, or empty
   std::size_t output_cap = 64 * 1024;
   bool inventory_after = false;
+  std::vector<ArtifactRef> artifacts;  // sent only when non-empty
 
   bool isReboot() const { return type == "reboot"; }
+  bool isStage() const { return type == "stage"; }
   bool operator==(const Assignment&) const = default;
 };
 
 // Reads an Assignment; missing optional fields take the defaults above. kInvalidContent when
-// id is missing, a field has the wrong type, type is unknown, argv is empty or not all
-// strings, or a number is negative. output_cap is clamped to kMaxOutputCap.
+// id is missing, a field has the wrong type, type is unknown, argv is empty (but for a stage)
+// or not all strings, a number is negative, or an artifact has no url or a sha256 that is not
+// 64 hex digits. output_cap is clamped to kMaxOutputCap.
 Result<Assignment> assignmentFromJson(const nlohmann::json& j);
 // Every field, always (kilnd's side).
 nlohmann::json toJson(const Assignment& a);

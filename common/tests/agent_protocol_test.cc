@@ -23,7 +23,7 @@ json golden(const std::string& name) {
 }
 
 TEST(AgentProtocolTest, EveryGoldenAssignmentDecodesAndEncodesBackFieldForField) {
-  for (const char* file : {"assignment_run.json", "assignment_reboot.json"}) {
+  for (const char* file : {"assignment_run.json", "assignment_reboot.json", "assignment_artifacts.json"}) {
     const json doc = golden(file);
     auto a = assignmentFromJson(doc);
     ASSERT_TRUE(a.ok()) << file << ": " << a.error();
@@ -40,6 +40,35 @@ TEST(AgentProtocolTest, EveryGoldenAssignmentDecodesAndEncodesBackFieldForField)
   EXPECT_TRUE(reboot->isReboot());
   EXPECT_TRUE(reboot->inventory_after);
   EXPECT_EQ(reboot->timeout_ms, 900000);
+}
+
+TEST(AgentProtocolTest, AnAssignmentCarriesItsArtifactsAndAStageNeedsNoArgv) {
+  auto a = assignmentFromJson(golden("assignment_artifacts.json"));
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_EQ(a->artifacts.size(), 1u);
+  EXPECT_EQ(a->artifacts[0].url, "https://mirror.b01/fw/fw-ConnectX7-rel-28_45_1200.bin");
+  EXPECT_EQ(a->argv[3], "kiln-artifact:sha256:" + a->artifacts[0].sha256);
+  EXPECT_NE(a->artifacts[0].signature.find("BEGIN PGP SIGNATURE"), std::string::npos);
+
+  json stage = golden("assignment_artifacts.json");
+  stage["type"] = "stage";
+  stage["argv"] = json::array();
+  auto s = assignmentFromJson(stage);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_TRUE(s->isStage());
+  stage.erase("artifacts");
+  EXPECT_FALSE(assignmentFromJson(stage).ok()) << "a stage without artifacts has nothing to do";
+
+  for (const json& bad_artifact : {json{{"url", ""}, {"sha256", std::string(64, 'a')}},
+                                   json{{"url", "https://m/x"}, {"sha256", "abc"}},
+                                   json{{"url", "https://m/x"}, {"sha256", std::string(64, 'a')}, {"signature", 7}},
+                                   json("https://m/x")}) {
+    json doc = golden("assignment_artifacts.json");
+    doc["artifacts"] = json::array({bad_artifact});
+    auto r = assignmentFromJson(doc);
+    ASSERT_FALSE(r.ok()) << bad_artifact.dump();
+    EXPECT_NE(r.error().message.find("artifact 0"), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(AgentProtocolTest, AMinimalAssignmentTakesTheDefaults) {

@@ -16,6 +16,8 @@ KILN_PACKAGES=(
   clang libfuzzer-14-dev  # the libFuzzer targets of tests/fuzz (ctest label fuzz, deploy/fuzz.sh)
   slurmctld slurmd slurm-client munge  # a real Slurm for the slurm test label and quickstart --slurm (issue 12)
   haproxy  # three kilnd behind a real balancer (tests/e2e/replicas_test.cc, deploy/haproxy; issue 14)
+  libcurl4-openssl-dev  # kiln-agent fetches artifacts with libcurl: resume, rate limit, CA bundle (issue 31)
+  gpgv gnupg nginx-light  # signed bundles checked with gpgv, keys made with gpg, an nginx mirror in the tests (issue 31)
 )
 
 log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }
