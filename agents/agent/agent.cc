@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agents/parsers/parsers.h"
+#include "common/artifact_ref.h"
 
 namespace kiln::agent {
 
@@ -384,8 +385,9 @@ void Agent::process(const json& raw) {
     resume(copy);
     return;
   }
-  log_->info("assignment {} lease {}: {} {}", a.id, a.lease, a.type, a.argv.front());
-  if (settings_.allowed_executables)
+  log_->info("assignment {} lease {}: {} {}", a.id, a.lease, a.type,
+             a.isStage() ? std::to_string(a.artifacts.size()) + " artifact(s)" : a.argv.front());
+  if (settings_.allowed_executables && !a.isStage())
     if (auto why = executableRefusal(*settings_.allowed_executables, a.argv)) {
       // This host's own rule, whatever kilnd sent: nothing is spawned.
       log_->error("assignment {} lease {}: refused: {}", a.id, a.lease, *why);
@@ -394,11 +396,51 @@ void Agent::process(const json& raw) {
       finish(a.id, a.lease, toJson(body));
       return;
     }
-  if (a.isReboot()) {
+  if (a.isStage()) {
+    runStage(a);
+  } else if (a.isReboot()) {
     runReboot(a);
   } else {
     runStep(a);
   }
+}
+
+Result<std::vector<std::string>> Agent::withArtifacts(const Assignment& a, const exec::CancelToken* cancel) {
+  const bool names_artifact = std::any_of(a.argv.begin(), a.argv.end(), [](const std::string& arg) {
+    return arg.find(kArtifactPlaceholderPrefix) != std::string::npos;
+  });
+  if (a.artifacts.empty() && !names_artifact) return a.argv;
+  if (artifacts_ == nullptr) return unavailable("this agent has no artifact cache: the step's artifacts cannot be fetched");
+  auto fetched = artifacts_->prepare(a.artifacts, cancel);
+  if (!fetched) return fetched.error();
+  return substituteArtifacts(a.argv, *fetched);
+}
+
+void Agent::runStage(const Assignment& a) {
+  auto cancel = beginRunning(a);
+  const std::int64_t start = wallMs(clock_);
+  Result<std::map<std::string, FetchedArtifact>> fetched =
+      artifacts_ == nullptr ? Result<std::map<std::string, FetchedArtifact>>(unavailable("this agent has no artifact cache"))
+                            : artifacts_->prepare(a.artifacts, cancel.get());
+  const std::string note = endRunning();
+  StepReport body = baseBody(a);
+  body.agent_note = note;
+  body.duration_ms = wallMs(clock_) - start;
+  if (!fetched) {
+    body.spawn_error = fetched.error().message;
+    body.cancelled = cancel->cancelled();
+    log_->error("assignment {}: staging failed: {}", a.id, fetched.error().message);
+  } else {
+    // A stage is a step that ran and exited 0: what it staged is its output.
+    body.started = true;
+    body.exit_code = 0;
+    for (const auto& [sha, f] : *fetched)
+      body.stdout_tail += "staged " + f.path.filename().string() + " sha256 " + sha + " " + std::to_string(f.bytes) +
+                          " bytes " + (f.from_cache ? "already cached" : "from " + f.source) + "\n";
+    body.stdout_bytes = static_cast<std::int64_t>(body.stdout_tail.size());
+    log_->info("assignment {}: staged {} artifact(s)", a.id, fetched->size());
+  }
+  finish(a.id, a.lease, toJson(body));
 }
 
 StepReport Agent::baseBody(const Assignment& a) const {
@@ -483,6 +525,19 @@ std::string Agent::endRunning() {
 
 void Agent::runStep(const Assignment& a) {
   auto cancel = beginRunning(a);
+  // Artifacts first, before the journal says the step started: fetching twice is harmless, and
+  // a step whose artifact is not the one kilnd named never starts.
+  auto argv = withArtifacts(a, cancel.get());
+  if (!argv) {
+    const std::string note = endRunning();
+    log_->error("assignment {}: not run: {}", a.id, argv.error().message);
+    StepReport body = baseBody(a);
+    body.spawn_error = argv.error().message;
+    body.cancelled = cancel->cancelled();
+    body.agent_note = note;
+    finish(a.id, a.lease, toJson(body));
+    return;
+  }
   json started = startedRecord(a, bootId(), wallMs(clock_));
   if (auto st = journal_->started(started); !st) {
     // Without a journal record a restart could run the step twice: do not run it.
@@ -494,7 +549,7 @@ void Agent::runStep(const Assignment& a) {
     return;
   }
   exec::ProcessSpec spec;
-  spec.argv = a.argv;
+  spec.argv = std::move(*argv);
   spec.env = settings_.step_env;
   spec.timeout = milliseconds(a.timeout_ms);
   spec.kill_grace = milliseconds(a.kill_grace_ms);

@@ -27,6 +27,7 @@
 #include "common/agent_protocol.h"
 #include "common/executable_allowlist.h"
 #include "common/clock.h"
+#include "agents/agent/artifacts.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/journal.h"
 #include "agents/agent/live_output.h"
@@ -87,6 +88,10 @@ class Agent {
   // Thread-safe, returns at once (not async-signal-safe: call it from a normal thread).
   void requestStop();
 
+  // Where steps' artifacts come from (artifacts.h); must outlive the agent. Set before run().
+  // Without it a step that carries artifacts is reported not started.
+  void useArtifacts(ArtifactFetcher& fetcher) { artifacts_ = &fetcher; }
+
  private:
   struct Running {
     std::string id;
@@ -105,6 +110,9 @@ class Agent {
   void process(const nlohmann::json& raw);
   void runStep(const Assignment& a);
   void runReboot(const Assignment& a);
+  void runStage(const Assignment& a);
+  // Fetches and checks the step's artifacts (artifacts.h): its argv with their local paths.
+  Result<std::vector<std::string>> withArtifacts(const Assignment& a, const exec::CancelToken* cancel);
   void resume(const JournalEntry& entry);
   // nullopt: the agent is stopping (the reboot stays journaled as started).
   std::optional<StepReport> awaitReboot(const Assignment& a, const std::string& boot_before,
@@ -142,6 +150,7 @@ class Agent {
   Transport& transport_;
   exec::ProcessRunner& runner_;
   HostProbe& probe_;
+  ArtifactFetcher* artifacts_ = nullptr;
   Clock& clock_;
   std::shared_ptr<Logger> log_;
   std::shared_ptr<Logger> live_log_;  // the live output senders' ("live_output")

@@ -31,6 +31,31 @@ Result<int> intValue(const std::string& flag, const std::string& value, int lo, 
   return v;
 }
 
+// "200G", "512M", "100k", "1048576": bytes (powers of 1024).
+Result<std::uint64_t> byteValue(const std::string& flag, const std::string& value) {
+  std::size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::uint64_t unit = 1;
+  if (used > 0 && used + 1 == value.size()) {
+    switch (std::toupper(static_cast<unsigned char>(value.back()))) {
+      case 'K': unit = 1ull << 10; break;
+      case 'M': unit = 1ull << 20; break;
+      case 'G': unit = 1ull << 30; break;
+      case 'T': unit = 1ull << 40; break;
+      default: used = 0;
+    }
+    if (used > 0) ++used;
+  }
+  if (used == 0 || used != value.size() || value[0] == '-' || n > (~0ull) / unit)
+    return invalidArgument(flag + " wants a number of bytes (K, M, G, T suffixes allowed), not '" + value + "'");
+  return static_cast<std::uint64_t>(n) * unit;
+}
+
 std::string envName(const std::string& flag) {
   std::string name = "KILN_AGENT_";
   for (char c : flag.substr(2)) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
@@ -47,7 +72,8 @@ Result<RunOptions> parseRunOptions(
       "--url",           "--host",         "--state-dir",         "--enroll-token-file",
       "--ca-file",       "--inventory-command", "--boot-id-file", "--poll-wait",
       "--env-allow",     "--path-prepend", "--log-level",         "--stop-grace",
-      "--live-output-interval", "--allowed-executables"};
+      "--live-output-interval", "--allowed-executables", "--artifact-cache", "--artifact-cache-max",
+      "--artifact-rate-limit", "--artifact-ca-bundle", "--artifact-mirror", "--trusted-keys"};
   const std::set<std::string> known(kFlags.begin(), kFlags.end());
   // Values by flag, in order; environment first so that flags override it.
   std::map<std::string, std::vector<std::string>> values;
@@ -91,6 +117,31 @@ Result<RunOptions> parseRunOptions(
   }
   for (const std::string& v : values["--path-prepend"]) {
     for (std::string& dir : splitList(v, ':')) o.path_prepend.push_back(dir);
+  }
+  o.artifact_cache = last("--artifact-cache").value_or("");
+  o.artifact_ca_bundle = last("--artifact-ca-bundle").value_or("");
+  o.trusted_keys = last("--trusted-keys").value_or("");
+  if (auto v = last("--artifact-cache-max")) {
+    auto n = byteValue("--artifact-cache-max", *v);
+    if (!n) return n.error();
+    if (*n < (1ull << 20)) return invalidArgument("--artifact-cache-max must be at least 1M");
+    o.artifact_cache_max = *n;
+  }
+  if (auto v = last("--artifact-rate-limit")) {
+    auto n = byteValue("--artifact-rate-limit", *v);
+    if (!n) return n.error();
+    o.artifact_rate_limit = *n;
+  }
+  for (const std::string& v : values["--artifact-mirror"]) {
+    const auto eq = v.find('=');
+    const std::string prefix = eq == std::string::npos ? "" : v.substr(0, eq);
+    const std::string mirror = eq == std::string::npos ? "" : v.substr(eq + 1);
+    const auto is_url = [](const std::string& u) {
+      return (u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0) && u.find_first_of(" \t\n") == std::string::npos;
+    };
+    if (!is_url(prefix) || !is_url(mirror))
+      return invalidArgument("--artifact-mirror wants PREFIX=MIRROR, both http(s) URLs (https://artifacts.example/=http://mirror-b01/), not '" + v + "'");
+    o.artifact_mirrors.emplace_back(prefix, mirror);
   }
   if (auto v = last("--poll-wait")) {
     auto n = intValue("--poll-wait", *v, 0, 60);

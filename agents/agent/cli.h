@@ -2,6 +2,7 @@
 // kiln-agent's command line: `run` flags (also from KILN_AGENT_* environment variables; a flag
 // wins over its variable), `parse FORMAT [FILE]`, `--help`. Pure: the environment is injected.
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -30,6 +31,13 @@ struct RunOptions {
   // --live-output-interval S: a running step's output goes to kilnd at most every S seconds
   // (issue 18; more hosts, fewer writes: raise it); 0 = not at all.
   int live_output_interval_s = 1;
+  // Artifacts (issue 31, agents/agent/artifacts.h).
+  std::string artifact_cache;                 // --artifact-cache DIR (default STATE_DIR/artifacts)
+  std::uint64_t artifact_cache_max = 64ull << 30;  // --artifact-cache-max BYTES (K, M, G, T suffixes)
+  std::uint64_t artifact_rate_limit = 0;      // --artifact-rate-limit BYTES/s (suffixes; 0: none)
+  std::string artifact_ca_bundle;             // --artifact-ca-bundle FILE (https)
+  std::vector<std::pair<std::string, std::string>> artifact_mirrors;  // --artifact-mirror PREFIX=MIRROR (repeatable)
+  std::string trusted_keys;                   // --trusted-keys FILE (gpg --export keyring)
 };
 
 inline constexpr const char* kUsage =
@@ -38,6 +46,9 @@ inline constexpr const char* kUsage =
     "                      [--poll-wait S] [--env-allow NAME[,NAME]]... [--path-prepend DIR]...\n"
     "                      [--stop-grace S] [--log-level trace|debug|info|warn|error|off]\n"
     "                      [--live-output-interval S (0: off)] [--allowed-executables FILE]\n"
+    "                      [--artifact-cache DIR] [--artifact-cache-max BYTES]\n"
+    "                      [--artifact-rate-limit BYTES/S] [--artifact-ca-bundle FILE]\n"
+    "                      [--artifact-mirror PREFIX=MIRROR]... [--trusted-keys FILE]\n"
     "       kiln-agent parse FORMAT [FILE]   print a tool's output as normalized JSON\n"
     "       kiln-agent --help\n"
     "Every run flag can also come from the environment: --state-dir from KILN_AGENT_STATE_DIR,\n"
@@ -45,7 +56,13 @@ inline constexpr const char* kUsage =
     "variable. --env-allow adds names (a trailing '*' is a prefix) to the environment steps\n"
     "inherit (PATH HOME LANG LC_ALL TZ KILN_HWSIM_*); --path-prepend puts DIR before the\n"
     "agent's PATH in the steps' PATH. --allowed-executables lists the only executables steps\n"
-    "may run here (a name or an absolute path a line): any other step is refused unrun.\n";
+    "may run here (a name or an absolute path a line): any other step is refused unrun.\n"
+    "Artifacts a step needs are fetched into --artifact-cache (default STATE_DIR/artifacts,\n"
+    "at most --artifact-cache-max, e.g. 200G; least recently used evicted), from the first\n"
+    "--artifact-mirror whose PREFIX starts the URL, then the URL itself, resuming broken\n"
+    "downloads, at most --artifact-rate-limit (e.g. 100M), and checked against their sha256\n"
+    "before any step uses them. With --trusted-keys (a keyring as `gpg --export` writes it)\n"
+    "every artifact must also be signed by one of those keys (checked with gpgv).\n";
 
 // Parses the arguments after `run`. `getenv` looks up KILN_AGENT_* variables; `hostname` is
 // the default --host. kInvalidArgument with a one-line message on bad usage.

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "agents/agent/cli.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/transport.h"
+#include "common/exec/gpgv.h"
 #include "common/exec/process_runner.h"
 #include "common/spd_log.h"
 #include "agents/parsers/parsers.h"
@@ -100,7 +102,32 @@ int runAgent(const std::vector<std::string>& args) {
   CommandHostProbe probe(*runner, splitCommand(o.inventory_command), settings.step_env,
                          o.boot_id_file, !o.boot_id_file.empty());
   kiln::SystemClock clock;
+
+  ArtifactSettings artifact_settings;
+  artifact_settings.cache_dir = o.artifact_cache.empty() ? std::filesystem::path(o.state_dir) / "artifacts"
+                                                          : std::filesystem::path(o.artifact_cache);
+  artifact_settings.cache_max_bytes = o.artifact_cache_max;
+  artifact_settings.rate_limit_bytes_per_s = o.artifact_rate_limit;
+  artifact_settings.ca_bundle = o.artifact_ca_bundle;
+  artifact_settings.mirrors = o.artifact_mirrors;
+  kiln::SignatureCheck verify;
+  if (!o.trusted_keys.empty()) {
+    std::error_code ec;
+    const auto keys = std::filesystem::absolute(o.trusted_keys, ec);
+    if (ec || !std::filesystem::is_regular_file(keys, ec) || ::access(keys.c_str(), R_OK) != 0) {
+      std::cerr << "kiln-agent: --trusted-keys: cannot read " << o.trusted_keys << "\n";
+      return 2;
+    }
+    verify = kiln::exec::gpgvCheck(*runner, keys.string(), (artifact_settings.cache_dir / ".partial").string());
+  }
+  auto downloader = makeCurlDownloader(artifact_settings);
+  ArtifactFetcher fetcher(artifact_settings, *downloader, verify, log->named("artifacts"));
+  if (auto st = fetcher.open(); !st) {
+    std::cerr << "kiln-agent: " << st.error().message << "\n";
+    return 2;
+  }
   Agent agent(settings, *transport, *runner, probe, clock, log);
+  agent.useArtifacts(fetcher);
 
   std::thread([&agent, stop_signals, log] {
     int sig = 0;

@@ -348,6 +348,8 @@ ToolRun HostSim::nvfwupdUpdate(const std::string& package,
     }
   }
   const uint64_t task = ++state_.seq;
+  ++state_.flashes;
+  state_.last_flash = package;
   const double total = flashSeconds(package);
   const bool fails = takeFlashFailure();
   run.out("FW package: ['" + package + "']\n");
@@ -414,6 +416,8 @@ ToolRun HostSim::mlxUpdate(const std::string& image_version) {
     return run;
   }
   const bool fails = takeFlashFailure();
+  ++state_.flashes;
+  state_.last_flash = "nic " + image_version;
   const int nics = platformSpec(state_.platform).nics;
   const double per_device = kMlxBurnSeconds / nics;
   for (int i = 0; i < nics; ++i) {

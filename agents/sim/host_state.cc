@@ -119,7 +119,9 @@ nlohmann::json toJson(const HostState& s) {
           {"gpus", gpus},
           {"xids", xids},
           {"faults", faults},
-          {"seq", s.seq}};
+          {"seq", s.seq},
+          {"flashes", s.flashes},
+          {"last_flash", s.last_flash}};
 }
 
 Result<HostState> hostStateFromJson(const nlohmann::json& j) {
@@ -163,6 +165,8 @@ Result<HostState> hostStateFromJson(const nlohmann::json& j) {
       s.faults.push_back(*f);
     }
     s.seq = j.value("seq", uint64_t{0});
+    s.flashes = j.value("flashes", uint64_t{0});
+    s.last_flash = j.value("last_flash", std::string());
     return s;
   } catch (const nlohmann::json::exception& e) {
     return invalidContent(std::string("malformed hwsim state: ") + e.what());

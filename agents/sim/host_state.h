@@ -88,6 +88,11 @@ struct HostState {
   std::vector<XidEvent> xids;
   std::vector<Fault> faults;
   uint64_t seq = 0;  // monotonically increasing counter for task ids / xid order
+  // Every flash that reached the hardware (nvfwupd update_fw, mlxfwmanager -u burning,
+  // kiln-hwsim flash), and the last package or image it wrote: what the artifact tests count
+  // (issue 31: wrong bits never reach a flash tool).
+  uint64_t flashes = 0;
+  std::string last_flash;
 };
 
 // A fresh healthy host: deterministic serials/UUIDs from the host name, platform default

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "common/artifact_ref.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/fleet_spec.h"
 #include "orchestrator/workflow/spec.h"
@@ -54,7 +55,7 @@ Result<Bundle> parseBundle(const json& doc) {
   if (!doc.is_object()) return invalidContent("a bundle is an object {name, version, platforms, components, ...}");
   for (const auto& [k, _] : doc.items())
     if (k != "name" && k != "version" && k != "platforms" && k != "workflow" && k != "components" &&
-        k != "prerequisites" && k != "description")
+        k != "prerequisites" && k != "description" && k != "checksums" && k != "signature")
       fail(k, "unknown field");
   b.name = str(doc, "name");
   if (!core::isValidName(b.name)) fail("name", "expected a name of 1-63 characters [a-z0-9._-]");
@@ -104,8 +105,14 @@ Result<Bundle> parseBundle(const json& doc) {
       else if (!kinds.insert(bc.kind).second)
         fail(p + ".kind", "component '" + bc.kind + "' appears twice");
       if (bc.version.empty() || bc.version.size() > 128) fail(p + ".version", "expected a version string");
-      if (bc.artifact.empty()) fail(p + ".artifact", "expected the artifact's URI");
       if (!isHex64(bc.sha256)) fail(p + ".sha256", "expected 64 hex digits");
+      // What the install workflow's artifact params hold and the agents fetch (issue 31); a bad
+      // sha256 is named on its own field only.
+      const std::string digest = isHex64(bc.sha256) ? bc.sha256 : std::string(64, '0');
+      if (bc.artifact.empty())
+        fail(p + ".artifact", "expected the artifact's https:// or http:// URL or absolute path");
+      else if (auto a = parseArtifactValue(bc.artifact + "#sha256=" + digest); !a.ok())
+        fail(p + ".artifact", a.error().message);
       std::transform(bc.sha256.begin(), bc.sha256.end(), bc.sha256.begin(),
                      [](unsigned char ch) { return std::tolower(ch); });
       b.components.push_back(std::move(bc));
@@ -125,6 +132,16 @@ Result<Bundle> parseBundle(const json& doc) {
       }
     }
   }
+  // The signed checksum list; the rollout service checks it against the site's keys.
+  auto text = [&](const char* key, std::string& into, const char* expected) {
+    if (!doc.contains(key)) return;
+    if (doc[key].is_string())
+      into = doc[key].get<std::string>();
+    else
+      fail(key, expected);
+  };
+  text("checksums", b.checksums, "expected the SHA256SUMS text listing the components' sha256");
+  text("signature", b.signature, "expected an ASCII-armored detached OpenPGP signature of checksums");
   if (!bad.fields.empty()) {
     bad.message = "invalid bundle: " + bad.fields[0].path + ": " + bad.fields[0].message;
     return bad;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -58,7 +59,8 @@ std::string assignmentColumns(const std::string& a) {
   return a + "id, " + a + "run_id, " + a + "group_key, " + a + "host_id, " + a + "step_id, " + a + "type, " + a +
          "parse, " + a + "state, " + a + "attempt, " + a + "lease, " + a + "argv::text, " + a + "timeout_ms, " + a +
          "inventory_after, extract(epoch from " + a + "dispatched_at)::float8, extract(epoch from " + a +
-         "lease_expires_at)::float8, extract(epoch from " + a + "finished_at)::float8, " + a + "result::text";
+         "lease_expires_at)::float8, extract(epoch from " + a + "finished_at)::float8, " + a + "result::text, " + a +
+         "artifacts::text";
 }
 const std::string kAssignmentColumns = assignmentColumns("");
 
@@ -81,6 +83,13 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
   a.lease_expires_at = optEpoch(r[14]);
   a.finished_at = optEpoch(r[15]);
   if (!r[16].is_null()) a.result = json::parse(r[16].c_str());
+  if (!r[17].is_null()) {
+    auto artifacts = artifactsFromStored(json::parse(r[17].c_str()));
+    // The store wrote it (storedArtifacts): unreadable means a damaged row; the transaction's
+    // catch turns this into the read's error.
+    if (!artifacts.ok()) throw std::runtime_error(artifacts.error().message);
+    a.artifacts = std::move(*artifacts);
+  }
   return a;
 }
 
@@ -141,11 +150,11 @@ constexpr const char* kInsertRecords =
     " WITH ORDINALITY AS v(run_id, group_key, host_id, record, n) ORDER BY v.n";
 constexpr const char* kInsertAssignments =
     "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms, parse,"
-    " inventory_after, state)"
+    " inventory_after, artifacts, state)"
     " SELECT v.id, v.run_id, v.group_key, v.host_id, v.step_id, v.attempt, v.type, v.argv, v.timeout_ms, v.parse,"
-    " v.inventory_after, 'pending' FROM jsonb_to_recordset($1::jsonb) AS v(id text, run_id text, group_key text,"
-    " host_id text, step_id text, attempt int, type text, argv jsonb, timeout_ms bigint, parse text,"
-    " inventory_after boolean)";
+    " v.inventory_after, v.artifacts, 'pending' FROM jsonb_to_recordset($1::jsonb) AS v(id text, run_id text,"
+    " group_key text, host_id text, step_id text, attempt int, type text, argv jsonb, timeout_ms bigint, parse text,"
+    " inventory_after boolean, artifacts jsonb)";
 constexpr const char* kCancelAssignments =
     "UPDATE assignments SET state = 'cancelled', finished_at = now()"
     " WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb))) AND state IN ('pending', 'dispatched')";
@@ -238,7 +247,7 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
       dispatches.push_back({{"id", d.assignment_id}, {"run_id", w.run->id}, {"group_key", w.group_key},
                             {"host_id", d.host}, {"step_id", d.step_id}, {"attempt", d.attempt}, {"type", d.type},
                             {"argv", d.argv}, {"timeout_ms", d.timeout_ms}, {"parse", d.parse},
-                            {"inventory_after", d.inventory_after}});
+                            {"inventory_after", d.inventory_after}, {"artifacts", storedArtifacts(d.artifacts)}});
     for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
   }
   if (!groups.empty()) {

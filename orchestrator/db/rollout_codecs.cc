@@ -170,6 +170,8 @@ Result<rollouts::Bundle> bundleFromStored(const json& doc) {
                               c.at("artifact").get<std::string>(), c.at("sha256").get<std::string>()});
     for (const json& c : d.value("prerequisites", std::vector<json>{}))
       b.prerequisites.push_back({c.at("kind").get<std::string>(), c.at("min_version").get<std::string>()});
+    b.checksums = d.value("checksums", std::string());
+    b.signature = d.value("signature", std::string());
     return b;
   });
 }

@@ -151,4 +151,26 @@ Result<runs::GroupState> groupFromStored(const json& j) {
   }
 }
 
+nlohmann::json storedArtifacts(const std::vector<protocol::ArtifactRef>& artifacts) {
+  if (artifacts.empty()) return nullptr;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : artifacts)
+    out.push_back({{"url", a.url}, {"sha256", a.sha256}, {"checksums", a.checksums}, {"signature", a.signature}});
+  return out;
+}
+
+Result<std::vector<protocol::ArtifactRef>> artifactsFromStored(const nlohmann::json& j) {
+  std::vector<protocol::ArtifactRef> out;
+  if (j.is_null()) return out;
+  try {
+    if (!j.is_array()) return internalError("corrupt assignment artifacts: not a list");
+    for (const auto& a : j)
+      out.push_back({a.at("url").get<std::string>(), a.at("sha256").get<std::string>(),
+                     a.at("checksums").get<std::string>(), a.at("signature").get<std::string>()});
+    return out;
+  } catch (const std::exception& e) {
+    return internalError(std::string("corrupt assignment artifacts: ") + e.what());
+  }
+}
+
 }  // namespace kiln::db

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/agent_protocol.h"
 #include "common/result.h"
 #include "orchestrator/runs/engine.h"
 
@@ -23,5 +24,12 @@ Result<runs::GroupState> groupFromStored(const nlohmann::json& j);
 
 nlohmann::json storedRecord(const runs::StepRecord& r);
 Result<runs::StepRecord> recordFromStored(const nlohmann::json& j);
+
+// The artifacts of an assignment (assignments.artifacts, schema 20) in the agent protocol's own
+// field names ([{"url", "sha256", "checksums", "signature"}]); null for none, so that a step
+// without artifacts stores NULL. artifactsFromStored reads null as none; anything that is not
+// such a list fails (kInternal, "corrupt assignment artifacts").
+nlohmann::json storedArtifacts(const std::vector<protocol::ArtifactRef>& artifacts);
+Result<std::vector<protocol::ArtifactRef>> artifactsFromStored(const nlohmann::json& j);
 
 }  // namespace kiln::db

@@ -81,6 +81,7 @@ std::vector<Setting> settings() {
       {"--workflows-dir", "KILN_WORKFLOWS_DIR", "workflows_dir", false, str(&Config::workflows_dir)},
       {"--workflow-executables", "KILN_WORKFLOW_EXECUTABLES", "workflow_executables", false,
        str(&Config::workflow_executables)},
+      {"--trusted-keys", "KILN_TRUSTED_KEYS", "trusted_keys", false, str(&Config::trusted_keys)},
       {"--unreachable-after", "KILN_UNREACHABLE_AFTER", "unreachable_after", false,
        [](Config& c, const std::string& v) { return setInt(c.unreachable_after_s, v, "--unreachable-after", 5, 86400); }},
       {"--lease-grace", "KILN_LEASE_GRACE", "lease_grace", false,
@@ -160,6 +161,7 @@ std::string usage() {
          "             [--admin-token-file FILE] [--log-level LEVEL] [--log-format text|json]\n"
          "             [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
+         "             [--workflow-executables FILE] [--trusted-keys FILE]\n"
          "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
          "             [--scheduler-hook URL|PATH] [--scheduler none|hook|slurm] [--slurm-node-name RULE]\n"
          "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"

@@ -29,6 +29,10 @@ struct Config {
   // A file listing the executables workflow steps may run (common/executable_allowlist.h);
   // empty: any. Checked at load, PUT and start.
   std::string workflow_executables;
+  // The OpenPGP keys (as `gpg --export` writes them) that must sign every bundle's checksums
+  // (issue 31, common/artifact_trust.h); empty: signatures are not checked. kilnd does not start
+  // when the file cannot be read.
+  std::string trusted_keys;
   int unreachable_after_s = 90;    // an agent silent this long makes its host unreachable
   int lease_grace_s = 30;          // beyond a step's timeout before its assignment is lost
   // URL kilnd POSTs {action: release, rollout, pod, hosts} to, or the absolute path of an

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exec/gpgv.h"
 #include "common/exec/process_runner.h"
 #include "common/executable_allowlist.h"
 #include "common/executor.h"
@@ -177,6 +179,18 @@ bool setUpWorkflows(const kilnd::Config& config, runs::WorkflowCatalog& workflow
   return true;
 }
 
+// The check of bundles' signatures (--trusted-keys, issue 31): gpgv against that keyring, its
+// path made absolute now. Empty without the flag. An error when the file cannot be read: a
+// site that asked for signatures must not run without them.
+Result<SignatureCheck> bundleSignatureCheck(const kilnd::Config& config, exec::ProcessRunner& runner) {
+  if (config.trusted_keys.empty()) return SignatureCheck();
+  std::error_code ec;
+  const std::filesystem::path keys = std::filesystem::absolute(config.trusted_keys, ec);
+  if (ec || !std::filesystem::is_regular_file(keys, ec) || ::access(keys.c_str(), R_OK) != 0)
+    return invalidArgument("--trusted-keys " + config.trusted_keys + ": not a readable file");
+  return exec::gpgvCheck(runner, keys.string());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +224,15 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+
+  // gpgv's runner outlives the rollout service, whose bundle uploads call it.
+  const std::unique_ptr<exec::ProcessRunner> gpgv_runner = exec::makeBoostProcessRunner();
+  auto verify_bundles = bundleSignatureCheck(*config, *gpgv_runner);
+  if (!verify_bundles.ok()) {
+    log->error("{}", verify_bundles.error().message);
+    return 2;
+  }
+  if (*verify_bundles) log->info("bundles must be signed by a key of {}", config->trusted_keys);
 
   auto migrated = db::applyMigrations(config->database_url);
   if (!migrated.ok()) {
@@ -304,7 +327,8 @@ int main(int argc, char** argv) {
   rollout_options.scheduler = scheduler_driver.get();
   std::thread scheduler_thread;
   if (scheduler_driver) scheduler_thread = std::thread([&] { scheduler_driver->run([&] { return leading.load(); }); });
-  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock, {rollouts_log.get()});
+  rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock,
+                                           {rollouts_log.get(), *verify_bundles});
   rollouts::RolloutController rollout_controller(fleet_service, *rollout_store, run_service, clock, rollout_options);
   reliability::ReliabilityService reliability_service(*reliability_store, clock,
                                                       reliability::ReliabilityTargets{config->reliability_target});

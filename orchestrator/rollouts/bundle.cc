@@ -36,9 +36,12 @@ json toJson(const Bundle& b) {
     comps.push_back({{"kind", c.kind}, {"version", c.version}, {"artifact", c.artifact}, {"sha256", c.sha256}});
   json pre = json::array();
   for (const auto& p : b.prerequisites) pre.push_back({{"kind", p.kind}, {"min_version", p.min_version}});
-  return {{"id", b.id},          {"name", b.name},           {"version", b.version},
-          {"platforms", b.platforms}, {"workflow", b.workflow}, {"components", comps},
-          {"prerequisites", pre}};
+  json j = {{"id", b.id},          {"name", b.name},           {"version", b.version},
+            {"platforms", b.platforms}, {"workflow", b.workflow}, {"components", comps},
+            {"prerequisites", pre}};
+  if (!b.checksums.empty()) j["checksums"] = b.checksums;
+  if (!b.signature.empty()) j["signature"] = b.signature;
+  return j;
 }
 
 int compareVersions(const std::string& a, const std::string& b) {

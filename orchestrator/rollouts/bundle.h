@@ -10,6 +10,10 @@
 //     - {kind: driver, version: "580.65.06", artifact: "...", sha256: "..."}
 //   prerequisites:
 //     - {kind: bmc, min_version: "25.04-1"}
+//   checksums: |                          # optional (issue 31): SHA256SUMS text listing every
+//     <64 hex>  x.fwpkg                   # component's sha256, and
+//   signature: |                          # its ASCII-armored detached OpenPGP signature
+//     -----BEGIN PGP SIGNATURE----- ...
 
 #include <map>
 #include <optional>
@@ -43,6 +47,9 @@ struct Bundle {
   std::string workflow = "firmware-upgrade";
   std::vector<BundleComponent> components;
   std::vector<Prerequisite> prerequisites;
+  // The signed checksum list (common/artifact_trust.h): "" and "" for an unsigned bundle.
+  std::string checksums;
+  std::string signature;
   bool operator==(const Bundle&) const = default;
 
   const BundleComponent* component(const std::string& kind) const;
@@ -51,7 +58,8 @@ struct Bundle {
 };
 
 // The bundle's document: what its ETag hashes, what GET /bundles answers and the store keeps (less
-// the id). The strict decoder of a bundle document is the REST edge's (api/rollout_documents.h).
+// the id). `checksums` and `signature` appear only when non-empty, so an unsigned bundle's
+// document (and ETag) is what it was before signed bundles. The strict decoder of a bundle document is the REST edge's (api/rollout_documents.h).
 nlohmann::json toJson(const Bundle& b);
 // The bundle's entity tag (ETag header, If-Match on POST /bundles): a hash of its content, quoted.
 std::string bundleEtag(const Bundle& b);

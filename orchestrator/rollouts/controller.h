@@ -10,7 +10,8 @@
 //
 // Files: controller.cc (the pass and admission), controller_phases.cc (what the phases share),
 // controller_drain.cc, controller_upgrade.cc and controller_validate.cc (one phase of a pod in
-// flight each), controller_release.cc (asking the job scheduler to release hosts).
+// flight each), controller_stage.cc (the artifacts fetched before the drain),
+// controller_release.cc (asking the job scheduler to release hosts).
 
 #include <chrono>
 #include <functional>
@@ -38,6 +39,9 @@ using scheduler::ReleaseRequest;
 
 struct ControllerOptions {
   std::string validation_workflow = "pre-job-health";
+  // Fetches and checks a pod's artifacts on its hosts before the drain (controller_stage.cc);
+  // empty, or a workflow kilnd does not have: no staging (the upgrade fetches them instead).
+  std::string stage_workflow = "artifact-stage";
   // The job scheduler's driver (scheduler/driver.h); null: no scheduler (a drained host goes to
   // maintenance in the same pass). Its release ask (requestDrain) goes out for a pod the limits
   // would admit now (and for a draining pod with allocated hosts); again hook_retry after an ask
@@ -102,6 +106,9 @@ class RolloutController {
   };
   // The phases of a pod in flight, one file each. Return how many changes they made.
   int drain(PodStep& step);     // controller_drain.cc
+  // Staging before the drain (controller_stage.cc): nullopt once the pod's artifacts are on its
+  // hosts (or there is nothing to stage), else the changes made while the pod waits for it.
+  std::optional<int> stage(PodStep& step, const std::vector<core::HostSummary>& hosts);
   int upgrade(PodStep& step);   // controller_upgrade.cc
   int validate(PodStep& step);  // controller_validate.cc
   int admitPods(const LoadedRollout& ro, const std::vector<RolloutPodRow>& pods);

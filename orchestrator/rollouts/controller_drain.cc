@@ -10,7 +10,8 @@ namespace kiln::rollouts {
 
 using nlohmann::json;
 
-// Draining: every available host drains; a drained host goes to maintenance once the job
+// Draining: first the pod's artifacts are staged on its hosts (controller_stage.cc); then every
+// available host drains; a drained host goes to maintenance once the job
 // scheduler's gate opens; allocated hosts wait for the scheduler to release them. With every
 // host in maintenance, the bundle's workflow starts on them.
 int RolloutController::drain(PodStep& step) {
@@ -30,6 +31,7 @@ int RolloutController::drain(PodStep& step) {
                                 : "aborted while draining: " + std::to_string(out) + " of " +
                                       std::to_string(detail->hosts.size()) + " hosts left draining or in maintenance");
   }
+  if (auto waiting = stage(step, detail->hosts)) return *waiting;
   std::map<std::string, core::HostState> states;
   std::vector<std::string> allocated;
   // The job scheduler's gate: a drained host goes to maintenance only once no job can run

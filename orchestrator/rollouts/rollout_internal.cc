@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "common/artifact_ref.h"
 #include "orchestrator/rollouts/controller.h"
 
 namespace kiln::rollouts {
@@ -23,10 +24,15 @@ json installParams(const Bundle& b, const std::vector<std::string>& declared) {
   std::map<std::string, std::string> p = b.workflowParams();
   for (const auto& c : b.components) {
     p["target_" + c.kind] = c.version;
+    if (c.artifact.empty()) continue;
+    // Artifact params (issue 31): the location with its sha256; the agent fetches and checks it.
+    const std::string artifact = artifactValue({c.artifact, c.sha256});
     if (c.kind == "hmc_bundle" || ((c.kind == "gpu_vbios" || c.kind == "sbios") && !p.count("tray_package")))
-      p["tray_package"] = c.artifact;
-    if (c.kind == "nic") p["nic_image"] = c.artifact;
+      p["tray_package"] = artifact;
+    if (c.kind == "nic") p["nic_image"] = artifact;
   }
+  p["artifact_checksums"] = b.checksums;
+  p["artifact_signature"] = b.signature;
   json out = json::object();
   for (const auto& name : declared)
     if (auto it = p.find(name); it != p.end()) out[name] = it->second;

@@ -206,6 +206,12 @@ RolloutService::RolloutService(core::AuditLog& audit, RolloutServiceStore& store
 
 Result<PutBundleResult> RolloutService::putBundle(const Bundle& bundle, const core::Actor& actor,
                                                   const std::optional<core::IfMatch>& if_match) {
+  std::vector<std::string> sha256s;
+  for (const auto& c : bundle.components) sha256s.push_back(c.sha256);
+  if (auto trusted = checkArtifactTrust({bundle.checksums, bundle.signature}, sha256s, options_.verify_signature,
+                                        "bundle " + bundle.name + "@" + bundle.version);
+      !trusted.ok())
+    return trusted.error();
   auto row = store_.putBundle(bundle, actor, if_match);
   if (!row.ok()) return row.error();
   return PutBundleResult{std::move(row->first), row->second};

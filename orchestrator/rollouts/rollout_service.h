@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/artifact_trust.h"
 #include "common/failure_log.h"
 #include "common/logger.h"
 #include "orchestrator/core/clock.h"
@@ -22,6 +23,9 @@ namespace kiln::rollouts {
 struct RolloutServiceOptions {
   // Where a write the service goes on without is said (null: nowhere); see common/failure_log.h.
   Logger* log = nullptr;
+  // Checks a bundle's signature against the site's trusted keys (kilnd --trusted-keys; gpgv in
+  // production, common/exec/gpgv.h). Empty: no trusted keys, signatures are not checked.
+  SignatureCheck verify_signature;
 };
 
 // The values a rollout's `state` takes (the rollouts table's CHECK; GET /rollouts filters on it).
@@ -99,6 +103,8 @@ class RolloutService {
                  RolloutServiceOptions options);
 
   // POST /bundles (decoded by api::decodeBundle). With `if_match`, only over that version.
+  // The bundle must pass checkArtifactTrust (common/artifact_trust.h) with every component's
+  // sha256 and options.verify_signature first: kInvalidContent saying why, nothing stored.
   Result<PutBundleResult> putBundle(const Bundle& bundle, const core::Actor& actor,
                                     const std::optional<core::IfMatch>& if_match = std::nullopt);
   // Whether the bundle workflow `name` exists (decodeBundle's check).

@@ -24,6 +24,7 @@ protocol::Assignment assignmentOf(const AssignmentRow& r) {
   a.parse = r.parse;
   a.output_cap = 65536;
   a.inventory_after = r.inventory_after;
+  a.artifacts = r.artifacts;
   return a;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/artifact_ref.h"
 #include "orchestrator/workflow/checks.h"
 #include "orchestrator/workflow/link_classification.h"
 #include "orchestrator/workflow/substitute.h"
@@ -29,6 +30,42 @@ std::string joinList(const std::vector<int>& v) {
   std::string out;
   for (int i : v) out += (out.empty() ? "" : ", ") + std::to_string(i);
   return out;
+}
+
+// The values argv sees: every non-empty artifact param replaced by its placeholder, so a tool is
+// never handed a URL (the agent swaps the placeholder for the verified local path); nullopt when
+// the workflow has no artifact param (argv sees `params` as they are, no copy on the dispatch
+// path). `refs`: the artifacts `argv` names, one per sha256, in the order the workflow declares them.
+Result<std::optional<workflow::ParamValues>> argvParams(const workflow::WorkflowSpec& spec,
+                                                        const workflow::ParamValues& params,
+                                                        const std::vector<std::string>& argv,
+                                                        std::vector<protocol::ArtifactRef>& refs) {
+  if (std::none_of(spec.params.begin(), spec.params.end(),
+                   [](const workflow::ParamSpec& p) { return p.type == workflow::ParamType::kArtifact; }))
+    return std::optional<workflow::ParamValues>();
+  std::set<std::string> named;
+  for (const auto& element : argv) {
+    auto names = workflow::templateNames(element);
+    if (!names.ok()) return names.error();
+    named.insert(names->begin(), names->end());
+  }
+  auto text = [&](const char* name) {
+    auto it = params.find(name);
+    return spec.findParam(name) != nullptr && it != params.end() ? it->second : std::string();
+  };
+  workflow::ParamValues out = params;
+  std::set<std::string> seen;
+  for (const auto& p : spec.params) {
+    if (p.type != workflow::ParamType::kArtifact) continue;
+    auto it = out.find(p.name);
+    if (it == out.end() || it->second.empty()) continue;
+    auto a = parseArtifactValue(it->second);
+    if (!a.ok()) return invalidArgument("parameter " + p.name + ": " + a.error().message);
+    it->second = artifactPlaceholder(a->sha256);
+    if (!named.contains(p.name) || !seen.insert(a->sha256).second) continue;
+    refs.push_back({a->location, a->sha256, text("artifact_checksums"), text("artifact_signature")});
+  }
+  return std::optional<workflow::ParamValues>(std::move(out));
 }
 
 }  // namespace
@@ -249,13 +286,26 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
     }
   }
 
-  // run or reboot: dispatch to the host's agent.
+  // run, reboot or stage: dispatch to the host's agent.
   std::vector<std::string> argv = step.run;
   if (step.type == StepType::kReboot && argv.empty()) argv = {"kiln-reboot"};
-  auto sub = workflow::substituteArgv(argv, params_, host.fields);
+  // A stage step names its artifact params instead of an argv: the same references.
+  if (step.type == StepType::kStage)
+    for (const auto& name : step.artifacts) argv.push_back("{{" + name + "}}");
+  std::vector<protocol::ArtifactRef> artifacts;
+  auto argv_params = argvParams(spec_, params_, argv, artifacts);
+  if (!argv_params.ok()) {
+    failHost(host, step.id + ": " + argv_params.error().message);
+    return true;
+  }
+  auto sub = workflow::substituteArgv(argv, *argv_params ? **argv_params : params_, host.fields);
   if (!sub.ok()) {
     failHost(host, step.id + ": " + sub.error().message);
     return true;
+  }
+  if (step.type == StepType::kStage) {
+    if (artifacts.empty()) return skip("no artifact to stage");
+    sub->clear();
   }
   auto timeout = workflow::resolveDuration(step.timeout, params_);
   if (!timeout.ok()) {
@@ -267,11 +317,12 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
   d.host = host.host;
   d.step_id = step.id;
   d.attempt = host.attempt;
-  d.type = step.type == StepType::kReboot ? "reboot" : "run";
+  d.type = step.type == StepType::kReboot ? "reboot" : step.type == StepType::kStage ? "stage" : "run";
   d.argv = std::move(*sub);
   d.timeout_ms = timeout->value.count();
   d.parse = step.parse;
   d.inventory_after = step.type == StepType::kReboot;
+  d.artifacts = std::move(artifacts);
   host.assignment_id = d.assignment_id;
   host.dispatched_at = now;
   fx.dispatches.push_back(std::move(d));

@@ -22,7 +22,10 @@
 //   (failed a retest: the host fails naming it). During a retest barriers are skipped and leader
 //   steps run on the retesting host itself (a pod-wide tool started by any host of the pod);
 // - `repeat` / `soak_between`: the whole step list must pass N times, a soak apart;
-// - a host's verdict is final once every step ran (passed | failed) or the run is cancelled.
+// - a host's verdict is final once every step ran (passed | failed) or the run is cancelled;
+// - an `artifact` param in a step's argv becomes artifactPlaceholder(sha256) and the dispatch
+//   carries the artifact (with the run's `artifact_checksums` / `artifact_signature` params,
+//   when the workflow declares them); `when` and checks see the param's value as written.
 
 #include <chrono>
 #include <cstdint>
@@ -34,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/agent_protocol.h"
 #include "common/result.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/workflow/spec.h"
@@ -152,6 +156,9 @@ struct Dispatch {
   std::int64_t timeout_ms = 0;
   std::string parse;
   bool inventory_after = false;
+  // The artifacts argv names (artifact params, issue 31): argv holds their placeholders, the
+  // agent fetches and checks each one and puts its local path there. One per sha256.
+  std::vector<protocol::ArtifactRef> artifacts;
 };
 
 struct Effects {

@@ -83,6 +83,7 @@ struct AssignmentRow {
   std::vector<std::string> argv;
   std::int64_t timeout_ms = 0;
   bool inventory_after = false;
+  std::vector<protocol::ArtifactRef> artifacts;  // what the step needs fetched (Dispatch::artifacts)
   std::optional<TimePoint> dispatched_at, lease_expires_at, finished_at;
   nlohmann::json result;  // the agent's report, null until reported
 };

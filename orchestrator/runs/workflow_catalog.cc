@@ -82,7 +82,7 @@ Status WorkflowCatalog::allowed(const workflow::WorkflowSpec& spec) const {
   Error bad = invalidContent("workflow '" + spec.name + "' runs executables that are not allowed");
   for (std::size_t i = 0; i < spec.steps.size(); ++i) {
     const auto& step = spec.steps[i];
-    if (step.type == workflow::StepType::kBarrier) continue;
+    if (step.type == workflow::StepType::kBarrier || step.type == workflow::StepType::kStage) continue;  // run nothing
     if (auto why = executableRefusal(*allow_, step.run))
       bad.fields.push_back({"steps[" + std::to_string(i) + "].run[0]", "step '" + step.id + "': " + *why});
   }

@@ -352,18 +352,19 @@ class Validator {
           const std::pair<const char*, ParamType> kTypes[] = {{"string", ParamType::kString},
                                                               {"int", ParamType::kInt},
                                                               {"bool", ParamType::kBool},
-                                                              {"duration", ParamType::kDuration}};
+                                                              {"duration", ParamType::kDuration},
+                                                              {"artifact", ParamType::kArtifact}};
           for (const auto& [tn, tv] : kTypes) {
             if (*s == tn) p.type = tv, type_ok = true;
           }
           if (!type_ok) {
             error(t->value.Mark(), path + ".type",
-                  "expected string, int, bool or duration, got " + quoteText(*s));
+                  "expected string, int, bool, duration or artifact, got " + quoteText(*s));
           }
         }
       }
       if (auto* d = optional(e, "default")) {
-        if (d->value.IsNull() && p.type == ParamType::kString) {
+        if (d->value.IsNull() && (p.type == ParamType::kString || p.type == ParamType::kArtifact)) {
           p.default_value = "";
         } else if (auto s = text(d->value, path + ".default")) {
           if (type_ok && !isValidParamValue(p.type, *s)) {
@@ -428,7 +429,7 @@ class Validator {
     s.mark = {n.Mark().line + 1, n.Mark().column + 1};
     Entries e = entries(n, path,
                         {"id", "description", "type", "run", "timeout", "retries", "expect_exit",
-                         "parse", "checks", "on_failure", "run_on", "when", "retest"});
+                         "parse", "checks", "on_failure", "run_on", "when", "retest", "artifacts"});
     if (auto* id = required(e, "id", n, path)) {
       if (auto v = text(id->value, path + ".id")) {
         s.id = *v;
@@ -453,6 +454,8 @@ class Validator {
           s.type = StepType::kRun;
         } else if (*v == "reboot") {
           s.type = StepType::kReboot;
+        } else if (*v == "stage") {
+          s.type = StepType::kStage;
         } else if (*v == "barrier") {
           s.type = StepType::kBarrier;
           if (scope_ != Scope::kPod) {
@@ -461,7 +464,7 @@ class Validator {
           }
         } else {
           error(t->value.Mark(), path + ".type",
-                "expected run, reboot or barrier, got " + quoteText(*v));
+                "expected run, reboot, barrier or stage, got " + quoteText(*v));
         }
       }
     }
@@ -471,8 +474,12 @@ class Validator {
       }
     } else if (s.type == StepType::kReboot) {
       for (const char* k : {"parse", "checks", "retest"}) forbid(e, k, path, "a reboot step");
+    } else if (s.type == StepType::kStage) {
+      for (const char* k : {"run", "expect_exit", "parse", "checks", "retest"}) forbid(e, k, path, "a stage step");
+      if (auto* a = required(e, "artifacts", n, path)) s.artifacts = stageArtifacts(a->value, path + ".artifacts");
     }
-    if (s.type != StepType::kBarrier) {
+    if (s.type != StepType::kStage) forbid(e, "artifacts", path, "a run, reboot or barrier step (only stage steps list artifacts)");
+    if (s.type != StepType::kBarrier && s.type != StepType::kStage) {
       if (s.type == StepType::kReboot && !e.contains("run")) {
         s.run = {"kiln-reboot"};
       } else if (auto* r = required(e, "run", n, path)) {
@@ -543,6 +550,33 @@ class Validator {
       if (auto* r = optional(e, "retest")) s.retest = retest(r->value, path + ".retest", index);
     }
     return s;
+  }
+
+  // A stage step's `artifacts`: names of declared params of type artifact, each once.
+  std::vector<std::string> stageArtifacts(const YAML::Node& n, const std::string& path) {
+    std::vector<std::string> out;
+    if (!n.IsSequence() || n.size() == 0) {
+      error(n.Mark(), path, "expected a non-empty list of artifact parameter names like [tray_package, nic_image], got " +
+                                describeNode(n));
+      return out;
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      const std::string p = path + "[" + std::to_string(i) + "]";
+      auto v = text(n[i], p, "a parameter name");
+      if (!v) continue;
+      const ParamSpec* param = findParam(*v);
+      if (param == nullptr) {
+        error(n[i].Mark(), p, "unknown parameter " + quoteText(*v) + declaredParams());
+      } else if (param->type != ParamType::kArtifact) {
+        error(n[i].Mark(), p, "parameter " + quoteText(*v) + " has type " + paramTypeName(param->type) +
+                                  ": a stage step fetches parameters of type artifact");
+      } else if (std::find(out.begin(), out.end(), *v) != out.end()) {
+        error(n[i].Mark(), p, "parameter " + quoteText(*v) + " is listed twice");
+      } else {
+        out.push_back(*v);
+      }
+    }
+    return out;
   }
 
   std::vector<std::string> argv(const YAML::Node& n, const std::string& path) {

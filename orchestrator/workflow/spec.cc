@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "common/agent_protocol.h"
+#include "common/artifact_ref.h"
 
 namespace kiln::workflow {
 
@@ -70,6 +71,7 @@ const char* paramTypeName(ParamType t) {
     case ParamType::kInt: return "int";
     case ParamType::kBool: return "bool";
     case ParamType::kDuration: return "duration";
+    case ParamType::kArtifact: return "artifact";
   }
   return "string";
 }
@@ -79,6 +81,7 @@ const char* stepTypeName(StepType t) {
     case StepType::kRun: return "run";
     case StepType::kReboot: return "reboot";
     case StepType::kBarrier: return "barrier";
+    case StepType::kStage: return "stage";
   }
   return "run";
 }
@@ -136,6 +139,7 @@ bool isValidParamValue(ParamType t, std::string_view value) {
     case ParamType::kInt: return parseInt(value).has_value();
     case ParamType::kBool: return value == "true" || value == "false";
     case ParamType::kDuration: return parseDuration(value).has_value();
+    case ParamType::kArtifact: return value.empty() || kiln::parseArtifactValue(value).ok();
   }
   return false;
 }
@@ -146,6 +150,8 @@ const char* paramTypeExpectation(ParamType t) {
     case ParamType::kInt: return "an integer";
     case ParamType::kBool: return "true or false";
     case ParamType::kDuration: return "a duration like 30s or 15m";
+    case ParamType::kArtifact:
+      return "an artifact: an http(s) URL or absolute path with its sha256 (LOCATION#sha256=HEX), or empty";
   }
   return "a string";
 }
@@ -253,7 +259,8 @@ nlohmann::json checkJson(const Check& c) {
 nlohmann::json stepJson(const StepSpec& s) {
   nlohmann::json j = {{"id", s.id}, {"type", stepTypeName(s.type)}};
   if (!s.description.empty()) j["description"] = s.description;
-  if (s.type != StepType::kBarrier) {
+  if (s.type == StepType::kStage) j["artifacts"] = s.artifacts;
+  if (s.type != StepType::kBarrier && s.type != StepType::kStage) {
     j["run"] = s.run;
     j["expect_exit"] = s.expect_exit;
     j["retries"] = {{"count", s.retries.count}, {"backoff", formatDuration(s.retries.backoff)}};

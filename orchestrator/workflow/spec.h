@@ -48,11 +48,16 @@ struct IntValue {
 };
 
 enum class Scope { kHost, kPod };
-enum class ParamType { kString, kInt, kBool, kDuration };
+// kArtifact: a file a step needs, `LOCATION#sha256=HEX` (common/artifact_ref.h) or "" for none.
+// In argv it becomes the artifact's placeholder, which the agent replaces with the verified
+// local path; `when` and checks see the value as written.
+enum class ParamType { kString, kInt, kBool, kDuration, kArtifact };
 // run: execute `run` as a process. reboot: the agent reboots the host (argv `run`, default
 // ["kiln-reboot"]); the step completes when the agent reports again with a new boot id.
 // barrier: every host of the pod reaches it before any goes on (pod scope only).
-enum class StepType { kRun, kReboot, kBarrier };
+// stage: the agent fetches and checks the artifacts named by `artifacts` (params of type
+// artifact) into its cache and runs nothing (a rollout stages a pod's files before its drain).
+enum class StepType { kRun, kReboot, kBarrier, kStage };
 // What a failed step (after its retries) does to the run:
 //   fail:     the run stops and fails (default).
 //   continue: later steps still run (to gather diagnostics), the run still fails at the end.
@@ -143,6 +148,7 @@ struct StepSpec {
   RunOn run_on = RunOn::kEach;
   std::string when;  // template; empty, "false" or "0" after substitution = skip the step
   std::optional<Retest> retest;
+  std::vector<std::string> artifacts;  // stage steps: the artifact params to fetch (non-empty)
   SourceMark mark;
   bool operator==(const StepSpec&) const = default;
 };
@@ -170,7 +176,8 @@ struct WorkflowSpec {
   bool operator==(const WorkflowSpec&) const = default;
 };
 
-// Whether `value` is valid text for a parameter of type `t` ("4", "true", "30m"; any string).
+// Whether `value` is valid text for a parameter of type `t` ("4", "true", "30m"; any string;
+// "" or `LOCATION#sha256=HEX` for an artifact).
 bool isValidParamValue(ParamType t, std::string_view value);
 // What a value of type `t` must look like, for error messages: "an integer", ...
 const char* paramTypeExpectation(ParamType t);

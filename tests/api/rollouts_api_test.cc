@@ -160,8 +160,10 @@ TEST_F(RolloutsApiTest, ABundleWithSeveralBadFieldsIs422NamingEveryOneAndNothing
   const std::string before = writtenRows();
   Reply r = call(*op_, "POST", "/api/v1/bundles", bad.dump());
   ASSERT_TRUE(isError(r, 422, "invalid_content"));
+  // An artifact that is neither an http(s) URL nor an absolute path ("x") is named too.
   EXPECT_EQ(fieldPaths(r), (std::set<std::string>{"version", "platforms[1]", "colour", "components[0].sha256",
-                                                  "components[1].kind", "components[2].version",
+                                                  "components[1].kind", "components[1].artifact",
+                                                  "components[2].version", "components[2].artifact",
                                                   "components[2].sha256", "prerequisites[0].kind",
                                                   "prerequisites[0].min_version"}))
       << r.body;

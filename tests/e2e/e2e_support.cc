@@ -88,12 +88,12 @@ void AgentFleet::start(const std::string& host) {
   auto& slot = agents_[host];
   if (slot && slot->running()) return;
   fs::create_directories(dir_ + "/" + host + "/agent");
-  slot = std::make_unique<Child>(
-      std::vector<std::string>{KILN_AGENT_BIN, "run", "--url", url_, "--host", host, "--state-dir",
-                               dir_ + "/" + host + "/agent", "--enroll-token-file", enroll_file_, "--path-prepend",
-                               dir_ + "/bin", "--env-allow", "KILN_HWSIM_DIR,KILN_HWSIM_HOST,KILN_HWSIM_TIME_SCALE",
-                               "--poll-wait", "25", "--stop-grace", "2", "--log-level", "info"},
-      hwsimEnv(host), dir_ + "/" + host + "/agent.log");
+  std::vector<std::string> argv{KILN_AGENT_BIN, "run", "--url", url_, "--host", host, "--state-dir",
+                                dir_ + "/" + host + "/agent", "--enroll-token-file", enroll_file_, "--path-prepend",
+                                dir_ + "/bin", "--env-allow", "KILN_HWSIM_DIR,KILN_HWSIM_HOST,KILN_HWSIM_TIME_SCALE",
+                                "--poll-wait", "25", "--stop-grace", "2", "--log-level", "info"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  slot = std::make_unique<Child>(argv, hwsimEnv(host), dir_ + "/" + host + "/agent.log");
 }
 
 void AgentFleet::startAll(const std::vector<std::string>& hosts) {

@@ -80,6 +80,10 @@ class AgentFleet {
   json simState(const std::string& host);
   std::string logTail(const std::string& host, int lines = 30) const;
   std::map<std::string, std::string> hwsimEnv(const std::string& host) const;
+  std::string agentDir(const std::string& host) const { return dir_ + "/" + host + "/agent"; }
+
+  // More kiln-agent flags for the agents started from now on (--artifact-mirror ...).
+  std::vector<std::string> extra_args;
 
  private:
   std::string dir_, url_, enroll_file_;

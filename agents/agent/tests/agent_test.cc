@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "agents/agent/tests/fakes.h"
+#include "common/artifact_ref.h"
+#include "common/crypto.h"
 #include "common/exec/fake_process_runner.h"
 
 namespace kiln::agent {
@@ -89,10 +91,11 @@ class AgentTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  void start() {
+  void start(ArtifactFetcher* artifacts = nullptr) {
     auto log = std::make_shared<NullLogger>();
     agent_ = std::make_unique<Agent>(settings_, transport_, runner_, probe_, clock_, log,
                                      [] { return 0.5; });
+    if (artifacts != nullptr) agent_->useArtifacts(*artifacts);
     thread_ = std::thread([this] { status_ = agent_->run(); });
   }
   void stop() {
@@ -590,6 +593,71 @@ TEST_F(AgentTest, AStepOutsideTheHostsAllowListIsRefusedUnrun) {
   json ran = transport_.reportBody(1);
   EXPECT_EQ(ran["started"], true) << ran.dump();
   EXPECT_EQ(runner_.runCount(), 1u) << "only the listed tool was spawned";
+}
+
+// Artifacts (issue 31): the tool gets the verified local path; wrong bits never reach a tool.
+class AgentArtifactsTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    AgentTest::SetUp();
+    ArtifactSettings s;
+    s.cache_dir = dir_ / "artifacts";
+    s.tries_per_source = 1;
+    s.retry_wait = 0ms;
+    fetcher_ = std::make_unique<ArtifactFetcher>(s, downloader_, SignatureCheck{}, std::make_shared<NullLogger>());
+    ASSERT_TRUE(fetcher_->open().ok());
+  }
+  void startWithArtifacts() { start(fetcher_.get()); }
+  json artifactStep(const std::string& id, const std::string& url, const std::string& sha) {
+    return assignment(id, {"mlxfwmanager", "-u", "-i", artifactPlaceholder(sha), "-y"},
+                      {{"artifacts", json::array({{{"url", url}, {"sha256", sha}}})}});
+  }
+  testing::ScriptedDownloader downloader_;
+  std::unique_ptr<ArtifactFetcher> fetcher_;
+};
+
+TEST_F(AgentArtifactsTest, TheToolGetsTheVerifiedLocalPathAndWrongBitsNeverReachIt) {
+  const std::string good = "fw-ConnectX7 28.45.1200", url = "https://artifacts.example/fw/fw-ConnectX7-rel-28_45_1200.bin";
+  downloader_.bodies[url] = good;
+  runner_.script("mlxfwmanager", FakeProcessRunner::exited(0));
+  transport_.pushAssignment(artifactStep("a-1", url, sha256Hex(good)));
+  // Another step names bits the server does not have (a tampered mirror).
+  transport_.pushAssignment(artifactStep("a-2", url, sha256Hex("the real image")));
+  // A step whose argv names an artifact it does not carry.
+  transport_.pushAssignment(assignment("a-3", {"mlxfwmanager", "-i", artifactPlaceholder(std::string(64, 'c'))}));
+  startWithArtifacts();
+  ASSERT_TRUE(transport_.waitForReports(3));
+  json ran = transport_.reportBody(0);
+  EXPECT_EQ(ran["started"], true) << ran.dump();
+  ASSERT_EQ(runner_.argvs().size(), 1u) << "only the verified step ran";
+  EXPECT_EQ(runner_.argvs()[0][3], (dir_ / "artifacts" / sha256Hex(good) / "fw-ConnectX7-rel-28_45_1200.bin").string());
+  json tampered = transport_.reportBody(1);
+  EXPECT_EQ(tampered["started"], false);
+  EXPECT_NE(tampered["spawn_error"].get<std::string>().find("sha256 mismatch"), std::string::npos) << tampered.dump();
+  json unknown = transport_.reportBody(2);
+  EXPECT_EQ(unknown["started"], false);
+  EXPECT_NE(unknown["spawn_error"].get<std::string>().find("does not carry"), std::string::npos) << unknown.dump();
+}
+
+TEST_F(AgentArtifactsTest, AStageFetchesIntoTheCacheAndRunsNothing) {
+  const std::string bits = "tray package", url = "https://artifacts.example/fw/nvfw.fwpkg";
+  downloader_.bodies[url] = bits;
+  transport_.pushAssignment(json{{"id", "s-1"}, {"lease", 1}, {"type", "stage"}, {"argv", json::array()},
+                                 {"artifacts", json::array({{{"url", url}, {"sha256", sha256Hex(bits)}}})}});
+  transport_.pushAssignment(json{{"id", "s-2"}, {"lease", 1}, {"type", "stage"}, {"argv", json::array()},
+                                 {"artifacts", json::array({{{"url", "https://artifacts.example/gone.bin"}, {"sha256", sha256Hex("x")}}})}});
+  startWithArtifacts();
+  ASSERT_TRUE(transport_.waitForReports(2));
+  json staged = transport_.reportBody(0);
+  EXPECT_EQ(staged["started"], true);
+  EXPECT_EQ(staged["exit_code"], 0);
+  EXPECT_NE(staged["stdout_tail"].get<std::string>().find("staged nvfw.fwpkg sha256 " + sha256Hex(bits)), std::string::npos)
+      << staged.dump();
+  EXPECT_TRUE(fs::exists(dir_ / "artifacts" / sha256Hex(bits) / "nvfw.fwpkg"));
+  json failed = transport_.reportBody(1);
+  EXPECT_EQ(failed["started"], false);
+  EXPECT_NE(failed["spawn_error"].get<std::string>().find("not fetched"), std::string::npos) << failed.dump();
+  EXPECT_EQ(runner_.runCount(), 0u);
 }
 
 TEST_F(AgentTest, InventoryIsSentAfterAStepThatAsksForIt) {

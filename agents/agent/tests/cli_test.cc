@@ -45,6 +45,42 @@ TEST(RunOptionsTest, ReadsEveryFlag) {
   EXPECT_EQ(o->live_output_interval_s, 3);
 }
 
+TEST(RunOptionsTest, ReadsTheArtifactFlags) {
+  const std::vector<std::string> base = {"--url", "http://k", "--state-dir", "/s"};
+  auto d = parse(base);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->artifact_cache_max, 64ull << 30);
+  EXPECT_EQ(d->artifact_rate_limit, 0u);
+  std::vector<std::string> args = base;
+  for (const char* a : {"--artifact-cache", "/var/cache/kiln", "--artifact-cache-max", "200G", "--artifact-rate-limit",
+                        "100M", "--artifact-ca-bundle", "/etc/ssl/site.pem", "--artifact-mirror",
+                        "https://artifacts.example/=http://mirror-b01/", "--artifact-mirror",
+                        "https://nvidia.example/=http://mirror-b01/nv/", "--trusted-keys", "/etc/kiln/keys.gpg"})
+    args.push_back(a);
+  auto o = parse(args, {{"KILN_AGENT_ARTIFACT_RATE_LIMIT", "1k"}});
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_EQ(o->artifact_cache, "/var/cache/kiln");
+  EXPECT_EQ(o->artifact_cache_max, 200ull << 30);
+  EXPECT_EQ(o->artifact_rate_limit, 100ull << 20);
+  EXPECT_EQ(o->artifact_ca_bundle, "/etc/ssl/site.pem");
+  ASSERT_EQ(o->artifact_mirrors.size(), 2u);
+  EXPECT_EQ(o->artifact_mirrors[1], (std::pair<std::string, std::string>{"https://nvidia.example/", "http://mirror-b01/nv/"}));
+  EXPECT_EQ(o->trusted_keys, "/etc/kiln/keys.gpg");
+  auto env = parse(base, {{"KILN_AGENT_ARTIFACT_RATE_LIMIT", "1k"}});
+  EXPECT_EQ(env->artifact_rate_limit, 1024u);
+
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--artifact-cache-max", "lots"}, {"--artifact-cache-max", "10k"},
+        {"--artifact-rate-limit", "-5"}, {"--artifact-rate-limit", "5X"}, {"--artifact-mirror", "http://a/"},
+        {"--artifact-mirror", "ftp://a/=http://b/"}}) {
+    std::vector<std::string> all = base;
+    all.insert(all.end(), bad.begin(), bad.end());
+    auto r = parse(all);
+    ASSERT_FALSE(r.ok()) << bad[0] << " " << bad[1];
+    EXPECT_NE(r.error().message.find(bad[0]), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(RunOptionsTest, TakesDefaultsFromTheEnvironmentAndFlagsWin) {
   auto o = parse({"--poll-wait", "3"}, {{"KILN_AGENT_URL", "http://k:8080"},
                                         {"KILN_AGENT_STATE_DIR", "/s"},

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/agent/artifacts.h"
 #include "agents/agent/host_probe.h"
 #include "agents/agent/transport.h"
 
@@ -150,6 +154,32 @@ class FakeProbe final : public HostProbe {
   int boot_reads_ = 0;
   int change_after_ = -1;
   std::string next_boot_id_;
+};
+
+// Serves bodies by URL. `break_after[url]`: the next fetch of it writes that many bytes of the
+// rest and fails (a dying mirror). Records each fetch's URL and resume offset.
+class ScriptedDownloader : public Downloader {
+ public:
+  std::map<std::string, std::string> bodies;
+  std::map<std::string, std::size_t> break_after;
+  std::vector<std::pair<std::string, std::uint64_t>> fetches;
+
+  Status fetch(const std::string& url, const std::filesystem::path& part, const exec::CancelToken*) override {
+    std::error_code ec;
+    const std::uint64_t offset = std::filesystem::exists(part, ec) ? std::filesystem::file_size(part, ec) : 0;
+    fetches.emplace_back(url, offset);
+    auto it = bodies.find(url);
+    if (it == bodies.end()) return unavailable("Could not connect to server");
+    std::string rest = offset < it->second.size() ? it->second.substr(offset) : "";
+    std::ofstream out(part, std::ios::binary | std::ios::app);
+    if (auto b = break_after.find(url); b != break_after.end()) {
+      out << rest.substr(0, b->second);
+      break_after.erase(b);
+      return unavailable("transfer closed with bytes remaining to read");
+    }
+    out << rest;
+    return okStatus();
+  }
 };
 
 }  // namespace kiln::agent::testing

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "agents/parsers/parsers.h"
+#include "common/artifact_ref.h"
 #include "agents/sim/ids.h"
 #include "agents/sim/render.h"
 
@@ -75,16 +76,39 @@ SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_
   SimProcess p;
   p.time_scale = time_scale;
   p.timeout = std::chrono::milliseconds(a.timeout_ms);
-  const std::string tool = std::filesystem::path(a.argv.front()).filename().string();
+  if (a.isStage()) {
+    // Fetching stands in for nothing here: the simulated host has its artifacts at once.
+    p.started = true;
+    for (const auto& r : a.artifacts)
+      p.run.out("staged " + artifactFileName(r.url) + " sha256 " + r.sha256 + " (kiln-vfleet: simulated)\n");
+    return p;
+  }
+  // A real agent fetches and checks each artifact; a simulated host has it at once, under the
+  // path a real agent's cache would give it (tools read the file's name).
+  std::vector<std::string> argv = a.argv;
+  for (auto& arg : argv)
+    for (auto pos = arg.find(kArtifactPlaceholderPrefix); pos != std::string::npos;
+         pos = arg.find(kArtifactPlaceholderPrefix, pos)) {
+      const std::string sha = arg.substr(pos + kArtifactPlaceholderPrefix.size(), 64);
+      auto it = std::find_if(a.artifacts.begin(), a.artifacts.end(), [&](const auto& r) { return r.sha256 == sha; });
+      if (it == a.artifacts.end()) {
+        p.spawn_error = "argv names artifact " + sha.substr(0, 12) + "... that the step does not carry";
+        return p;
+      }
+      const std::string path = "/var/cache/kiln/artifacts/" + sha + "/" + artifactFileName(it->url);
+      arg.replace(pos, kArtifactPlaceholderPrefix.size() + sha.size(), path);
+      pos += path.size();
+    }
+  const std::string tool = std::filesystem::path(argv.front()).filename().string();
   if (!sim::isToolName(tool) && tool != "kiln-hwsim") {
     std::string known = "kiln-hwsim";
     for (const char* t : sim::kToolNames) known += std::string(", ") + t;
-    p.spawn_error = "execvp " + a.argv.front() +
+    p.spawn_error = "execvp " + argv.front() +
                     ": No such file or directory (kiln-vfleet simulates only " + known + ")";
     return p;
   }
   p.started = true;
-  const std::vector<std::string> args(a.argv.begin() + 1, a.argv.end());
+  const std::vector<std::string> args(argv.begin() + 1, argv.end());
   const std::string boot_before = state.boot_id;
   p.run = sim::runTool(state, tool, args, ctx);
   double scaled = 0, fixed = 0;

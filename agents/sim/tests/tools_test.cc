@@ -73,6 +73,30 @@ TEST_F(ToolsTest, NvfwupdJsonManifestFlashesListedComponents) {
   EXPECT_NE(run("nvfwupd", {"show_version"}).stdoutText().find("02.04.01"), std::string::npos);
 }
 
+// The artifact tests count flashes (issue 31): every flash that reaches the hardware, and
+// nothing else (a query, an up-to-date image, an unknown component).
+TEST_F(ToolsTest, FlashesThatReachTheHardwareAreCounted) {
+  EXPECT_EQ(state_.flashes, 0u);
+  ASSERT_EQ(run("nvfwupd", {"update_fw", "-p", "/fw/nvfw_GB200-P4975_0004_250601.1.0.fwpkg"}).exit_code, 0);
+  EXPECT_EQ(state_.flashes, 1u);
+  EXPECT_EQ(state_.last_flash, "nvfw_GB200-P4975_0004_250601.1.0.fwpkg");
+  const std::string image = "fw-ConnectX7-rel-28_44_1036-MCX750500B-0D00_Ax-UEFI-14.37.14.bin";
+  run("mlxfwmanager", {"--query", "-i", image});
+  EXPECT_EQ(state_.flashes, 1u);
+  ToolRun burn = run("mlxfwmanager", {"-u", "-i", image, "-y"});
+  ASSERT_EQ(burn.exit_code, 0);
+  burn.on_complete(state_);
+  EXPECT_EQ(state_.flashes, 2u);
+  run("mlxfwmanager", {"-u", "-i", image, "-y"});  // up to date: nothing burned
+  EXPECT_EQ(state_.flashes, 2u);
+  run("kiln-hwsim", {"flash", "no_such_component", "1"});
+  EXPECT_EQ(state_.flashes, 2u);
+  auto back = hostStateFromJson(toJson(state_));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->flashes, 2u);
+  EXPECT_EQ(back->last_flash, state_.last_flash);
+}
+
 TEST_F(ToolsTest, MlxfwmanagerUpdateTakesVersionFromImageName) {
   const std::string image = "fw-ConnectX7-rel-28_44_1036-MCX750500B-0D00_Ax-UEFI-14.37.14.bin";
   EXPECT_NE(run("mlxfwmanager", {"--query", "-i", image}).stdoutText().find("Update required"),

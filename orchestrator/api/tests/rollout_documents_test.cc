@@ -51,6 +51,47 @@ TEST(BundleDocumentTest, ReadsEveryPartAndLowersTheDigest) {
   EXPECT_EQ(parseBundle(doc).error().fields[0].path, "version");
 }
 
+TEST(BundleDocumentTest, AnArtifactIsAnHttpUrlOrAnAbsolutePath) {
+  json doc = bundleDoc();
+  doc["components"][1]["artifact"] = "/opt/kiln/fw/s.bin";
+  ASSERT_TRUE(parseBundle(doc).ok()) << parseBundle(doc).error();
+  for (const char* bad : {"s3://fw/s.bin", "fw/s.bin", "https://", "/opt/kiln/fw/", "/opt/a b.bin", "https://h/x#y"}) {
+    doc["components"][1]["artifact"] = bad;
+    auto b = parseBundle(doc);
+    ASSERT_FALSE(b.ok()) << bad;
+    ASSERT_EQ(b.error().fields.size(), 1u) << bad << ": " << b.error();
+    EXPECT_EQ(b.error().fields[0].path, "components[1].artifact") << bad;
+  }
+  // A bad sha256 is named once, on its own field.
+  doc["components"][1]["artifact"] = "https://a/s.bin";
+  doc["components"][1]["sha256"] = "abc";
+  auto b = parseBundle(doc);
+  ASSERT_FALSE(b.ok());
+  ASSERT_EQ(b.error().fields.size(), 1u) << b.error();
+  EXPECT_EQ(b.error().fields[0].path, "components[1].sha256");
+}
+
+TEST(BundleDocumentTest, ChecksumsAndSignatureAreOptionalStrings) {
+  json doc = bundleDoc();
+  auto unsigned_bundle = parseBundle(doc);
+  ASSERT_TRUE(unsigned_bundle.ok());
+  EXPECT_EQ(unsigned_bundle->checksums, "");
+  EXPECT_EQ(unsigned_bundle->signature, "");
+  doc["checksums"] = kSha + "  d.run\n";
+  doc["signature"] = "-----BEGIN PGP SIGNATURE-----\n";
+  auto b = parseBundle(doc);
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(b->checksums, kSha + "  d.run\n");
+  EXPECT_EQ(b->signature, "-----BEGIN PGP SIGNATURE-----\n");
+  doc["checksums"] = 5;
+  doc["signature"] = json::array();
+  auto bad = parseBundle(doc);
+  ASSERT_FALSE(bad.ok());
+  std::set<std::string> paths;
+  for (const auto& f : bad.error().fields) paths.insert(f.path);
+  EXPECT_EQ(paths, (std::set<std::string>{"checksums", "signature"}));
+}
+
 TEST(PolicyDocumentTest, ParsesAndRejectsBadFields) {
   auto p = parsePolicy(json::parse(R"({"canary_pods": 2, "waves": ["20%", 50], "soak": "30m",
       "max_concurrent_pods": 4, "capacity_floor": {"max_pods_down": 2}, "allocated": "skip",

@@ -77,6 +77,24 @@ class PgRolloutStoreTest : public ::testing::Test {
   std::string bundle_;
 };
 
+TEST_F(PgRolloutStoreTest, ASignedBundlesChecksumsAndSignatureComeBack) {
+  rollouts::Bundle b;
+  b.name = "fw-signed";
+  b.version = "1";
+  b.platforms = {"catalina"};
+  b.components = {{"driver", "580.1", "https://a/d.run", std::string(64, 'b')}};
+  b.checksums = std::string(64, 'b') + "  d.run\n";
+  b.signature = "-----BEGIN PGP SIGNATURE-----\nx\n-----END PGP SIGNATURE-----\n";
+  auto put = store_->putBundle(b, admin_, std::nullopt);
+  ASSERT_TRUE(put.ok()) << put.error();
+  auto got = store_->getBundle(put->first.bundle.id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->bundle.checksums, b.checksums);
+  EXPECT_EQ((*got)->bundle.signature, b.signature);
+  b.id = put->first.bundle.id;
+  EXPECT_EQ((*got)->bundle, b);
+}
+
 TEST_F(PgRolloutStoreTest, TheSelectorAndPolicyComeBackAsTheValuesThatWereStored) {
   const std::string id = finishedButRunning();
   auto row = store_->getRollout(id);

@@ -97,5 +97,23 @@ TEST(RolloutCodecsTest, ABundleSpecIsItsDocumentLessTheIdAndReadsBack) {
   EXPECT_FALSE(bundleFromStored(json::array()).ok());
 }
 
+TEST(RolloutCodecsTest, ASignedBundleKeepsItsChecksumsAndSignatureAndAnUnsignedOneHasNeither) {
+  rollouts::Bundle b;
+  b.name = "fw";
+  b.version = "3";
+  b.platforms = {"catalina"};
+  b.components = {{"driver", "580.1", "https://a/d.run", std::string(64, 'a')}};
+  EXPECT_FALSE(storedBundle(b).contains("checksums")) << "an unsigned bundle's document (and ETag) did not change";
+  EXPECT_FALSE(storedBundle(b).contains("signature"));
+  b.checksums = std::string(64, 'a') + "  d.run\n";
+  b.signature = "-----BEGIN PGP SIGNATURE-----\nx\n-----END PGP SIGNATURE-----\n";
+  const json spec = storedBundle(b);
+  EXPECT_EQ(spec["checksums"], b.checksums);
+  EXPECT_EQ(spec["signature"], b.signature);
+  auto back = bundleFromStored(spec);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, b);
+}
+
 }  // namespace
 }  // namespace kiln::db

@@ -148,6 +148,29 @@ TEST(RunStateCodecTest, AnUnreadableDocumentFailsItsRead) {
 }
 
 // What the engine made, stored and read back, is a state the engine carries on from.
+TEST(RunStateCodecTest, AssignmentArtifactsUseTheProtocolNamesAndNullForNone) {
+  EXPECT_TRUE(storedArtifacts({}).is_null());
+  auto none = artifactsFromStored(nullptr);
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_TRUE(none->empty());
+
+  const std::string sha(64, 'e');
+  std::vector<protocol::ArtifactRef> list = {{"https://m.example/t.fwpkg", sha, sha + "  t.fwpkg\n", "SIG"},
+                                             {"/srv/fw/n.bin", std::string(64, 'f'), "", ""}};
+  json j = storedArtifacts(list);
+  EXPECT_EQ(j[0], (json{{"url", "https://m.example/t.fwpkg"}, {"sha256", sha}, {"checksums", sha + "  t.fwpkg\n"},
+                        {"signature", "SIG"}}));
+  auto back = artifactsFromStored(j);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, list);
+
+  for (const json& bad : {json("x"), json::array({json{{"url", "u"}}}), json::array({json{{"url", 1}}})}) {
+    auto r = artifactsFromStored(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInternal);
+  }
+}
+
 TEST(RunStateCodecTest, TheEngineCarriesOnFromAStoredState) {
   auto spec = workflow::loadWorkflow(R"(
 name: pod

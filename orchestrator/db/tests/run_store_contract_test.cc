@@ -250,6 +250,58 @@ TEST_P(RunStoreContractTest, AStepWhoseLeaseRanOutIsNotHandedOutAgainButListedAs
   EXPECT_EQ((*expired)[0].lease, 1);
 }
 
+TEST_P(RunStoreContractTest, AnAssignmentDispatchedWithArtifactsIsClaimedWithTheSameArtifacts) {
+  ASSERT_TRUE(service_->workflows
+                  .putWorkflow("flash",
+                               "name: flash\nversion: \"1\"\nscope: host\nparams:\n"
+                               "  tray_package: {type: artifact, default: \"\"}\n"
+                               "  artifact_checksums: {type: string, default: \"\"}\n"
+                               "  artifact_signature: {type: string, default: \"\"}\n"
+                               "steps:\n  - id: flash\n    run: [nvfwupd, update, -p, \"{{tray_package}}\"]\n"
+                               "    timeout: 10m\n"
+                               "  - id: again\n    run: [nvfwupd, update, -p, \"{{tray_package}}\"]\n    timeout: 10m\n"
+                               "  - id: plain\n    run: [nvidia-smi, -q, -x]\n    timeout: 10m\n",
+                               kAdmin)
+                  .ok());
+  const std::string sha(64, 'a');
+  const protocol::ArtifactRef want{"https://mirror.example/tray.fwpkg", sha, sha + "  tray.fwpkg\n",
+                                   "-----BEGIN PGP SIGNATURE-----\nx\n-----END PGP SIGNATURE-----\n"};
+  auto run = service_->runs.startRun({"flash",
+                                      {host(0)},
+                                      {},
+                                      json{{"tray_package", want.url + "#sha256=" + sha},
+                                           {"artifact_checksums", want.checksums},
+                                           {"artifact_signature", want.signature}},
+                                      "manual",
+                                      ""},
+                                     kAdmin);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+
+  // Claimed (the agent's view and the stored row): the placeholder in argv, the artifact beside it.
+  const protocol::Assignment a = claim(host(0));
+  EXPECT_EQ(a.step_id, "flash");
+  EXPECT_EQ(a.argv, (std::vector<std::string>{"nvfwupd", "update", "-p", "kiln-artifact:sha256:" + sha}));
+  EXPECT_EQ(a.artifacts, std::vector<protocol::ArtifactRef>{want});
+  EXPECT_EQ(assignment(a.id).artifacts, std::vector<protocol::ArtifactRef>{want});
+  auto batch = store().claimBatch({host(0)}, kGraceMs);
+  ASSERT_TRUE(batch.ok() && batch->size() == 1u);
+  EXPECT_EQ(batch->at(host(0)).artifacts, std::vector<protocol::ArtifactRef>{want});
+
+  // The next step handed out with the report carries its artifacts too.
+  auto answers = service_->agent_work.reportBatch({report(host(0), a)});
+  ASSERT_TRUE(answers[0].ok()) << answers[0].error().message;
+  ASSERT_TRUE(answers[0]->next.has_value());
+  EXPECT_EQ(answers[0]->next->step_id, "again");
+  EXPECT_EQ(answers[0]->next->artifacts, std::vector<protocol::ArtifactRef>{want});
+
+  // A step that names no artifact has none.
+  auto last = service_->agent_work.reportBatch({report(host(0), *answers[0]->next)});
+  ASSERT_TRUE(last[0].ok() && last[0]->next.has_value());
+  EXPECT_EQ(last[0]->next->step_id, "plain");
+  EXPECT_TRUE(last[0]->next->artifacts.empty());
+  EXPECT_TRUE(assignment(last[0]->next->id).artifacts.empty());
+}
+
 // --- reports ---
 
 TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepeatIsADuplicate) {

@@ -37,6 +37,17 @@ TEST(KilndConfigTest, LogFormatIsTextOrJsonFromFlagEnvironmentOrFile) {
   EXPECT_NE(bad.error().message.find("--log-format must be text or json"), std::string::npos) << bad.error().message;
 }
 
+TEST(KilndConfigTest, TrustedKeysFromFlagEnvironmentOrFile) {
+  EXPECT_EQ(parseConfig({"--database-url", "x"}, {}, noFile)->trusted_keys, "");
+  EXPECT_EQ(parseConfig({"--database-url", "x", "--trusted-keys", "/etc/kiln/keys.gpg"}, {}, noFile)->trusted_keys,
+            "/etc/kiln/keys.gpg");
+  EXPECT_EQ(parseConfig({"--database-url", "x"}, {{"KILN_TRUSTED_KEYS", "k.gpg"}}, noFile)->trusted_keys, "k.gpg");
+  auto file = [](const std::string&) -> Result<std::string> {
+    return std::string("database_url: x\ntrusted_keys: /etc/kiln/release-keys.gpg\n");
+  };
+  EXPECT_EQ(parseConfig({"--config", "k.yaml"}, {}, file)->trusted_keys, "/etc/kiln/release-keys.gpg");
+}
+
 TEST(KilndConfigTest, TheSlurmSchedulerFromFlagsOrAMapInTheFile) {
   auto c = parseConfig({"--database-url", "x"}, {}, noFile);
   ASSERT_TRUE(c.ok()) << c.error();

@@ -157,6 +157,79 @@ TEST_P(RolloutControllerTest, AWriteThePassCannotMakeIsLoggedOnceAMinuteAndTheNe
   EXPECT_EQ(log_.count(LogLevel::kError, "moved on"), 0);
 }
 
+// ---- staging (issue 31) ----
+
+// A bundle whose ConnectX image the stage workflow fetches: its run comes before any drain, the
+// pod's waiting reason names it, each pass finds the same run, and the drain starts only once
+// every host has the file; a host that could not get it fails the pod with no host drained.
+class StagingTest : public RolloutControllerTest {
+ protected:
+  void SetUp() override {
+    RolloutControllerTest::SetUp();
+    bundle_.components.push_back({"nic", "28.45.1200", "https://a/fw-ConnectX7-rel-28_45_1200.bin", std::string(64, 'b')});
+    auto put = room_.workflows.putWorkflow("artifact-stage",
+                                           "name: artifact-stage\nversion: \"1\"\ndescription: t\nscope: host\n"
+                                           "params:\n  nic_image: {type: artifact, default: \"\"}\n"
+                                           "steps:\n  - id: stage\n    run: [true, \"{{nic_image}}\"]\n    timeout: 1h\n",
+                                           kSre);
+    ASSERT_TRUE(put.ok()) << put.error();
+  }
+  std::string stageRun(const std::string& p) {
+    auto ids = run_store_.runsOf("artifact-stage");
+    for (const auto& id : ids)
+      if (run_store_.runs_.at(id).owner == "ro-1/" + p + "/stage/1") return id;
+    return "";
+  }
+};
+
+TEST_P(StagingTest, ThePodsArtifactsAreStagedBeforeAnyHostDrains) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kDraining);
+  const std::string stage = stageRun("b1-p1");
+  ASSERT_FALSE(stage.empty());
+  EXPECT_EQ(run_store_.runsOf("artifact-stage").size(), 1u) << "each pass finds the same run";
+  EXPECT_EQ(pod("b1-p1").waiting_reason, "staging artifacts on 18 hosts before the drain (artifact-stage " + stage + ")");
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18) << "jobs keep running while the files arrive";
+  EXPECT_TRUE(pod("b1-p1").run_id.empty());
+  EXPECT_EQ(run_store_.runs_.at(stage).params.value("nic_image", ""),
+            "https://a/fw-ConnectX7-rel-28_45_1200.bin#sha256=" + std::string(64, 'b'));
+
+  run_store_.finishRun(stage);
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kMaintenance), 18);
+  EXPECT_EQ(run_store_.runsOf("artifact-stage").size(), 1u);
+}
+
+TEST_P(StagingTest, AHostThatCannotGetItsFilesFailsThePodBeforeAnyDrain) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  const std::string stage = stageRun("b1-p1");
+  ASSERT_FALSE(stage.empty());
+  run_store_.finishRun(stage, {host("b1-p1", 7)});
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  EXPECT_NE(pod("b1-p1").message.find("staging failed on " + host("b1-p1", 7)), std::string::npos) << pod("b1-p1").message;
+  EXPECT_NE(pod("b1-p1").message.find("no host was drained"), std::string::npos);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
+}
+
+TEST_P(StagingTest, ABundleWithoutFilesTheStageTakesIsNotStaged) {
+  rollouts_.addRollout("ro-1", bundle("b-3", "3", "590.1"), {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
+  EXPECT_TRUE(run_store_.runsOf("artifact-stage").empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, StagingTest, ::testing::Values(1, 4));
+
 // ---- failure budget ----
 
 TEST_P(RolloutControllerTest, MoreFailedPodsThanTheBudgetHaltTheRolloutWhilePodsInFlightFinish) {

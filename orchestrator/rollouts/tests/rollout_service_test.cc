@@ -8,6 +8,7 @@
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/rollouts/testing/fake_rollout_store.h"
 #include "orchestrator/rollouts/testing/rollouts_under_test.h"
+#include "orchestrator/rollouts/rollout_internal.h"
 #include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
 #include "orchestrator/scheduler/testing/fake_driver.h"
@@ -48,6 +49,73 @@ class RolloutServiceTest : public ::testing::Test {
   runs::RunService& runs_ = room_.runs;
   std::unique_ptr<testing::RolloutsUnderTest> service_;
 };
+
+TEST_F(RolloutServiceTest, InstallParamsNameArtifactsWithTheirSha256AndCarryTheBundlesSignature) {
+  const std::string hmc(64, 'a'), nic(64, 'b');
+  Bundle b = bundle_;
+  b.components = {{"hmc_bundle", "1.4.0", "https://fw.example/hmc.fwpkg", hmc},
+                  {"nic", "28.44", "/opt/kiln/fw/cx7.bin", nic},
+                  {"driver", "580.1", "https://a/d.run", std::string(64, 'c')}};
+  b.checksums = hmc + "  hmc.fwpkg\n" + nic + "  cx7.bin\n";
+  b.signature = "SIG";
+  const json p = installParams(b, {"tray_package", "nic_image", "artifact_checksums", "artifact_signature",
+                                   "target_hmc_bundle", "driver_artifact"});
+  EXPECT_EQ(p, (json{{"tray_package", "https://fw.example/hmc.fwpkg#sha256=" + hmc},
+                     {"nic_image", "/opt/kiln/fw/cx7.bin#sha256=" + nic},
+                     {"artifact_checksums", b.checksums},
+                     {"artifact_signature", "SIG"},
+                     {"target_hmc_bundle", "1.4.0"},
+                     {"driver_artifact", "https://a/d.run"}}));
+  // Only what the workflow declares; an unsigned bundle's are empty.
+  b.checksums = b.signature = "";
+  EXPECT_EQ(installParams(b, {"nic_image", "artifact_signature"}),
+            (json{{"nic_image", "/opt/kiln/fw/cx7.bin#sha256=" + nic}, {"artifact_signature", ""}}));
+  EXPECT_EQ(installParams(b, {"target_nic"}), (json{{"target_nic", "28.44"}}));
+}
+
+TEST_F(RolloutServiceTest, AnUploadedBundleMustPassTheTrustRuleOrNothingIsStored) {
+  const core::Actor admin{"t-1", "test"};
+  int verified = 0;
+  SignatureCheck verify = [&](const std::string& data, const std::string& sig) -> Status {
+    ++verified;
+    if (sig != "good signature of " + data) return invalidContent("gpgv: BAD signature");
+    return okStatus();
+  };
+  RolloutService keyed(fleet_, rollouts_, runs_, clock_, RolloutServiceOptions{nullptr, verify});
+  Bundle b = bundle_;
+  b.id.clear();
+  auto unsigned_put = keyed.putBundle(b, admin);
+  ASSERT_FALSE(unsigned_put.ok());
+  EXPECT_EQ(unsigned_put.error().code, ErrorCode::kInvalidContent);
+  EXPECT_NE(unsigned_put.error().message.find("bundle fw@2: not signed"), std::string::npos) << unsigned_put.error();
+
+  b.checksums = std::string(64, 'f') + "  other.bin\n";  // does not list the driver
+  b.signature = "good signature of " + b.checksums;
+  auto missing = keyed.putBundle(b, admin);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("is not in the signed checksums"), std::string::npos) << missing.error();
+
+  b.checksums = std::string(64, 'a') + "  d.run\n";
+  b.signature = "a forged signature";
+  auto forged = keyed.putBundle(b, admin);
+  ASSERT_FALSE(forged.ok());
+  EXPECT_NE(forged.error().message.find("does not verify"), std::string::npos) << forged.error();
+  auto listed = keyed.listBundles();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty()) << "nothing stored for a refused bundle";
+
+  b.signature = "good signature of " + b.checksums;
+  auto good = keyed.putBundle(b, admin);
+  ASSERT_TRUE(good.ok()) << good.error();
+  EXPECT_EQ(good->row.bundle.checksums, b.checksums);
+  EXPECT_EQ(verified, 2);
+
+  // Without trusted keys an unsigned bundle is stored as before.
+  RolloutService open(fleet_, rollouts_, runs_, clock_, RolloutServiceOptions{});
+  Bundle plain = bundle_;
+  plain.version = "3";
+  EXPECT_TRUE(open.putBundle(plain, admin).ok());
+}
 
 TEST_F(RolloutServiceTest, EachStepMovesAPodsHostsInOneBatchAndReadsRunStatusOnlyOnceARunFinished) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));

@@ -94,6 +94,119 @@ TEST_F(EngineTest, RunsStepsInOrderAndPasses) {
   EXPECT_TRUE(Engine::done(g));
 }
 
+// Two artifact params and the bundle's signature, as firmware-upgrade and artifact-stage take them.
+const std::string kArtifactParams = R"(
+version: "1"
+scope: host
+params:
+  tray_package: {type: artifact, default: ""}
+  nic_image: {type: artifact, default: ""}
+  artifact_checksums: {type: string, default: ""}
+  artifact_signature: {type: string, default: ""}
+steps:
+)";
+const std::string kArtifactFlow = "name: flash" + kArtifactParams + R"(  - id: flash-tray
+    when: "{{tray_package}}"
+    run: [nvfwupd, -t, "ip={{host.name}}", update, -p, "{{tray_package}}", "--copy={{tray_package}}"]
+    timeout: 10s
+  - id: show
+    run: [echo, "{{nic_image}}"]
+    timeout: 5s
+)";
+
+TEST_F(EngineTest, ArtifactParamBecomesAPlaceholderAndTheStepCarriesTheArtifact) {
+  auto spec = load(kArtifactFlow);
+  const std::string sha(64, 'c');
+  params_ = *workflow::resolveParams(spec, {{"tray_package", "https://m.example/t.fwpkg#sha256=" + sha},
+                                            {"artifact_checksums", sha + "  t.fwpkg\n"},
+                                            {"artifact_signature", "SIG"}});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  const Dispatch& d = fx.dispatches[0];
+  EXPECT_EQ(d.step_id, "flash-tray");
+  const std::string ph = "kiln-artifact:sha256:" + sha;
+  EXPECT_EQ(d.argv, (std::vector<std::string>{"nvfwupd", "-t", "ip=h1", "update", "-p", ph, "--copy=" + ph}));
+  // Named twice, carried once; never the URL in argv.
+  ASSERT_EQ(d.artifacts.size(), 1u);
+  EXPECT_EQ(d.artifacts[0], (protocol::ArtifactRef{"https://m.example/t.fwpkg", sha, sha + "  t.fwpkg\n", "SIG"}));
+
+  // A step that does not name an artifact carries none (nic_image is empty: echo gets "").
+  auto fx2 = e.onResult(g, d.assignment_id, exited(0), now_);
+  ASSERT_TRUE(fx2.ok());
+  ASSERT_EQ(fx2->dispatches.size(), 1u);
+  EXPECT_EQ(fx2->dispatches[0].step_id, "show");
+  EXPECT_EQ(fx2->dispatches[0].argv, (std::vector<std::string>{"echo", ""}));
+  EXPECT_TRUE(fx2->dispatches[0].artifacts.empty());
+}
+
+TEST_F(EngineTest, EmptyArtifactParamSkipsTheStepThatUsesItByWhen) {
+  auto spec = load(kArtifactFlow);
+  const std::string sha(64, 'd');
+  params_ = *workflow::resolveParams(spec, {{"nic_image", "/srv/fw/nic.bin#sha256=" + sha}});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  // Empty tray_package: `when` skips the flash step, no artifact for it.
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  EXPECT_EQ(fx.dispatches[0].step_id, "show");
+  ASSERT_EQ(g.hosts[0].history.size(), 1u);
+  EXPECT_EQ(g.hosts[0].history[0].outcome, "skipped");
+  EXPECT_EQ(fx.dispatches[0].argv, (std::vector<std::string>{"echo", "kiln-artifact:sha256:" + sha}));
+  // Unsigned: the workflow declares the params but they are empty.
+  ASSERT_EQ(fx.dispatches[0].artifacts.size(), 1u);
+  EXPECT_EQ(fx.dispatches[0].artifacts[0], (protocol::ArtifactRef{"/srv/fw/nic.bin", sha, "", ""}));
+}
+
+// A stage step: one "stage" assignment with no argv carrying every non-empty listed artifact; with
+// none of them set the step is skipped.
+TEST_F(EngineTest, AStageStepSendsTheListedArtifactsAndNoArgv) {
+  auto spec = load("name: stage" + kArtifactParams + R"(  - id: stage
+    type: stage
+    artifacts: [tray_package, nic_image]
+    timeout: 1h
+)");
+  const std::string a(64, 'a'), b(64, 'b');
+  params_ = *workflow::resolveParams(spec, {{"tray_package", "https://m/t.fwpkg#sha256=" + a},
+                                            {"nic_image", "https://m/n.bin#sha256=" + b},
+                                            {"artifact_checksums", a + "  t.fwpkg\n" + b + "  n.bin\n"},
+                                            {"artifact_signature", "SIG"}});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  const Dispatch& d = fx.dispatches[0];
+  EXPECT_EQ(d.type, "stage");
+  EXPECT_TRUE(d.argv.empty());
+  EXPECT_EQ(d.timeout_ms, 3600000);
+  ASSERT_EQ(d.artifacts.size(), 2u);
+  EXPECT_EQ(d.artifacts[0].url, "https://m/t.fwpkg");
+  EXPECT_EQ(d.artifacts[1], (protocol::ArtifactRef{"https://m/n.bin", b, a + "  t.fwpkg\n" + b + "  n.bin\n", "SIG"}));
+  auto done = e.onResult(g, d.assignment_id, exited(0), now_);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed);
+
+  params_ = *workflow::resolveParams(spec, {});
+  Engine nothing(spec, params_);
+  auto g2 = group(nothing, 1);
+  auto fx2 = nothing.start(g2, now_);
+  EXPECT_TRUE(fx2.dispatches.empty());
+  ASSERT_EQ(g2.hosts[0].history.size(), 1u);
+  EXPECT_EQ(g2.hosts[0].history[0].outcome, "skipped");
+  EXPECT_EQ(g2.hosts[0].status, HostStatus::kPassed);
+}
+
+TEST_F(EngineTest, StepWithoutArtifactReferencesGetsNoArtifacts) {
+  auto spec = load(kTwoSteps);
+  params_ = *workflow::resolveParams(spec, {});
+  Engine e(spec, params_);
+  auto g = group(e, 1);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  EXPECT_TRUE(fx.dispatches[0].artifacts.empty());
+}
+
 TEST_F(EngineTest, FailedCheckIsRetriedAfterBackoffThenFailsTheHostNamingTheCheck) {
   auto spec = load(kTwoSteps);
   params_ = *workflow::resolveParams(spec, {});

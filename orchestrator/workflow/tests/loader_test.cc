@@ -294,7 +294,62 @@ TEST(WorkflowLoaderTest, BadParamDefaultsAndTypes) {
                            "min_gen: {type: int, default: five}\n  x: {type: float}");
   Error e = errorsOf(y);
   EXPECT_TRUE(hasField(e, "params.min_gen.default", "expected an integer, got \"five\"")) << e;
-  EXPECT_TRUE(hasField(e, "params.x.type", "expected string, int, bool or duration")) << e;
+  EXPECT_TRUE(hasField(e, "params.x.type", "expected string, int, bool, duration or artifact")) << e;
+}
+
+TEST(WorkflowLoaderTest, ArtifactParamsTakeLocationWithSha256OrNothing) {
+  const std::string sha(64, 'a');
+  std::string y = replaced(kValid, "min_gen: {type: int, default: 5}",
+                           "min_gen: {type: int, default: 5}\n"
+                           "  pkg: {type: artifact, default: \"https://m.example/t.fwpkg#sha256=" + sha + "\"}\n"
+                           "  image: {type: artifact, default: }\n"
+                           "  none: {type: artifact, default: \"\"}");
+  auto r = loadWorkflow(y, "wf.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_NE(r->findParam("pkg"), nullptr);
+  EXPECT_EQ(r->findParam("pkg")->type, ParamType::kArtifact);
+  EXPECT_EQ(r->findParam("image")->default_value, "");
+  EXPECT_EQ(r->findParam("none")->default_value, "");
+  nlohmann::json j = toJson(*r);
+  EXPECT_EQ(j["params"]["pkg"]["type"], "artifact");
+  EXPECT_EQ(j["params"]["pkg"]["default"], "https://m.example/t.fwpkg#sha256=" + sha);
+
+  Error e = errorsOf(replaced(kValid, "min_gen: {type: int, default: 5}",
+                              "min_gen: {type: int, default: 5}\n"
+                              "  pkg: {type: artifact, default: \"https://m.example/t.fwpkg\"}"));
+  EXPECT_TRUE(hasField(e, "params.pkg.default", "expected an artifact")) << e;
+}
+
+// A stage step lists artifact params to fetch and runs nothing (issue 31).
+TEST(WorkflowLoaderTest, AStageStepListsArtifactParamsAndRunsNothing) {
+  const std::string base =
+      "name: stage\nversion: \"1\"\nscope: host\nparams:\n"
+      "  pkg: {type: artifact, default: \"\"}\n  image: {type: artifact, default: \"\"}\n"
+      "  note: {type: string, default: \"\"}\nsteps:\n";
+  auto r = loadWorkflow(base + "  - id: stage\n    type: stage\n    artifacts: [pkg, image]\n    timeout: 1h\n", "wf.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->steps[0].type, StepType::kStage);
+  EXPECT_EQ(r->steps[0].artifacts, (std::vector<std::string>{"pkg", "image"}));
+  EXPECT_TRUE(r->steps[0].run.empty());
+  nlohmann::json j = toJson(*r);
+  EXPECT_EQ(j["steps"][0]["type"], "stage");
+  EXPECT_EQ(j["steps"][0]["artifacts"], (nlohmann::json{"pkg", "image"}));
+  EXPECT_FALSE(j["steps"][0].contains("run"));
+
+  struct Bad {
+    std::string step, field, says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"    type: stage\n    timeout: 1h\n", "steps[0].artifacts", "missing"},
+           {"    type: stage\n    artifacts: []\n    timeout: 1h\n", "steps[0].artifacts", "non-empty list"},
+           {"    type: stage\n    artifacts: [nope]\n    timeout: 1h\n", "steps[0].artifacts[0]", "unknown parameter"},
+           {"    type: stage\n    artifacts: [note]\n    timeout: 1h\n", "steps[0].artifacts[0]", "has type string"},
+           {"    type: stage\n    artifacts: [pkg, pkg]\n    timeout: 1h\n", "steps[0].artifacts[1]", "listed twice"},
+           {"    type: stage\n    artifacts: [pkg]\n    run: [true]\n    timeout: 1h\n", "steps[0].run", "not allowed"},
+           {"    run: [true]\n    artifacts: [pkg]\n    timeout: 1h\n", "steps[0].artifacts", "not allowed"}}) {
+    Error e = errorsOf(base + "  - id: stage\n" + b.step);
+    EXPECT_TRUE(hasField(e, b.field, b.says)) << b.step << "\n" << e;
+  }
 }
 
 TEST(WorkflowLoaderTest, YamlSyntaxErrorHasAPosition) {
@@ -336,7 +391,7 @@ TEST(ShippedWorkflowsTest, AllLoadWithoutErrors) {
   ASSERT_TRUE(r.ok()) << r.error().details["text"];
   std::vector<std::string> names;
   for (const auto& w : *r) names.push_back(w.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"firmware-upgrade", "l11-burn-in", "pre-job-health",
+  EXPECT_EQ(names, (std::vector<std::string>{"artifact-stage", "firmware-upgrade", "l11-burn-in", "pre-job-health",
                                              "quarantine-validation"}));
   for (const auto& w : *r) {
     EXPECT_FALSE(w.description.empty()) << w.name;

@@ -60,5 +60,23 @@ TEST(ResolveParamsTest, ResolvesParamBackedFields) {
   EXPECT_FALSE(resolveInt(IntValue{0, "missing"}, p).ok());
 }
 
+TEST(ParamTypeTest, ArtifactValuesAreEmptyOrLocationWithSha256) {
+  const std::string sha(64, 'b');
+  EXPECT_STREQ(paramTypeName(ParamType::kArtifact), "artifact");
+  EXPECT_TRUE(isValidParamValue(ParamType::kArtifact, ""));
+  EXPECT_TRUE(isValidParamValue(ParamType::kArtifact, "https://m.example/x.fwpkg#sha256=" + sha));
+  EXPECT_TRUE(isValidParamValue(ParamType::kArtifact, "/srv/fw/x.bin#sha256=" + sha));
+  EXPECT_FALSE(isValidParamValue(ParamType::kArtifact, "https://m.example/x.fwpkg"));
+  EXPECT_FALSE(isValidParamValue(ParamType::kArtifact, "x.bin#sha256=" + sha));
+  EXPECT_FALSE(isValidParamValue(ParamType::kArtifact, "/srv/x.bin#sha256=abc"));
+
+  WorkflowSpec s;
+  s.name = "w";
+  s.params = {{"pkg", ParamType::kArtifact, "", ""}};
+  auto r = resolveParams(s, {{"pkg", "ftp://m/x#sha256=" + sha}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("expected an artifact"), std::string::npos) << r.error();
+}
+
 }  // namespace
 }  // namespace kiln::workflow

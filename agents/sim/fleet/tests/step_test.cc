@@ -66,6 +66,39 @@ TEST_F(StepTest, FailedDiagStillParsesAndReportsItsExitCode) {
   EXPECT_EQ(body["parsed"]["overall"], "Fail");
 }
 
+// A simulated host has its artifacts at once, under the path a real agent's cache gives them
+// (the tools read the file's name); a stage runs nothing and succeeds.
+TEST_F(StepTest, ArtifactsAreAtTheirCachePathAndAStageRunsNothing) {
+  const std::string sha(64, 'd');
+  json j = {{"id", "r-1:h:2"}, {"lease", 1}, {"type", "run"},
+            {"argv", {"mlxfwmanager", "-u", "-i", "kiln-artifact:sha256:" + sha, "-y"}},
+            {"artifacts", {{{"url", "https://m/fw/fw-ConnectX7-rel-28_44_1036.bin"}, {"sha256", sha}}}}};
+  auto a = assignmentFromJson(j);
+  ASSERT_TRUE(a.ok()) << a.error();
+  SimProcess p = startProcess(state_, *a, 0, ctx_);
+  ASSERT_TRUE(p.started) << p.spawn_error;
+  json body = finishProcess(state_, *a, p, Ending::kFinished, p.end());
+  EXPECT_EQ(body["exit_code"], 0) << body.dump();
+  EXPECT_EQ(state_.pending["nic"], "28.44.1036");
+  EXPECT_EQ(state_.flashes, 1u);
+
+  j["argv"] = {"mlxfwmanager", "-u", "-i", "kiln-artifact:sha256:" + std::string(64, 'e')};
+  SimProcess unknown = startProcess(state_, *assignmentFromJson(j), 0, ctx_);
+  EXPECT_FALSE(unknown.started);
+  EXPECT_NE(unknown.spawn_error.find("does not carry"), std::string::npos);
+
+  j["type"] = "stage";
+  j["argv"] = json::array();
+  auto stage = assignmentFromJson(j);
+  ASSERT_TRUE(stage.ok()) << stage.error();
+  SimProcess s = startProcess(state_, *stage, 0, ctx_);
+  ASSERT_TRUE(s.started);
+  json staged = finishProcess(state_, *stage, s, Ending::kFinished, s.end());
+  EXPECT_EQ(staged["exit_code"], 0);
+  EXPECT_NE(staged["stdout_tail"].get<std::string>().find("staged fw-ConnectX7-rel-28_44_1036.bin"), std::string::npos);
+  EXPECT_EQ(state_.flashes, 1u);
+}
+
 TEST_F(StepTest, UnknownToolIsASpawnError) {
   Assignment a = assignment({"rm", "-rf", "/"});
   SimProcess p = startProcess(state_, a, 1, ctx_);
