@@ -26,8 +26,9 @@ std::string renderTokens(const json& page) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : page.value("items", json::array()))
     rows.push_back({field(t, "id"), field(t, "name"), field(t, "role"), field(t, "host"), field(t, "created_at"),
-                    field(t, "created_by"), field(t, "revoked_at")});
-  return renderTable({"ID", "NAME", "ROLE", "HOST", "CREATED_AT", "CREATED_BY", "REVOKED_AT"}, rows);
+                    field(t, "created_by"), field(t, "revoked_at"), field(t, "expires_at"), field(t, "last_used_at")});
+  return renderTable(
+      {"ID", "NAME", "ROLE", "HOST", "CREATED_AT", "CREATED_BY", "REVOKED_AT", "EXPIRES_AT", "LAST_USED_AT"}, rows);
 }
 
 int create(CommandContext& ctx) {

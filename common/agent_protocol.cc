@@ -170,6 +170,8 @@ std::string percentEncode(const std::string& s) {
 
 std::string registerPath() { return "/api/v1/agents/register"; }
 
+std::string renewPath(const std::string& host) { return "/api/v1/agents/" + percentEncode(host) + "/token"; }
+
 std::string workPath(const std::string& host, int wait_s, const std::string& boot_id,
                      const std::string& running_id) {
   std::string path = "/api/v1/agents/" + percentEncode(host) +
@@ -252,7 +254,9 @@ Result<Registration> registrationFromJson(const json& body) {
 }
 
 json toJson(const Enrolment& e) {
-  return json{{"host", e.host}, {"token", e.token}, {"token_id", e.token_id}};
+  json j{{"host", e.host}, {"token", e.token}, {"token_id", e.token_id}};
+  if (e.expires_in_s > 0) j["expires_in_s"] = e.expires_in_s;
+  return j;
 }
 
 Result<Enrolment> enrolmentFromBody(const std::string& body) {
@@ -265,6 +269,8 @@ Result<Enrolment> enrolmentFromBody(const std::string& body) {
   e.token = token->get<std::string>();
   if (auto it = j.find("host"); it != j.end() && it->is_string()) e.host = it->get<std::string>();
   if (auto it = j.find("token_id"); it != j.end() && it->is_string()) e.token_id = it->get<std::string>();
+  if (auto it = j.find("expires_in_s"); it != j.end() && it->is_number_integer() && it->get<std::int64_t>() > 0)
+    e.expires_in_s = it->get<std::int64_t>();
   return e;
 }
 

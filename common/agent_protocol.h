@@ -142,9 +142,12 @@ nlohmann::json toJson(const Registration& r);
 // neither an object nor null); the message names the first.
 Result<Registration> registrationFromJson(const nlohmann::json& body);
 
-// The 200 answer to a registration: the host's agent token.
+// The 200 answer to a registration, and to a renewal (POST renewPath(host) with the agent
+// token): the host's agent token, and how long it is good for (seconds from the answer, counted
+// on the agent's clock; 0: it does not expire, and the field is not sent).
 struct Enrolment {
   std::string host, token, token_id;
+  std::int64_t expires_in_s = 0;
   bool operator==(const Enrolment&) const = default;
 };
 nlohmann::json toJson(const Enrolment& e);
@@ -179,6 +182,8 @@ const std::vector<std::string>& parseFormatNames();
 // RFC 3986 unreserved characters kept, every other byte %XX.
 std::string percentEncode(const std::string& s);
 std::string registerPath();
+// An agent renews its token here with that token (issue 31).
+std::string renewPath(const std::string& host);
 std::string workPath(const std::string& host, int wait_s, const std::string& boot_id,
                      const std::string& running_id);
 std::string resultPath(const std::string& assignment_id);

@@ -134,8 +134,12 @@ Status Agent::run() {
   if (token->empty()) {
     if (!enrolLoop()) return okStatus();
   } else {
+    std::int64_t renew_at = 0;
+    std::ifstream renew(settings_.state_dir / kRenewFileName);
+    if (renew >> renew_at) log_->info("agent token renewal due at {} ms", renew_at);
     std::lock_guard lock(mu_);
     token_ = *token;
+    renew_at_ms_ = std::max<std::int64_t>(0, renew_at);
   }
 
   // Replay before taking new work: what the journal knows is settled first.
@@ -215,14 +219,47 @@ Status Agent::enrolOnce() {
   }
   auto answer = protocol::enrolmentFromBody(reply->body);
   if (!answer) return invalidContent(answer.error().message + ": " + snippet(reply->body));
-  const std::string token = answer->token;
-  if (auto st = writeAgentToken(settings_.state_dir, token); !st) return st;
-  {
-    std::lock_guard lock(mu_);
-    token_ = token;
-  }
+  if (auto st = adoptToken(*answer); !st) return st;
   log_->info("enrolled as {} (token id {})", settings_.host, answer->token_id);
   return okStatus();
+}
+
+Status Agent::adoptToken(const protocol::Enrolment& e) {
+  if (auto st = writeAgentToken(settings_.state_dir, e.token); !st) return st;
+  const std::int64_t renew_at = e.expires_in_s > 0 ? wallMs(clock_) + e.expires_in_s * 1000 * 2 / 3 : 0;
+  const auto renew_file = settings_.state_dir / kRenewFileName;
+  std::error_code ec;
+  if (renew_at > 0)
+    std::ofstream(renew_file, std::ios::trunc) << renew_at << "\n";
+  else
+    std::filesystem::remove(renew_file, ec);
+  std::lock_guard lock(mu_);
+  token_ = e.token;
+  renew_at_ms_ = renew_at;
+  return okStatus();
+}
+
+void Agent::renewIfDue() {
+  std::string token;
+  {
+    std::lock_guard lock(mu_);
+    if (renew_at_ms_ == 0 || wallMs(clock_) < renew_at_ms_ || stopping_) return;
+    token = token_;
+  }
+  std::lock_guard enrol_lock(enrol_mu_);
+  auto reply = transport_.send({"POST", protocol::renewPath(settings_.host), "", token, false});
+  auto retry_later = [&](const std::string& why) {
+    log_->warn("token renewal: {}; trying again in a minute", why);
+    std::lock_guard lock(mu_);
+    renew_at_ms_ = wallMs(clock_) + 60000;
+  };
+  if (!reply) return retry_later(reply.error().message);
+  if (reply->status == 401) return;  // the poll's 401 re-enrols
+  if (reply->status != 200) return retry_later("kilnd answered " + std::to_string(reply->status) + ": " + snippet(reply->body));
+  auto answer = protocol::enrolmentFromBody(reply->body);
+  if (!answer) return retry_later(answer.error().message);
+  if (auto st = adoptToken(*answer); !st) return retry_later(st.error().message);
+  log_->info("agent token renewed (token id {}, good for {} s)", answer->token_id, answer->expires_in_s);
 }
 
 bool Agent::reEnrol(const std::string& refused_token) {
@@ -250,6 +287,7 @@ void Agent::pollLoop() {
   std::string timed;
   MonoTime timed_since{};
   while (true) {
+    renewIfDue();
     std::string running, token, boot_id;
     {
       std::unique_lock lock(mu_);

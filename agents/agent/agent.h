@@ -66,6 +66,8 @@ struct AgentSettings {
 inline constexpr const char* kRestartedNote = "agent restarted while the step ran";
 inline constexpr const char* kStopNote = "agent stopped: step killed after the stop grace";
 inline constexpr const char* kTokenFileName = "agent_token";
+// When the agent renews its token (wall ms), beside it; absent: the token does not expire.
+inline constexpr const char* kRenewFileName = "agent_token_renew_at";
 
 class Agent {
  public:
@@ -139,6 +141,12 @@ class Agent {
   // either thread
   bool enrolLoop();
   Status enrolOnce();
+  // Takes a new token (enrolment or renewal): stores it, and when to renew it (two thirds of its
+  // life from now; none when it does not expire).
+  Status adoptToken(const protocol::Enrolment& e);
+  // Renews the agent token when its time has come (issue 31): POST renewPath with it. A refusal
+  // is left to the next poll (a 401 there re-enrols); another failure is tried again a minute on.
+  void renewIfDue();
   bool reEnrol(const std::string& refused_token);
   void waitBackoff(std::chrono::milliseconds d);
   bool stopping() const;
@@ -164,6 +172,7 @@ class Agent {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::string token_;
+  std::int64_t renew_at_ms_ = 0;  // 0: the token does not expire
   std::string boot_id_;
   std::deque<nlohmann::json> queue_;
   std::optional<Running> running_;

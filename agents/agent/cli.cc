@@ -73,7 +73,8 @@ Result<RunOptions> parseRunOptions(
       "--ca-file",       "--inventory-command", "--boot-id-file", "--poll-wait",
       "--env-allow",     "--path-prepend", "--log-level",         "--stop-grace",
       "--live-output-interval", "--allowed-executables", "--artifact-cache", "--artifact-cache-max",
-      "--artifact-rate-limit", "--artifact-ca-bundle", "--artifact-mirror", "--trusted-keys"};
+      "--artifact-rate-limit", "--artifact-ca-bundle", "--artifact-mirror", "--trusted-keys", "--client-cert",
+      "--client-key"};
   const std::set<std::string> known(kFlags.begin(), kFlags.end());
   // Values by flag, in order; environment first so that flags override it.
   std::map<std::string, std::vector<std::string>> values;
@@ -109,6 +110,9 @@ Result<RunOptions> parseRunOptions(
   o.enroll_token_file = last("--enroll-token-file").value_or("");
   o.allowed_executables = last("--allowed-executables").value_or("");
   o.ca_file = last("--ca-file").value_or("");
+  o.client_cert = last("--client-cert").value_or("");
+  o.client_key = last("--client-key").value_or("");
+  if (o.client_cert.empty() != o.client_key.empty()) return invalidArgument("--client-cert and --client-key go together");
   o.inventory_command = last("--inventory-command").value_or(o.inventory_command);
   o.boot_id_file = last("--boot-id-file").value_or("");
   o.log_level = last("--log-level").value_or(o.log_level);

@@ -21,6 +21,9 @@ struct RunOptions {
   // (common/executable_allowlist.h); empty: any kilnd sends.
   std::string allowed_executables;
   std::string ca_file;                    // --ca-file
+  // --client-cert FILE --client-key FILE: this host's TLS client certificate (mutual TLS: kilnd
+  // --agent-client-ca), whose CN or a DNS name is the host.
+  std::string client_cert, client_key;
   std::string inventory_command = "kiln-inventory";  // --inventory-command (split on blanks)
   std::string boot_id_file;               // --boot-id-file (then the inventory's boot_id is ignored)
   int poll_wait_s = 25;                   // --poll-wait 0..60
@@ -42,7 +45,8 @@ struct RunOptions {
 
 inline constexpr const char* kUsage =
     "usage: kiln-agent run --url URL [--host HOST] --state-dir DIR [--enroll-token-file F]\n"
-    "                      [--ca-file F] [--inventory-command CMD] [--boot-id-file F]\n"
+    "                      [--ca-file F] [--client-cert F --client-key F]\n"
+    "                      [--inventory-command CMD] [--boot-id-file F]\n"
     "                      [--poll-wait S] [--env-allow NAME[,NAME]]... [--path-prepend DIR]...\n"
     "                      [--stop-grace S] [--log-level trace|debug|info|warn|error|off]\n"
     "                      [--live-output-interval S (0: off)] [--allowed-executables FILE]\n"

@@ -19,6 +19,8 @@ class HttpTransport final : public Transport {
     http::ClientOptions poll;
     poll.base_url = options.base_url;
     poll.ca_file = options.ca_file;
+    poll.client_cert_file = options.client_cert;
+    poll.client_key_file = options.client_key;
     poll.timeout = options.long_poll_timeout;
     http::ClientOptions call = poll;
     call.timeout = options.call_timeout;

@@ -96,6 +96,8 @@ int runAgent(const std::vector<std::string>& args) {
   HttpTransportOptions transport_options;
   transport_options.base_url = o.url;
   transport_options.ca_file = o.ca_file;
+  transport_options.client_cert = o.client_cert;
+  transport_options.client_key = o.client_key;
   transport_options.long_poll_timeout = std::chrono::seconds(o.poll_wait_s + 20);
   auto transport = makeHttpTransport(transport_options);
   auto runner = kiln::exec::makeBoostProcessRunner();

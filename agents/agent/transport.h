@@ -40,6 +40,8 @@ class Transport {
 struct HttpTransportOptions {
   std::string base_url;  // scheme://host:port
   std::string ca_file;   // verify an HTTPS kilnd against this CA
+  // Mutual TLS (kilnd --agent-client-ca): this host's certificate (PEM chain) and key.
+  std::string client_cert, client_key;
   // Deadline of a long poll (the poll wait plus slack) and of every other call.
   std::chrono::milliseconds long_poll_timeout{45000};
   std::chrono::milliseconds call_timeout{30000};

@@ -232,14 +232,15 @@ TEST(TokenCommandTest, CreateListRevoke) {
   EXPECT_NE(created.out.find("token:       kiln_secret\n"), std::string::npos) << created.out;
 
   h.transport.reply(200, R"({"items": [{"id": "t9", "name": "ci", "role": "agent", "host": "h1",
-    "created_at": "c", "created_by": "admin", "revoked_at": null}], "next_cursor": null})");
+    "created_at": "c", "created_by": "admin", "revoked_at": null, "expires_at": "e", "last_used_at": null}],
+    "next_cursor": null})");
   auto listed = h.run({"token", "list"});
   ASSERT_EQ(listed.code, kExitOk) << listed.err;
   EXPECT_EQ(h.transport.requests[1].method, "GET");
   EXPECT_EQ(h.transport.requests[1].pathAndQuery(), "/api/v1/tokens");
   EXPECT_EQ(listed.out,
-            "ID  NAME  ROLE   HOST  CREATED_AT  CREATED_BY  REVOKED_AT\n"
-            "t9  ci    agent  h1    c           admin       -\n");
+            "ID  NAME  ROLE   HOST  CREATED_AT  CREATED_BY  REVOKED_AT  EXPIRES_AT  LAST_USED_AT\n"
+            "t9  ci    agent  h1    c           admin       -           e           -\n");
 
   h.transport.reply(200, R"({"id": "t9", "revoked": true})");
   auto revoked = h.run({"token", "revoke", "t9"});

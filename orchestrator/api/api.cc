@@ -223,6 +223,16 @@ void Api::serve(http::Request req, http::Reply reply, std::chrono::steady_clock:
       finish(req, &route, {principal.token_id, principal.name}, ctx.params, start, errorResponse(e), reply);
       return;
     }
+    // Mutual TLS for agents (--agent-client-ca): an agent token counts only over a connection
+    // whose verified client certificate names its host.
+    if (principal.role == core::Role::kAgent && services_.options.agent_client_certs &&
+        !certificateNames(req, principal.host)) {
+      Error e(ErrorCode::kPermissionDenied, "an agent of host " + principal.host +
+                                                " must present a client certificate naming that host (kilnd requires "
+                                                "mutual TLS for agents)");
+      finish(req, &route, {principal.token_id, principal.name}, ctx.params, start, errorResponse(e), reply);
+      return;
+    }
     ctx.actor = {principal.token_id, principal.name};
     ctx.role = principal.role;
     ctx.agent_host = principal.host;
@@ -313,7 +323,18 @@ Result<std::optional<Api::Principal>> Api::authenticate(const http::Request& req
   }
   if (!constantTimeEquals(sha256Hex(parsed->secret), record->secret_hash)) return bad;
   if (record->info.revoked_at) return bad;
+  // Expiry is checked on every use: a cached token does not outlive its expires_at.
+  const auto wall = std::chrono::system_clock::now();
+  if (record->info.expires_at && *record->info.expires_at <= wall) return bad;
+  {
+    std::lock_guard lock(cache_mu_);
+    token_uses_[record->info.id] = wall;
+  }
   return std::optional<Principal>(Principal{record->info.role, record->info.id, record->info.name, record->info.host});
+}
+
+bool certificateNames(const http::Request& req, const std::string& host) {
+  return std::find(req.client_names.begin(), req.client_names.end(), host) != req.client_names.end();
 }
 
 void Api::forgetToken(const std::string& id) {
@@ -335,6 +356,32 @@ void Api::followRevocations() {
   // revoked_at is its transaction's start: a revocation that committed after this read but
   // started before it must still be seen next time, hence the overlap.
   revocations_since_ = r->now - std::chrono::seconds(30);
+  writeTokenUses();
+}
+
+void Api::writeTokenUses() {
+  std::unordered_map<std::string, core::TimePoint> used;
+  {
+    std::lock_guard lock(cache_mu_);
+    used.swap(token_uses_);
+  }
+  const auto now = std::chrono::system_clock::now();
+  std::vector<std::pair<std::string, core::TimePoint>> due;
+  for (const auto& [id, at] : used) {
+    auto it = token_use_written_.find(id);
+    if (it != token_use_written_.end() && at - it->second < services_.options.token_use_interval) continue;
+    due.emplace_back(id, at);
+  }
+  if (due.empty()) return;
+  if (auto st = services_.store->recordTokenUse(due); !st.ok()) {
+    log_->warn("cannot record when {} tokens were last used: {}", due.size(), st.error().message);
+    return;
+  }
+  for (const auto& [id, at] : due) token_use_written_[id] = at;
+  // Forget what is older than the interval: those are written again at their next use anyway.
+  if (token_use_written_.size() > 200000)
+    for (auto e = token_use_written_.begin(); e != token_use_written_.end();)
+      e = now - e->second >= services_.options.token_use_interval ? token_use_written_.erase(e) : std::next(e);
 }
 
 }  // namespace kiln::api

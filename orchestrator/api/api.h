@@ -49,6 +49,16 @@ struct ApiOptions {
   // within a second or two through followRevocations(); the TTL bounds a revocation's reach
   // only while that feed fails (the database is down).
   std::chrono::seconds token_cache_ttl{600};
+  // Agent tokens expire this long after they are issued (0: never); agents renew theirs after
+  // two thirds of it (POST /agents/{host}/token). A renewed token stays good for at most
+  // agent_token_grace more, for an agent that dies before it stores the new one.
+  std::chrono::seconds agent_token_ttl{30 * 24 * 3600};
+  std::chrono::seconds agent_token_grace{3600};
+  // A token's last use is written at most this often (recordTokenUse, from followRevocations).
+  std::chrono::seconds token_use_interval{600};
+  // Mutual TLS for agents (kilnd --agent-client-ca): agent requests, and registrations, count
+  // only over a connection whose verified client certificate names the host (CN or DNS SAN).
+  bool agent_client_certs = false;
   std::string web_root;                       // the console's files; empty = not served
 };
 
@@ -102,6 +112,9 @@ Result<http::Response> idempotentCreate(
     const std::function<Result<http::Response>(const std::optional<core::IdempotencyClaim>&)>& create,
     const std::function<Result<nlohmann::json>(const std::string& object_id)>& replay);
 
+// Whether the request's verified client certificate names `host` (mutual TLS for agents).
+bool certificateNames(const http::Request& req, const std::string& host);
+
 // Every route of the API, for the OpenAPI contract test.
 Router buildRouter(Services& services);
 
@@ -120,11 +133,14 @@ class Api final : public http::Handler {
 
   // Forget a cached token at once (after a revocation through this process).
   void forgetToken(const std::string& id);
-  // Forgets the cached tokens revoked since the last call (by any replica, by enrolment).
-  // Call every second or two from one thread; the first call only sets the starting point.
+  // Forgets the cached tokens revoked since the last call (by any replica, by enrolment), and
+  // writes the last use of the tokens this process authenticated (each at most every
+  // token_use_interval). Call every second or two from one thread; the first call only sets
+  // the starting point.
   void followRevocations();
 
  private:
+  void writeTokenUses();
   struct Principal {
     core::Role role;
     std::string token_id, name, host;
@@ -155,6 +171,10 @@ class Api final : public http::Handler {
   };
   std::mutex cache_mu_;
   std::unordered_map<std::string, CachedToken> token_cache_;
+  // Tokens used since the last write (token id -> when), under cache_mu_; and when each token's
+  // use was last written (followRevocations()' thread only).
+  std::unordered_map<std::string, core::TimePoint> token_uses_;
+  std::unordered_map<std::string, core::TimePoint> token_use_written_;
   std::optional<core::TimePoint> revocations_since_;  // followRevocations()' thread only
 };
 

@@ -107,6 +107,8 @@ json toJson(const core::TokenInfo& t) {
             {"created_by", t.created_by}};
   j["host"] = t.host.empty() ? json() : json(t.host);
   j["revoked_at"] = t.revoked_at ? json(isoTime(*t.revoked_at)) : json();
+  j["expires_at"] = t.expires_at ? json(isoTime(*t.expires_at)) : json();
+  j["last_used_at"] = t.last_used_at ? json(isoTime(*t.last_used_at)) : json();
   return j;
 }
 

@@ -16,6 +16,15 @@ using nlohmann::json;
 
 namespace {
 
+// The answer to a registration or a renewal: the token, and its lifetime from now.
+protocol::Enrolment agentEnrolment(const std::string& host, const core::NewToken& t) {
+  protocol::Enrolment e{host, t.secret, t.info.id, 0};
+  if (t.info.expires_at)
+    e.expires_in_s = std::max<std::int64_t>(
+        1, std::chrono::duration_cast<std::chrono::seconds>(*t.info.expires_at - std::chrono::system_clock::now()).count());
+  return e;
+}
+
 // One stream of POST /assignments/{id}/output: {"offset": N, "data": "..."}, or absent.
 Result<std::optional<runs::LiveChunk>> decodeLiveChunk(const json& body, const char* name) {
   if (!body.contains(name) || body[name].is_null()) return std::optional<runs::LiveChunk>();
@@ -162,14 +171,32 @@ void addRunRoutes(Router& router, Services& s) {
                 if (!body.ok()) return body.error();
                 auto reg = protocol::registrationFromJson(*body);
                 if (!reg.ok()) return reg.error();
-                auto e =
-                    s.agent_link->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory, ctx.actor);
+                if (s.options.agent_client_certs && !certificateNames(ctx.req, reg->host))
+                  return Error(ErrorCode::kPermissionDenied,
+                               "registering host " + reg->host +
+                                   " needs a client certificate naming that host (kilnd requires mutual TLS for agents)");
+                auto e = s.agent_link->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory,
+                                                   ctx.actor, s.options.agent_token_ttl);
                 if (!e.ok()) return e.error();
                 // Here at once; other replicas within a second (their revocation feed).
                 if (s.forget_token)
                   for (const auto& id : e->revoked) s.forget_token(id);
-                const core::NewToken& t = e->token;
-                return jsonResponse(200, protocol::toJson(protocol::Enrolment{reg->host, t.secret, t.info.id}));
+                return jsonResponse(200, protocol::toJson(agentEnrolment(reg->host, e->token)));
+              }});
+
+  // An agent renews its own token before it expires (issue 31): a new one with a fresh expiry;
+  // the old one stays good for agent_token_grace at most.
+  router.add({.method = "POST", .pattern = "/api/v1/agents/{host}/token", .role = core::Role::kAgent,
+              .fn = [&s](RequestContext& ctx) -> Result<http::Response> {
+                if (ctx.param("host") != ctx.agent_host)
+                  return Error(ErrorCode::kPermissionDenied, "this agent token acts only for host " + ctx.agent_host);
+                if (auto q = ctx.onlyQuery({}); !q.ok()) return q.error();
+                auto e = s.agent_link->renewAgentToken(ctx.agent_host, ctx.actor, s.options.agent_token_ttl,
+                                                       s.options.agent_token_grace);
+                if (!e.ok()) return e.error();
+                // The old token's shortened expiry reaches this replica's cache at once.
+                if (s.forget_token) s.forget_token(ctx.actor.token_id);
+                return jsonResponse(200, protocol::toJson(agentEnrolment(ctx.agent_host, e->token)));
               }});
 
   // A host's own enrolment token, for the provisioning system: single use, short-lived; with

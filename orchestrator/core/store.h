@@ -139,6 +139,8 @@ struct TokenInfo {
   TimePoint created_at;
   std::string created_by;
   std::optional<TimePoint> revoked_at;
+  std::optional<TimePoint> expires_at;    // none: it does not expire (agent tokens do)
+  std::optional<TimePoint> last_used_at;  // within ~10 minutes (Store::recordTokenUse)
 };
 
 struct NewToken {
@@ -309,6 +311,9 @@ class Store : public HostLifecycle, public FleetReads, public HostListing, publi
   virtual Result<Revocations> tokensRevokedSince(TimePoint since) = 0;
   // True if any unrevoked admin token exists.
   virtual Result<bool> hasAdminToken() = 0;
+  // When tokens were last used, in one statement (a later time than the stored one wins). Not
+  // pure: a store that keeps no use times ignores them.
+  virtual Status recordTokenUse(const std::vector<std::pair<std::string, TimePoint>>& /*uses*/) { return Ok{}; }
 
   // Audit records matching `filter`, newest first, at most filter.limit of them. Not pure so
   // stores without an audit log (test fakes) need not implement it: they answer kUnavailable.

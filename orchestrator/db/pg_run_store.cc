@@ -809,7 +809,7 @@ class PgRunStore final : public runs::RunStore {
 
   Result<runs::AgentEnrolled> enrollAgent(const std::string& host, const std::string& boot_id,
                                           const std::string& agent_version, const json& inventory,
-                                          const core::Actor& actor) override {
+                                          const core::Actor& actor, std::chrono::seconds token_ttl) override {
     return pool_.transact<runs::AgentEnrolled>([&](pqxx::work& txn) -> Result<runs::AgentEnrolled> {
       // The facts under the locks that every enrolment of the host, and every use of a
       // host's (single-use) enrolment token, takes: the token's row first, then the host's. A
@@ -840,11 +840,9 @@ class PgRunStore final : public runs::RunStore {
           "UPDATE tokens SET revoked_at = now() WHERE host_id = $1 AND role = 'agent' AND revoked_at IS NULL RETURNING id",
           host);
       if (f.token_host) txn.exec_params("UPDATE tokens SET used_at = now(), revoked_at = now() WHERE id = $1", actor.token_id);
-      const std::string id = randomHex(6), secret = randomHex(24);
-      auto row = txn.exec_params1(
-          "INSERT INTO tokens (id, secret_hash, role, name, host_id, created_by) VALUES ($1,$2,'agent',$3,$4,$5)"
-          " RETURNING id, name, extract(epoch from created_at)::float8",
-          id, sha256Hex(secret), "agent " + host, host, actor.token_id);
+      runs::AgentEnrolled out;
+      out.token = insertAgentToken(txn, host, actor, token_ttl);
+      const std::string& id = out.token.info.id;
       txn.exec_params(
           "UPDATE hosts SET boot_id = $2, agent_version = $3, last_seen = now(), unreachable = false WHERE id = $1",
           host, boot_id, agent_version);
@@ -857,17 +855,34 @@ class PgRunStore final : public runs::RunStore {
                       {"enrolment_token", f.token_host ? "host" : "fleet"},
                       {"replaced", replaced_ids}}
                      .dump());
-      runs::AgentEnrolled out;
-      core::NewToken& t = out.token;
-      t.info.id = id;
-      t.info.name = row[1].as<std::string>();
-      t.info.role = core::Role::kAgent;
-      t.info.host = host;
-      t.info.created_at = fromEpoch(row[2].as<double>());
-      t.info.created_by = actor.token_id;
-      t.secret = "kiln_" + id + "_" + secret;
       for (const auto& r : replaced) out.revoked.push_back(r[0].as<std::string>());
       if (f.token_host) out.revoked.push_back(actor.token_id);
+      return out;
+    });
+  }
+
+  Result<runs::AgentEnrolled> renewAgentToken(const std::string& host, const core::Actor& actor,
+                                              std::chrono::seconds token_ttl, std::chrono::seconds old_grace) override {
+    return pool_.transact<runs::AgentEnrolled>([&](pqxx::work& txn) -> Result<runs::AgentEnrolled> {
+      // The old token's row, locked: two renewals with it at once make one new token each, in turn.
+      auto old = txn.exec_params(
+          "SELECT 1 FROM tokens WHERE id = $1 AND role = 'agent' AND host_id = $2 AND revoked_at IS NULL"
+          " AND (expires_at IS NULL OR expires_at > now()) FOR UPDATE",
+          actor.token_id, host);
+      if (old.empty())
+        return Error(ErrorCode::kPermissionDenied, "only host " + host + "'s live agent token renews itself");
+      runs::AgentEnrolled out;
+      out.token = insertAgentToken(txn, host, actor, token_ttl);
+      auto grace = txn.exec_params1(
+          "UPDATE tokens SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), now() + $2::bigint * interval '1 second')"
+          " WHERE id = $1 RETURNING extract(epoch from expires_at)::float8",
+          actor.token_id, static_cast<std::int64_t>(old_grace.count()));
+      writeAudit(txn, actor, "agent.token_renew", host,
+                 json{{"token", out.token.info.id},
+                      {"replaces", actor.token_id},
+                      {"expires_at", out.token.info.expires_at ? json(toEpoch(*out.token.info.expires_at)) : json()},
+                      {"old_expires_at", grace[0].as<double>()}}
+                     .dump());
       return out;
     });
   }
@@ -1035,6 +1050,28 @@ class PgRunStore final : public runs::RunStore {
       out.emplace(a.host, std::move(a));
     }
     return out;
+  }
+
+  // A new agent token of `host`, created by `actor`, expiring after `ttl` (0: never).
+  static core::NewToken insertAgentToken(pqxx::work& txn, const std::string& host, const core::Actor& actor,
+                                         std::chrono::seconds ttl) {
+    const std::string id = randomHex(6), secret = randomHex(24);
+    auto row = txn.exec_params1(
+        "INSERT INTO tokens (id, secret_hash, role, name, host_id, created_by, expires_at)"
+        " VALUES ($1, $2, 'agent', $3, $4, $5,"
+        " CASE WHEN $6::bigint > 0 THEN now() + $6::bigint * interval '1 second' END)"
+        " RETURNING name, extract(epoch from created_at)::float8, extract(epoch from expires_at)::float8",
+        id, sha256Hex(secret), "agent " + host, host, actor.token_id, static_cast<std::int64_t>(ttl.count()));
+    core::NewToken t;
+    t.info.id = id;
+    t.info.name = row[0].as<std::string>();
+    t.info.role = core::Role::kAgent;
+    t.info.host = host;
+    t.info.created_at = fromEpoch(row[1].as<double>());
+    t.info.created_by = actor.token_id;
+    t.info.expires_at = optEpoch(row[2]);
+    t.secret = "kiln_" + id + "_" + secret;
+    return t;
   }
 
   // The host's versions (and the nvswitch version of its pod's switch trays) as reported by its

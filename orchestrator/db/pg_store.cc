@@ -92,6 +92,8 @@ core::TokenInfo tokenFromRow(const pqxx::row& r) {
   t.created_at = fromEpoch(r[4].as<double>());
   t.created_by = r[5].as<std::string>();
   t.revoked_at = optEpoch(r[6]);
+  t.expires_at = optEpoch(r[7]);
+  t.last_used_at = optEpoch(r[8]);
   return t;
 }
 
@@ -105,7 +107,8 @@ constexpr const char* kFleetCountsSql =
 
 constexpr const char* kTokenColumns =
     "id, name, role, host_id, extract(epoch from created_at)::float8, created_by,"
-    " extract(epoch from revoked_at)::float8";
+    " extract(epoch from revoked_at)::float8, extract(epoch from expires_at)::float8,"
+    " extract(epoch from last_used_at)::float8";
 
 template <typename T, typename F>
 core::Page<T> pageFrom(const pqxx::result& rows, int limit, F&& convert) {
@@ -491,8 +494,8 @@ class PgStore final : public core::Store {
                                           " THEN extract(epoch from expires_at)::float8 END FROM tokens WHERE id = $1",
                                       id);
           if (rows.empty()) return std::optional<core::TokenRecord>();
-          core::TokenRecord record{tokenFromRow(rows[0]), rows[0][7].as<std::string>()};
-          if (!record.info.revoked_at && !rows[0][8].is_null()) record.info.revoked_at = fromEpoch(rows[0][8].as<double>());
+          core::TokenRecord record{tokenFromRow(rows[0]), rows[0][9].as<std::string>()};
+          if (!record.info.revoked_at && !rows[0][10].is_null()) record.info.revoked_at = fromEpoch(rows[0][10].as<double>());
           return std::optional<core::TokenRecord>(std::move(record));
         });
   }
@@ -500,16 +503,33 @@ class PgStore final : public core::Store {
   Result<core::Store::Revocations> tokensRevokedSince(core::TimePoint since) override {
     return pool_.read<core::Store::Revocations>([&](pqxx::nontransaction& txn) -> Result<core::Store::Revocations> {
       core::Store::Revocations out;
-      // One statement, so the clock and the rows come from one snapshot.
+      // One statement, so the clock and the rows come from one snapshot. Tokens that expired
+      // since `since` count too: a cache holding an older expires_at (one a renewal shortened,
+      // or one moved by hand) forgets them within a second as well.
       auto rows = txn.exec_params(
           "SELECT extract(epoch from now())::float8, array_to_string(array("
-          "SELECT id FROM tokens WHERE revoked_at >= to_timestamp($1)), ',')",
+          "SELECT id FROM tokens WHERE revoked_at >= to_timestamp($1)"
+          " UNION SELECT id FROM tokens WHERE expires_at >= to_timestamp($1) AND expires_at <= now()), ',')",
           toEpoch(since));
       out.now = fromEpoch(rows[0][0].as<double>());
       std::stringstream ids(rows[0][1].as<std::string>());
       for (std::string id; std::getline(ids, id, ',');)
         if (!id.empty()) out.ids.push_back(id);
       return out;
+    });
+  }
+
+  Status recordTokenUse(const std::vector<std::pair<std::string, core::TimePoint>>& uses) override {
+    if (uses.empty()) return Ok{};
+    json rows = json::array();
+    for (const auto& [id, t] : uses) rows.push_back({{"id", id}, {"at", toEpoch(t)}});
+    return pool_.transact<Ok>([&](pqxx::work& txn) -> Status {
+      txn.exec_params(
+          "UPDATE tokens t SET last_used_at = to_timestamp(v.at)"
+          " FROM jsonb_to_recordset($1::jsonb) AS v(id text, at float8)"
+          " WHERE t.id = v.id AND (t.last_used_at IS NULL OR t.last_used_at < to_timestamp(v.at))",
+          rows.dump());
+      return Ok{};
     });
   }
 

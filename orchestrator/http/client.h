@@ -16,6 +16,8 @@ struct ClientOptions {
   std::string token;                                // sent as "Authorization: Bearer <token>"
   std::string ca_file;                              // verify an HTTPS server against this CA
   std::chrono::milliseconds timeout{30000};
+  // Both set: present this client certificate (PEM chain) and key over HTTPS (mutual TLS).
+  std::string client_cert_file, client_key_file;
 };
 
 struct ClientResponse {

@@ -15,9 +15,15 @@ struct Client::Impl {
 Client::Client(ClientOptions options) : options_(std::move(options)), impl_(std::make_unique<Impl>()) {
   wh::client::http_client_config config;
   config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.timeout));
-  if (!options_.ca_file.empty()) {
-    const std::string ca = options_.ca_file;
-    config.set_ssl_context_callback([ca](boost::asio::ssl::context& ctx) { ctx.load_verify_file(ca); });
+  if (!options_.ca_file.empty() || !options_.client_cert_file.empty()) {
+    const std::string ca = options_.ca_file, cert = options_.client_cert_file, key = options_.client_key_file;
+    config.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
+      if (!ca.empty()) ctx.load_verify_file(ca);
+      if (!cert.empty() && !key.empty()) {
+        ctx.use_certificate_chain_file(cert);
+        ctx.use_private_key_file(key, boost::asio::ssl::context::pem);
+      }
+    });
   }
   impl_->client = std::make_unique<wh::client::http_client>(options_.base_url, config);
 }

@@ -24,6 +24,10 @@ struct Request {
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
   std::string remote;
+  // The names of the client certificate the TLS handshake verified (its subject CN and DNS
+  // subject alternative names), when the server asks for one (ServerOptions::client_ca_file)
+  // and the client sent one; empty otherwise.
+  std::vector<std::string> client_names;
 
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
@@ -66,6 +70,10 @@ struct ServerOptions {
   int max_connections = 19000;
   // Threads running the connections (reading, parsing, writing; handlers that answer inline).
   int threads = 2;
+  // HTTPS only: ask every client for a certificate and verify one it sends against this CA file
+  // (a connection without one is still served: the handler decides who needs one; a certificate
+  // that does not verify ends the handshake). Empty: no client certificates.
+  std::string client_ca_file;
 };
 
 class Server {

@@ -18,6 +18,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <array>
 #include <atomic>
@@ -113,6 +115,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
  public:
   Session(Core& core, tcp::socket&& socket, std::string remote)
       : core_(core), stream_(makeStream(core, std::move(socket))), remote_(std::move(remote)) {}
+  // (client_names_ is set once, by the handshake, before the first request is read.)
 
   ~Session() override {
     std::lock_guard lock(core_.sessions_mu);
@@ -143,11 +146,33 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
 
+  // The verified client certificate's subject CN and DNS subject alternative names.
+  static std::vector<std::string> clientNames(SSL* ssl) {
+    std::vector<std::string> out;
+    X509* cert = SSL_get1_peer_certificate(ssl);
+    if (cert == nullptr) return out;
+    if (SSL_get_verify_result(ssl) == X509_V_OK) {
+      char cn[256] = {0};
+      if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn) > 0) out.push_back(cn);
+      auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+      for (int i = 0; sans != nullptr && i < sk_GENERAL_NAME_num(sans); ++i) {
+        const GENERAL_NAME* n = sk_GENERAL_NAME_value(sans, i);
+        if (n->type != GEN_DNS) continue;
+        const auto* data = ASN1_STRING_get0_data(n->d.dNSName);
+        out.emplace_back(reinterpret_cast<const char*>(data), static_cast<std::size_t>(ASN1_STRING_length(n->d.dNSName)));
+      }
+      GENERAL_NAMES_free(sans);
+    }
+    X509_free(cert);
+    return out;
+  }
+
   void begin() {
     if constexpr (kTls) {
       tcp().expires_after(kHandshakeTimeout);
       stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](error_code ec) {
         if (ec) return self->tcp().close();
+        self->client_names_ = clientNames(self->stream_.native_handle());
         self->readHead();
       });
     } else {
@@ -193,6 +218,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       if (!added) it->second += ", " + value;
     }
     head.remote = remote_;
+    head.client_names = client_names_;
 
     if (core_.stopping)
       return answer(closing(jsonError(503, "unavailable", "kilnd is shutting down")), false);
@@ -342,6 +368,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   Core& core_;
   Stream stream_;
   std::string remote_;
+  std::vector<std::string> client_names_;  // the verified client certificate's names (TLS)
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   unsigned version_ = 11;
@@ -367,6 +394,11 @@ class BeastServer final : public Server {
                                 asio::ssl::context::no_tlsv1_1);
         core_->tls->use_certificate_chain_file(o.tls_cert_file);
         core_->tls->use_private_key_file(o.tls_key_file, asio::ssl::context::pem);
+        if (!o.client_ca_file.empty()) {
+          // Asked for, verified when sent, not required of every client (the handler decides).
+          core_->tls->load_verify_file(o.client_ca_file);
+          core_->tls->set_verify_mode(asio::ssl::verify_peer);
+        }
       }
       tcp::resolver resolver(core_->ioc);
       const auto endpoints = resolver.resolve(o.host, std::to_string(o.port),

@@ -82,10 +82,20 @@ std::vector<Setting> settings() {
       {"--workflow-executables", "KILN_WORKFLOW_EXECUTABLES", "workflow_executables", false,
        str(&Config::workflow_executables)},
       {"--trusted-keys", "KILN_TRUSTED_KEYS", "trusted_keys", false, str(&Config::trusted_keys)},
+      {"--agent-client-ca", "KILN_AGENT_CLIENT_CA", "agent_client_ca", false, str(&Config::agent_client_ca)},
       {"--unreachable-after", "KILN_UNREACHABLE_AFTER", "unreachable_after", false,
        [](Config& c, const std::string& v) { return setInt(c.unreachable_after_s, v, "--unreachable-after", 5, 86400); }},
       {"--lease-grace", "KILN_LEASE_GRACE", "lease_grace", false,
        [](Config& c, const std::string& v) { return setInt(c.lease_grace_s, v, "--lease-grace", 1, 3600); }},
+      {"--agent-token-ttl", "KILN_AGENT_TOKEN_TTL", "agent_token_ttl", false,
+       [](Config& c, const std::string& v) {
+         // 0: agent tokens do not expire; else at least 10 minutes, at most a year.
+         if (v == "0") {
+           c.agent_token_ttl_s = 0;
+           return Status(Ok{});
+         }
+         return setInt(c.agent_token_ttl_s, v, "--agent-token-ttl", 600, 366 * 24 * 3600);
+       }},
       {"--scheduler-hook", "KILN_SCHEDULER_HOOK", "scheduler_hook", false, str(&Config::scheduler_hook)},
       {"--scheduler", "KILN_SCHEDULER", "scheduler", false,
        [](Config& c, const std::string& v) -> Status {
@@ -161,8 +171,9 @@ std::string usage() {
          "             [--admin-token-file FILE] [--log-level LEVEL] [--log-format text|json]\n"
          "             [--tls-cert FILE --tls-key FILE]\n"
          "             [--allow-insecure-http] [--web-root DIR] [--workflows-dir DIR] [--threads N] [--db-pool N]\n"
-         "             [--workflow-executables FILE] [--trusted-keys FILE]\n"
+         "             [--workflow-executables FILE] [--trusted-keys FILE] [--agent-client-ca FILE]\n"
          "             [--network-threads N] [--unreachable-after SECONDS] [--lease-grace SECONDS]\n"
+         "             [--agent-token-ttl SECONDS (0: never; default 30 days)]\n"
          "             [--scheduler-hook URL|PATH] [--scheduler none|hook|slurm] [--slurm-node-name RULE]\n"
          "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"
          "             [--slurm-timeout SECONDS] [--reliability-target PER_8K_GPUS_PER_DAY]\n"
@@ -254,6 +265,8 @@ Result<Config> parseConfig(const std::vector<std::string>& args,
   if (auto st = setInt(port, c.listen.substr(colon + 1), "--listen port", 1, 65535); !st.ok()) return st.error();
   if (c.database_url.empty()) return invalidArgument("--database-url (or KILN_DATABASE_URL) is required");
   if (c.tls_cert.empty() != c.tls_key.empty()) return invalidArgument("--tls-cert and --tls-key go together");
+  if (!c.agent_client_ca.empty() && c.tls_cert.empty())
+    return invalidArgument("--agent-client-ca needs HTTPS (--tls-cert and --tls-key): client certificates are a TLS feature");
   if (!c.scheduler_hook.empty() && c.scheduler_hook.rfind("http://", 0) != 0 && c.scheduler_hook.rfind("https://", 0) != 0) {
     // A command: an absolute path to an executable file (run without a shell, with arguments).
     struct stat st {};

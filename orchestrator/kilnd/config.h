@@ -33,8 +33,15 @@ struct Config {
   // (issue 31, common/artifact_trust.h); empty: signatures are not checked. kilnd does not start
   // when the file cannot be read.
   std::string trusted_keys;
+  // Mutual TLS for agents (issue 31): the CA that signs agents' client certificates; agent
+  // requests and registrations then count only with a certificate naming their host. Needs
+  // --tls-cert/--tls-key.
+  std::string agent_client_ca;
   int unreachable_after_s = 90;    // an agent silent this long makes its host unreachable
   int lease_grace_s = 30;          // beyond a step's timeout before its assignment is lost
+  // Agent tokens expire this long after they are issued (0: never); agents renew theirs after
+  // two thirds of it (issue 31).
+  int agent_token_ttl_s = 30 * 24 * 3600;
   // URL kilnd POSTs {action: release, rollout, pod, hosts} to, or the absolute path of an
   // executable it runs as `PATH release ROLLOUT POD HOST...` (scheduler_hook.h).
   std::string scheduler_hook;

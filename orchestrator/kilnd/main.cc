@@ -365,6 +365,8 @@ int main(int argc, char** argv) {
   services.targets = {config->reliability_target, config->pod_p90_target_s};
   services.controller = &controller_metrics;
   services.options.web_root = config->web_root;
+  services.options.agent_token_ttl = std::chrono::seconds(config->agent_token_ttl_s);
+  services.options.agent_client_certs = !config->agent_client_ca.empty();
   api::Api api(services, executor, log->named("api"));
   notifier.start();
 
@@ -383,6 +385,7 @@ int main(int argc, char** argv) {
   server_options.port = config->port();
   server_options.tls_cert_file = config->tls_cert;
   server_options.tls_key_file = config->tls_key;
+  server_options.client_ca_file = config->agent_client_ca;
   server_options.threads = config->network_threads;
   // Every parked long poll holds a connection: take what the descriptor limit allows (the
   // systemd unit sets 1M; docs/DEPENDENCIES.md: 20,000 on the development machines), less room for

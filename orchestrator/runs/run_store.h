@@ -246,9 +246,16 @@ class AgentLinkStore {
   // (core/enrolment.h), in one transaction: a host-bound token is spent, the host's earlier
   // agent tokens are revoked (a live one only by a re-enrolment token), a new agent token is
   // issued and the inventory, boot id and agent version recorded. Refused: nothing written.
+  // The agent token expires after `token_ttl` (0: never).
   virtual Result<AgentEnrolled> enrollAgent(const std::string& host, const std::string& boot_id,
                                             const std::string& agent_version, const nlohmann::json& inventory,
-                                            const core::Actor& actor) = 0;
+                                            const core::Actor& actor, std::chrono::seconds token_ttl) = 0;
+  // An agent renews its token over the channel it authenticates (`actor`, a live agent token of
+  // `host`): a new token that expires after `token_ttl` (0: never), audited; the old one now
+  // expires within `old_grace` (an agent that dies before it stores the new one still has the
+  // old for that long). kPermissionDenied when `actor` is not `host`'s live agent token.
+  virtual Result<AgentEnrolled> renewAgentToken(const std::string& host, const core::Actor& actor,
+                                                std::chrono::seconds token_ttl, std::chrono::seconds old_grace) = 0;
   // Issues an enrolment token bound to `host`, valid for `ttl`, audited. kNotFound for an
   // unknown host.
   virtual Result<HostEnrolment> issueEnrolment(const std::string& host, std::chrono::seconds ttl, bool reenroll,

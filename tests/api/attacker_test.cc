@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/api/api_fixture.h"
 
@@ -146,6 +147,65 @@ TEST_F(AttackerTest, AnAgentTokenActsOnlyForItsOwnHost) {
   EXPECT_EQ(call(*client(mine), "POST", "/api/v1/hosts/" + hosts_[1] + "/enrolment-tokens", "{}").status, 403);
   EXPECT_EQ(call(*client(mine), "GET", "/api/v1/hosts").status, 403);
   EXPECT_EQ(poll(theirs, hosts_[1]), 204);
+}
+
+// Agent tokens expire (30 days by default) and renew themselves with the token they replace;
+// another host's token cannot renew a host's, an expired one authenticates nothing (not even
+// from the cache), and every token's expiry and last use show in GET /tokens.
+TEST_F(AttackerTest, AgentTokensExpireAndOnlyTheirOwnHostRenewsThem) {
+  Reply first = registerAs(hostToken(hosts_[0]), hosts_[0]);
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::int64_t ttl = first.doc().value("expires_in_s", std::int64_t{0});
+  EXPECT_GT(ttl, 30 * 24 * 3600 - 60);
+  EXPECT_LE(ttl, 30 * 24 * 3600);
+  const std::string old_token = first.doc()["token"].get<std::string>();
+  const std::string old_id = first.doc()["token_id"].get<std::string>();
+  const std::string theirs = enrolRealAgent(hosts_[1]);
+
+  // Another host's agent token renews nothing of this host's.
+  EXPECT_TRUE(isError(call(*client(theirs), "POST", "/api/v1/agents/" + hosts_[0] + "/token", ""), 403,
+                      "permission_denied"));
+  EXPECT_EQ(liveAgentTokens(hosts_[0]), "1");
+
+  Reply renewed = call(*client(old_token), "POST", "/api/v1/agents/" + hosts_[0] + "/token", "");
+  ASSERT_EQ(renewed.status, 200) << renewed.body;
+  const std::string new_token = renewed.doc()["token"].get<std::string>();
+  EXPECT_NE(new_token, old_token);
+  EXPECT_GT(renewed.doc().value("expires_in_s", std::int64_t{0}), ttl - 60);
+  EXPECT_EQ(poll(new_token, hosts_[0]), 204);
+  // The old one is good for an hour at most now (the agent stores the new one first).
+  EXPECT_EQ(db_->query("SELECT expires_at <= now() + interval '1 hour' FROM tokens WHERE id = '" + old_id + "'"), "t");
+  EXPECT_EQ(poll(old_token, hosts_[0]), 204);
+  EXPECT_EQ(db_->query("SELECT action FROM audit_log WHERE target = '" + hosts_[0] + "' ORDER BY id DESC LIMIT 1"),
+            "agent.token_renew");
+
+  // Past its expiry a token is refused: kilnd's cache learns of expiries within a second, as of
+  // revocations (here the expiry is moved into the past by hand, the cache holding the old one).
+  db_->query("UPDATE tokens SET expires_at = now() - interval '1 second' WHERE id = '" + old_id + "'");
+  int status = 0;
+  for (int i = 0; i < 50 && status != 401; ++i) {
+    status = poll(old_token, hosts_[0]);
+    if (status != 401) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 401);
+  EXPECT_TRUE(isError(call(*client(old_token), "POST", "/api/v1/agents/" + hosts_[0] + "/token", ""), 401,
+                      "unauthenticated"));
+  EXPECT_EQ(poll(new_token, hosts_[0]), 204);
+
+  // GET /tokens shows every token's expiry and, within a few seconds, its last use.
+  json row;
+  for (int i = 0; i < 100; ++i) {
+    Reply list = call(*admin_, "GET", "/api/v1/tokens");
+    ASSERT_EQ(list.status, 200) << list.body;
+    const json page = list.doc();
+    for (const auto& t : page["items"])
+      if (new_token.rfind("kiln_" + t.value("id", "") + "_", 0) == 0) row = t;
+    if (!row.is_null() && row["last_used_at"].is_string()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(row.is_null());
+  EXPECT_TRUE(row["expires_at"].is_string()) << row.dump();
+  EXPECT_TRUE(row["last_used_at"].is_string()) << row.dump();
 }
 
 TEST_F(AttackerTest, ThePrologsTokenStartsAndReadsPreJobChecksAndNothingElse) {

@@ -6,7 +6,9 @@
 #include <openssl/x509v3.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "tests/api/api_fixture.h"
 
@@ -106,6 +108,93 @@ TEST_F(TlsTest, RefusesToStartWithAKeyThatDoesNotMatch) {
                       .ca_file = dir_ + "/server.pem",
                       .start_timeout = std::chrono::milliseconds(10000)});
   // Either kilnd exits, or it never completes a handshake: it must not serve.
+  EXPECT_FALSE(kilnd.start().ok());
+}
+
+// Mutual TLS for agents (issue 31): certificates made by the openssl command in the test, a CA
+// that signs the agents' client certificates (CN = the host), kilnd --agent-client-ca. An agent
+// token, and a registration, count only over a connection whose verified certificate names the
+// host; operators need none; a certificate from another CA ends the handshake.
+class AgentMutualTlsTest : public TlsTest {
+ protected:
+  void openssl(const std::string& args) {
+    const std::string cmd = "cd '" + dir_ + "' && openssl " + args + " >>openssl.log 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  // A certificate for `cn` signed by CA `ca` (ca.pem/ca.key), with DNS name `cn` too.
+  void leaf(const std::string& stem, const std::string& cn, const std::string& ca) {
+    openssl("req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + stem + ".key -subj '/CN=" + cn +
+            "' -out " + stem + ".csr");
+    std::ofstream(dir_ + "/" + stem + ".ext") << "subjectAltName=DNS:" << cn << "\nextendedKeyUsage=clientAuth\n";
+    openssl("x509 -req -in " + stem + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -days 1 -extfile " +
+            stem + ".ext -out " + stem + ".pem");
+  }
+  void ca(const std::string& stem) {
+    openssl("req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + stem + ".key -subj '/CN=" + stem +
+            "' -days 1 -out " + stem + ".pem");
+  }
+  std::unique_ptr<http::Client> agent(const KilndProcess& kilnd, const std::string& token, const std::string& cert) {
+    http::ClientOptions o{.base_url = kilnd.url(), .token = token, .ca_file = dir_ + "/server.pem"};
+    if (!cert.empty()) {
+      o.client_cert_file = dir_ + "/" + cert + ".pem";
+      o.client_key_file = dir_ + "/" + cert + ".key";
+    }
+    return std::make_unique<http::Client>(o);
+  }
+};
+
+TEST_F(AgentMutualTlsTest, AnAgentCountsOnlyWithACertificateNamingItsHost) {
+  ca("agents-ca");
+  ca("rogue-ca");
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url(),
+                      .extra_args = {"--agent-client-ca", dir_ + "/agents-ca.pem"},
+                      .tls_cert = dir_ + "/server.pem",
+                      .tls_key = dir_ + "/server.key",
+                      .ca_file = dir_ + "/server.pem"});
+  auto started = kilnd.start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  http::Client admin({.base_url = kilnd.url(), .token = kilnd.adminToken(), .ca_file = dir_ + "/server.pem"});
+  ASSERT_EQ(call(admin, "POST", "/api/v1/fleet/import", smallFleet(1).dump()).status, 201);
+  std::vector<std::string> hosts;
+  Reply listed = call(admin, "GET", "/api/v1/hosts?limit=3");
+  const json page = listed.doc();
+  for (const auto& h : page["items"]) hosts.push_back(h["id"].get<std::string>());
+  ASSERT_EQ(hosts.size(), 3u) << listed.status << " " << listed.body;
+  leaf("a", hosts[0], "agents-ca");
+  leaf("b", hosts[1], "agents-ca");
+  leaf("forged", hosts[0], "rogue-ca");
+  const std::string enroll =
+      call(admin, "POST", "/api/v1/tokens", R"({"role": "enroll", "name": "fleet"})").doc()["token"].get<std::string>();
+  const std::string body = json{{"host", hosts[0]}, {"boot_id", "b"}, {"agent_version", "t"}}.dump();
+
+  // Registration: only with host A's certificate.
+  EXPECT_TRUE(isError(call(*agent(kilnd, enroll, ""), "POST", "/api/v1/agents/register", body), 403, "permission_denied"));
+  EXPECT_TRUE(isError(call(*agent(kilnd, enroll, "b"), "POST", "/api/v1/agents/register", body), 403, "permission_denied"));
+  EXPECT_FALSE(agent(kilnd, enroll, "forged")->request("POST", "/api/v1/agents/register", body).ok())
+      << "a certificate from another CA ends the handshake";
+  Reply registered = call(*agent(kilnd, enroll, "a"), "POST", "/api/v1/agents/register", body);
+  ASSERT_EQ(registered.status, 200) << registered.body;
+  const std::string token = registered.doc()["token"].get<std::string>();
+
+  // Its token counts only with its certificate.
+  const std::string poll = "/api/v1/agents/" + hosts[0] + "/work?wait=0";
+  EXPECT_EQ(call(*agent(kilnd, token, "a"), "GET", poll).status, 204);
+  EXPECT_TRUE(isError(call(*agent(kilnd, token, ""), "GET", poll), 403, "permission_denied"));
+  Reply stolen = call(*agent(kilnd, token, "b"), "GET", poll);
+  EXPECT_TRUE(isError(stolen, 403, "permission_denied")) << stolen.body;
+  EXPECT_NE(stolen.doc()["error"]["message"].get<std::string>().find("client certificate naming that host"),
+            std::string::npos);
+  // Operators need no certificate.
+  EXPECT_EQ(call(admin, "GET", "/api/v1/hosts/" + hosts[0]).status, 200);
+  EXPECT_EQ(kilnd.stop(), 0);
+}
+
+TEST_F(TlsTest, AgentClientCertificatesNeedHttps) {
+  TestDatabase db;
+  KilndProcess kilnd({.database_url = db.url(),
+                      .extra_args = {"--agent-client-ca", dir_ + "/server.pem"},
+                      .start_timeout = std::chrono::milliseconds(10000)});
   EXPECT_FALSE(kilnd.start().ok());
 }
 

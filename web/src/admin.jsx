@@ -262,6 +262,8 @@ function TokensAdmin() {
                 <th scope="col">Host</th>
                 <th scope="col">Created</th>
                 <th scope="col">By</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Last used</th>
                 <th scope="col">State</th>
                 <th scope="col">
                   <span class="sr-only">Actions</span>
@@ -281,8 +283,20 @@ function TokensAdmin() {
                   <td>
                     <Actor id={t.created_by} />
                   </td>
+                  <td data-testid="token-expires" title={fmtTime(t.expires_at)}>
+                    {t.expires_at ? fmtTime(t.expires_at) : 'never'}
+                  </td>
+                  <td data-testid="token-last-used" title={fmtTime(t.last_used_at)}>
+                    {ago(t.last_used_at)}
+                  </td>
                   <td data-testid="token-state">
-                    {t.revoked_at ? <span title={fmtTime(t.revoked_at)}>revoked {ago(t.revoked_at)}</span> : 'active'}
+                    {t.revoked_at ? (
+                      <span title={fmtTime(t.revoked_at)}>revoked {ago(t.revoked_at)}</span>
+                    ) : t.expires_at && Date.parse(t.expires_at) <= Date.now() ? (
+                      'expired'
+                    ) : (
+                      'active'
+                    )}
                   </td>
                   <td>
                     {!t.revoked_at && (

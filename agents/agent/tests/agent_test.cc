@@ -660,6 +660,42 @@ TEST_F(AgentArtifactsTest, AStageFetchesIntoTheCacheAndRunsNothing) {
   EXPECT_EQ(runner_.runCount(), 0u);
 }
 
+// Issue 31: a token that expires is renewed over the channel it authenticates, two thirds into
+// its life; the new one is stored (and its renewal time) and used from the next poll; a renewal
+// kilnd does not answer is tried again a minute later.
+TEST_F(AgentTest, RenewsAnExpiringTokenTwoThirdsIntoItsLifeAndUsesTheNewOne) {
+  transport_.pushRegister(HttpReply{200, json{{"host", "h1"}, {"token", "kiln_a_old"}, {"token_id", "a"}, {"expires_in_s", 3000}}.dump()});
+  start();
+  ASSERT_TRUE(transport_.waitForPolls(1));
+  EXPECT_TRUE(transport_.renewals().empty()) << "not due yet";
+  std::ifstream due_file(settings_.state_dir / kRenewFileName);
+  std::int64_t due = 0;
+  ASSERT_TRUE(due_file >> due);
+  EXPECT_EQ(due, 1'750'000'000'000 + 2'000'000);
+
+  clock_.advance(std::chrono::seconds(2001));
+  transport_.pushRenewal(HttpReply{503, R"({"error": {"code": "unavailable", "message": "database down"}})"});
+  transport_.pushPoll(HttpReply{204, ""});
+  ASSERT_TRUE(transport_.waitForRenewals(1));
+  EXPECT_EQ(transport_.renewals()[0].token, "kiln_a_old");
+  EXPECT_EQ(transport_.renewals()[0].path, "/api/v1/agents/h1/token");
+  ASSERT_TRUE(transport_.waitForPolls(2));
+  EXPECT_EQ(transport_.polls().back().token, "kiln_a_old") << "a failed renewal keeps the old token";
+
+  clock_.advance(std::chrono::seconds(61));
+  transport_.pushPoll(HttpReply{204, ""});
+  ASSERT_TRUE(transport_.waitForRenewals(2));
+  transport_.pushPoll(HttpReply{204, ""});
+  ASSERT_TRUE(transport_.waitForPolls(4));
+  const std::string renewed = transport_.polls().back().token;
+  EXPECT_NE(renewed, "kiln_a_old");
+  EXPECT_EQ(*readAgentToken(settings_.state_dir), renewed);
+  std::ifstream next_file(settings_.state_dir / kRenewFileName);
+  std::int64_t next = 0;
+  ASSERT_TRUE(next_file >> next);
+  EXPECT_GT(next, due + 2'000'000) << "the new token's renewal is two thirds into its own life";
+}
+
 TEST_F(AgentTest, InventoryIsSentAfterAStepThatAsksForIt) {
   runner_.script("nvfwupd", FakeProcessRunner::exited(0));
   transport_.pushAssignment(assignment("a-1", {"nvfwupd"}, {{"inventory_after", true}}));

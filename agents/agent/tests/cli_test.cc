@@ -81,6 +81,17 @@ TEST(RunOptionsTest, ReadsTheArtifactFlags) {
   }
 }
 
+TEST(RunOptionsTest, AClientCertificateComesWithItsKey) {
+  auto both = parse({"--url", "https://k", "--state-dir", "/s", "--client-cert", "/etc/kiln/host.pem", "--client-key",
+                     "/etc/kiln/host.key"});
+  ASSERT_TRUE(both.ok()) << both.error();
+  EXPECT_EQ(both->client_cert, "/etc/kiln/host.pem");
+  EXPECT_EQ(both->client_key, "/etc/kiln/host.key");
+  auto half = parse({"--url", "https://k", "--state-dir", "/s", "--client-cert", "/etc/kiln/host.pem"});
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.error().message.find("--client-cert and --client-key go together"), std::string::npos);
+}
+
 TEST(RunOptionsTest, TakesDefaultsFromTheEnvironmentAndFlagsWin) {
   auto o = parse({"--poll-wait", "3"}, {{"KILN_AGENT_URL", "http://k:8080"},
                                         {"KILN_AGENT_STATE_DIR", "/s"},

@@ -42,11 +42,16 @@ class FakeTransport final : public Transport {
         reply = std::move(register_answers_.front());
         register_answers_.pop_front();
       } else {
-        ++tokens_issued_;
-        reply = HttpReply{200, nlohmann::json{{"host", "h1"},
-                                              {"token", "kiln_" + std::to_string(tokens_issued_) + "_s"},
-                                              {"token_id", std::to_string(tokens_issued_)}}
-                                   .dump()};
+        reply = newToken(0);
+      }
+    } else if (call.path.size() > 6 && call.path.compare(call.path.size() - 6, 6, "/token") == 0) {
+      if (interrupted_) return unavailable("interrupted");
+      renewals_.push_back(call);
+      if (!renewal_answers_.empty()) {
+        reply = std::move(renewal_answers_.front());
+        renewal_answers_.pop_front();
+      } else {
+        reply = newToken(3000);
       }
     } else {
       if (interrupted_) return unavailable("interrupted");
@@ -84,6 +89,10 @@ class FakeTransport final : public Transport {
     std::lock_guard lock(mu_);
     register_answers_.push_back(std::move(r));
   }
+  void pushRenewal(Result<HttpReply> r) {
+    std::lock_guard lock(mu_);
+    renewal_answers_.push_back(std::move(r));
+  }
 
   // Waits (at most 10 s of real time, a safety net) until `done` holds; true if it did.
   // `done` runs with the fake's lock held: it must not call the fake's accessors.
@@ -109,15 +118,29 @@ class FakeTransport final : public Transport {
   std::vector<HttpCall> polls() const { std::lock_guard l(mu_); return {polls_.begin(), polls_.end()}; }
   std::vector<HttpCall> reports() const { std::lock_guard l(mu_); return {reports_.begin(), reports_.end()}; }
   std::vector<HttpCall> registers() const { std::lock_guard l(mu_); return {registers_.begin(), registers_.end()}; }
+  std::vector<HttpCall> renewals() const { std::lock_guard l(mu_); return {renewals_.begin(), renewals_.end()}; }
+  bool waitForRenewals(std::size_t n) {
+    return waitUntil([&] { return renewals_.size() >= n; });
+  }
   nlohmann::json reportBody(std::size_t i) const { return nlohmann::json::parse(reports().at(i).body); }
 
  private:
+  // The next token kilnd would issue (registration or renewal); expires_in_s 0: not sent.
+  HttpReply newToken(std::int64_t expires_in_s) {
+    ++tokens_issued_;
+    nlohmann::json j{{"host", "h1"},
+                     {"token", "kiln_" + std::to_string(tokens_issued_) + "_s"},
+                     {"token_id", std::to_string(tokens_issued_)}};
+    if (expires_in_s > 0) j["expires_in_s"] = expires_in_s;
+    return HttpReply{200, j.dump()};
+  }
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool interrupted_ = false;
   int tokens_issued_ = 0;
-  std::deque<Result<HttpReply>> poll_answers_, report_answers_, register_answers_;
-  std::deque<HttpCall> polls_, reports_, registers_;
+  std::deque<Result<HttpReply>> poll_answers_, report_answers_, register_answers_, renewal_answers_;
+  std::deque<HttpCall> polls_, reports_, registers_, renewals_;
 };
 
 class FakeProbe final : public HostProbe {

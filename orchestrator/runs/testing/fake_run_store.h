@@ -455,7 +455,12 @@ class FakeRunStore final : public runs::RunStore {
     return std::optional<runs::AssignmentRow>();
   }
   Result<runs::AgentEnrolled> enrollAgent(const std::string&, const std::string&, const std::string&,
-                                          const nlohmann::json&, const core::Actor&) override {
+                                          const nlohmann::json&, const core::Actor&, std::chrono::seconds) override {
+    core::testing::FakesLock fakes_lock;
+    return unavailable("FakeRunStore issues no agent tokens");
+  }
+  Result<runs::AgentEnrolled> renewAgentToken(const std::string&, const core::Actor&, std::chrono::seconds,
+                                              std::chrono::seconds) override {
     core::testing::FakesLock fakes_lock;
     return unavailable("FakeRunStore issues no agent tokens");
   }
