@@ -1,7 +1,11 @@
 #include "orchestrator/db/pg_run_store.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <mutex>
+#include <unordered_map>
 #include <set>
 #include <stdexcept>
 
@@ -359,7 +363,7 @@ class PgRunStore final : public runs::RunStore {
   }
 
   Result<RunRow> createRun(const runs::NewRun& nr, const core::Actor& actor) override {
-    return pool_.transact<RunRow>([&](pqxx::work& txn) -> Result<RunRow> {
+    auto created = pool_.transact<RunRow>([&](pqxx::work& txn) -> Result<RunRow> {
       const RunRow& run = nr.run;
       txn.exec_params(
           "INSERT INTO workflow_runs (id, workflow, workflow_hash, scope, purpose, params, state, created_by, owner)"
@@ -385,6 +389,9 @@ class PgRunStore final : public runs::RunStore {
                  json{{"workflow", run.workflow}, {"purpose", run.purpose}, {"groups", nr.groups.size()}}.dump());
       return runFromRow(txn.exec_params1(std::string("SELECT ") + kRunColumns + " FROM workflow_runs WHERE id = $1", run.id));
     });
+    // Its groups and first steps changed the tables' size: every connection plans anew.
+    if (created.ok()) newPlanEpoch();
+    return created;
   }
 
   Result<RunRow> getRun(const std::string& id) override {
@@ -595,6 +602,7 @@ class PgRunStore final : public runs::RunStore {
 
   Result<std::optional<AssignmentRow>> claimWork(const std::string& host, std::int64_t grace_ms) override {
     return pool_.transact<std::optional<AssignmentRow>>([&](pqxx::work& txn) -> Result<std::optional<AssignmentRow>> {
+      freshPlans(txn);
       auto claimed = claim(txn, {host}, grace_ms);
       if (claimed.empty()) return std::optional<AssignmentRow>();
       return std::optional<AssignmentRow>(std::move(claimed.begin()->second));
@@ -604,7 +612,10 @@ class PgRunStore final : public runs::RunStore {
   Result<std::map<std::string, AssignmentRow>> claimBatch(const std::vector<std::string>& hosts,
                                                           std::int64_t grace_ms) override {
     return pool_.transact<std::map<std::string, AssignmentRow>>(
-        [&](pqxx::work& txn) -> Result<std::map<std::string, AssignmentRow>> { return claim(txn, hosts, grace_ms); });
+        [&](pqxx::work& txn) -> Result<std::map<std::string, AssignmentRow>> {
+          freshPlans(txn);
+          return claim(txn, hosts, grace_ms);
+        });
   }
 
   Result<std::vector<Result<runs::ReportReply>>> reportBatch(const std::vector<runs::ReportItem>& items,
@@ -622,6 +633,7 @@ class PgRunStore final : public runs::RunStore {
       // also plans the transaction's unnamed statements (host transitions, the closing check)
       // without their values: all are key lookups, for which that plan is the same.
       txn.exec0("SET LOCAL plan_cache_mode = force_generic_plan");
+      freshPlans(txn);
       Replies replies(items.size(), Result<runs::ReportReply>(runs::ReportReply{}));
       json ids = json::array();
       for (const auto& it : items) ids.push_back(it.assignment_id);
@@ -1091,7 +1103,46 @@ class PgRunStore final : public runs::RunStore {
     txn.exec_prepared("inventory_at", host);
   }
 
+  // Plans made on tables of another size (issue 35). A connection's cached plans of the hot
+  // statements are built at their first use, and the report transaction keeps to them
+  // (force_generic_plan). Built while a small run was the only one (a pod's pre-job check: a few
+  // dozen rows), they stay for the connection's life: auto_explain in kiln-bench-dispatch caught
+  // report_lock as a sequential scan of assignments (cost 14 for the tiny table; 10,193 rows
+  // filtered a call) hash-joined to workflow_runs, then run_groups probed by run_id alone (290
+  // rows a probe, 13,406 buffers, 125 ms a call against ~1 ms), and the group update likewise
+  // (44 ms). So the plans are dropped (DISCARD PLANS; the statements stay prepared) on each
+  // connection at its next hot transaction after a run was created, and at least every 30 s:
+  // rebuilt on the tables as they are then.
+  void freshPlans(pqxx::work& txn) {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(plan_mu_);
+      if (now - plan_epoch_at_ > std::chrono::seconds(30)) {
+        ++plan_epoch_;
+        plan_epoch_at_ = now;
+      }
+    }
+    const std::uint64_t epoch = plan_epoch_.load();
+    std::uint64_t* seen = nullptr;
+    {
+      std::lock_guard lock(plan_mu_);
+      seen = &plan_epoch_of_[static_cast<const void*>(&txn.conn())];
+      if (*seen == epoch) return;
+      *seen = epoch;
+    }
+    txn.exec0("DISCARD PLANS");
+  }
+  void newPlanEpoch() {
+    std::lock_guard lock(plan_mu_);
+    ++plan_epoch_;
+    plan_epoch_at_ = std::chrono::steady_clock::now();
+  }
+
   PgPool pool_;
+  std::mutex plan_mu_;
+  std::atomic<std::uint64_t> plan_epoch_{1};
+  std::chrono::steady_clock::time_point plan_epoch_at_ = std::chrono::steady_clock::now();
+  std::unordered_map<const void*, std::uint64_t> plan_epoch_of_;  // the epoch each connection planned in
 };
 
 }  // namespace
