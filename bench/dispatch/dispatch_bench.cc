@@ -852,6 +852,17 @@ int main(int argc, char** argv) {
           o.queue_workers, queue->items, queue->per_second);
       add("  kilnd / bare queue                                      %8.1f %%   target >= 50 %% %s",
           100 * rate / queue->per_second, met(rate >= 0.5 * queue->per_second).c_str());
+      // The issue-35 figure: CPU per item, which on one machine does not count the simulated
+      // agents as the throughput ratio does.
+      if (acked > 0 && queue->items > 0) {
+        const double kiln_us = 1e6 * (u.kilnd_cores + u.db_cores) * u.seconds / static_cast<double>(acked);
+        const double queue_us = 1e6 * (queue->db_cpu_s + queue->client_cpu_s) / static_cast<double>(queue->items);
+        add("  CPU per item: kilnd + DB backends %.0f us, bare queue (DB backends %.0f us + client %.0f us) %.0f us",
+            kiln_us, 1e6 * queue->db_cpu_s / static_cast<double>(queue->items),
+            1e6 * queue->client_cpu_s / static_cast<double>(queue->items), queue_us);
+        add("  kilnd CPU per step / bare queue CPU per item            %8.2f x   target <= 1.25 x %s",
+            queue_us > 0 ? kiln_us / queue_us : 0.0, met(queue_us > 0 && kiln_us <= 1.25 * queue_us).c_str());
+      }
     } else {
       add("  bare queue baseline skipped (--skip-baseline)");
     }

@@ -1,5 +1,11 @@
 #include "bench/dispatch/queue_baseline.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "bench/dispatch/proc_stats.h"
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -44,10 +50,18 @@ QueueResult runQueueBaseline(const std::string& url, const std::string& table, l
     conns.back()->prepare("claim", claimSql(table));
     conns.back()->prepare("finish", finishSql(table));
   }
+  std::vector<int> backends;
+  for (auto& c : conns) backends.push_back(pqxx::nontransaction(*c).exec("SELECT pg_backend_pid()")[0][0].as<int>());
+  auto backendCpu = [&] {
+    double s = 0;
+    for (int pid : backends) s += std::max(0.0, cpuSeconds(pid));
+    return s;
+  };
   std::atomic<long> done{0};
   std::atomic<bool> failed{false};
   std::string error;
   std::mutex error_mu;
+  const double db0 = backendCpu(), self0 = cpuSeconds(::getpid());
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < workers; ++i) {
@@ -77,12 +91,15 @@ QueueResult runQueueBaseline(const std::string& url, const std::string& table, l
   }
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double db_cpu = backendCpu() - db0, client_cpu = cpuSeconds(::getpid()) - self0;
   if (failed) throw std::runtime_error("queue baseline: " + error);
 
   QueueResult r;
   r.items = done;
   r.seconds = secs;
   r.per_second = secs > 0 ? static_cast<double>(done) / secs : 0;
+  r.db_cpu_s = db_cpu;
+  r.client_cpu_s = client_cpu;
   pqxx::connection c(url);
   pqxx::work txn(c);
   r.claimed_twice = txn.exec("SELECT count(*) FROM " + table + " WHERE taken > 1")[0][0].as<long>();

@@ -13,6 +13,9 @@ struct QueueResult {
   double seconds = 0;     // from the first claim to the last finish
   double per_second = 0;  // items / seconds
   long claimed_twice = 0; // must be 0
+  // CPU over the drain: the PostgreSQL backends of the workers' connections, and this process
+  // (the workers' client side, as kilnd is the client side of dispatch).
+  double db_cpu_s = 0, client_cpu_s = 0;
 };
 
 // Creates a fresh table `table` in the database at `url` (dropping an earlier one), fills it
