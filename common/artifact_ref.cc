@@ -61,6 +61,25 @@ std::string artifactPlaceholder(const std::string& sha256) {
   return std::string(kArtifactPlaceholderPrefix) + lower(sha256);
 }
 
+Result<std::vector<std::string>> replaceArtifactPlaceholders(const std::vector<std::string>& argv,
+                                                             const std::map<std::string, std::string>& paths) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  for (std::string arg : argv) {
+    for (auto pos = arg.find(kArtifactPlaceholderPrefix); pos != std::string::npos;
+         pos = arg.find(kArtifactPlaceholderPrefix, pos)) {
+      const std::string sha = arg.substr(pos + kArtifactPlaceholderPrefix.size(), 64);
+      auto it = paths.find(sha);
+      if (sha.size() != 64 || it == paths.end())
+        return invalidContent("argv names artifact " + sha.substr(0, 12) + "... that the step does not carry");
+      arg.replace(pos, kArtifactPlaceholderPrefix.size() + 64, it->second);
+      pos += it->second.size();
+    }
+    out.push_back(std::move(arg));
+  }
+  return out;
+}
+
 std::string artifactFileName(std::string_view location) {
   auto end = location.find_first_of("?#");
   std::string_view path = location.substr(0, end);

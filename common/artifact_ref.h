@@ -15,9 +15,11 @@
 // exactly that text, checked with gpgv against the site's trusted keys). An artifact is vouched
 // for when its sha256 is one of the list's hashes.
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -44,6 +46,12 @@ bool isSha256Hex(std::string_view text);
 std::string artifactPlaceholder(const std::string& sha256);
 // The prefix every placeholder starts with: an argv element holding it names an artifact.
 inline constexpr std::string_view kArtifactPlaceholderPrefix = "kiln-artifact:sha256:";
+
+// `argv` with every placeholder replaced by the path of its artifact (sha256 -> path): what the
+// agent runs, and what kiln-vfleet simulates. kInvalidContent when an element names an artifact
+// that `paths` does not hold (kilnd sent an argv and a list that disagree).
+Result<std::vector<std::string>> replaceArtifactPlaceholders(const std::vector<std::string>& argv,
+                                                             const std::map<std::string, std::string>& paths);
 
 // The file name a location ends in ("x.fwpkg"); "artifact" when it has none. Tools may read
 // the name (an image's extension, a package's version), so the cache keeps it.

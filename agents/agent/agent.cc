@@ -451,7 +451,9 @@ Result<std::vector<std::string>> Agent::withArtifacts(const Assignment& a, const
   if (artifacts_ == nullptr) return unavailable("this agent has no artifact cache: the step's artifacts cannot be fetched");
   auto fetched = artifacts_->prepare(a.artifacts, cancel);
   if (!fetched) return fetched.error();
-  return substituteArtifacts(a.argv, *fetched);
+  std::map<std::string, std::string> paths;
+  for (const auto& [sha, f] : *fetched) paths[sha] = f.path.string();
+  return replaceArtifactPlaceholders(a.argv, paths);
 }
 
 void Agent::runStage(const Assignment& a) {

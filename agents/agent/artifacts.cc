@@ -274,17 +274,30 @@ Result<std::map<std::string, FetchedArtifact>> ArtifactFetcher::prepare(
     const std::vector<protocol::ArtifactRef>& artifacts, const exec::CancelToken* cancel) {
   std::set<std::string> keep;
   for (const auto& a : artifacts) keep.insert(a.sha256);
+  auto what = [](const protocol::ArtifactRef& a) {
+    return "artifact " + artifactFileName(a.url) + " (sha256 " + a.sha256.substr(0, 12) + "...)";
+  };
+  // The host's own trust rule, whatever kilnd sent, for every artifact before a byte is
+  // fetched. A bundle's artifacts share one signed list: gpgv runs once for it.
+  std::set<std::pair<std::string, std::string>> verified;
+  SignatureCheck verify_once;
+  if (verify_)
+    verify_once = [&](const std::string& data, const std::string& sig) -> Status {
+      if (verified.count({data, sig})) return okStatus();
+      auto st = verify_(data, sig);
+      if (st.ok()) verified.insert({data, sig});
+      return st;
+    };
+  for (const auto& a : artifacts)
+    if (auto trusted = checkArtifactTrust({a.checksums, a.signature}, {a.sha256}, verify_once, what(a)); !trusted.ok())
+      return trusted.error();
   std::map<std::string, FetchedArtifact> out;
   for (const auto& a : artifacts) {
-    const std::string what = "artifact " + artifactFileName(a.url) + " (sha256 " + a.sha256.substr(0, 12) + "...)";
-    // The host's own trust rule, whatever kilnd sent: before a byte is fetched.
-    if (auto trusted = checkArtifactTrust({a.checksums, a.signature}, {a.sha256}, verify_, what); !trusted.ok())
-      return trusted.error();
     if (out.count(a.sha256)) continue;
     auto got = fetchOne(a, keep, cancel);
     if (!got.ok()) {
       Error e = got.error();
-      e.message = what + ": " + e.message;
+      e.message = what(a) + ": " + e.message;
       return e;
     }
     out[a.sha256] = std::move(*got);
@@ -350,26 +363,6 @@ Result<FetchedArtifact> ArtifactFetcher::fetchOne(const protocol::ArtifactRef& a
     return f.find("sha256 mismatch") != std::string::npos;
   });
   return mismatch ? Error(invalidContent(why)) : Error(unavailable(why));
-}
-
-Result<std::vector<std::string>> substituteArtifacts(const std::vector<std::string>& argv,
-                                                     const std::map<std::string, FetchedArtifact>& fetched) {
-  std::vector<std::string> out;
-  out.reserve(argv.size());
-  for (std::string arg : argv) {
-    for (auto pos = arg.find(kArtifactPlaceholderPrefix); pos != std::string::npos;
-         pos = arg.find(kArtifactPlaceholderPrefix, pos)) {
-      const std::string sha = arg.substr(pos + kArtifactPlaceholderPrefix.size(), 64);
-      auto it = fetched.find(sha);
-      if (sha.size() != 64 || it == fetched.end())
-        return invalidContent("argv names artifact " + sha.substr(0, 12) + "... that the step does not carry");
-      const std::string path = it->second.path.string();
-      arg.replace(pos, kArtifactPlaceholderPrefix.size() + 64, path);
-      pos += path.size();
-    }
-    out.push_back(std::move(arg));
-  }
-  return out;
 }
 
 }  // namespace kiln::agent

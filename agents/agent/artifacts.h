@@ -112,9 +112,4 @@ class ArtifactFetcher {
   ArtifactCache cache_;
 };
 
-// `argv` with every artifact placeholder replaced by its file's path. kInvalidContent when an
-// element names an artifact that is not in `fetched` (kilnd sent argv and list that disagree).
-Result<std::vector<std::string>> substituteArtifacts(const std::vector<std::string>& argv,
-                                                     const std::map<std::string, FetchedArtifact>& fetched);
-
 }  // namespace kiln::agent

@@ -47,6 +47,20 @@ TEST(ArtifactRefTest, PlaceholderAndFileName) {
   EXPECT_EQ(artifactFileName("https://m/fw/a%20b.bin"), "a_20b.bin");
 }
 
+TEST(ArtifactRefTest, ReplacesEveryPlaceholderAndRefusesAnUnknownOne) {
+  const std::map<std::string, std::string> paths{{kLower, "/var/cache/kiln/" + kLower + "/fw.bin"}};
+  auto argv = replaceArtifactPlaceholders(
+      {"mlxfwmanager", "-i", artifactPlaceholder(kLower), "--image=" + artifactPlaceholder(kLower)}, paths);
+  ASSERT_TRUE(argv.ok()) << argv.error();
+  EXPECT_EQ((*argv)[2], "/var/cache/kiln/" + kLower + "/fw.bin");
+  EXPECT_EQ((*argv)[3], "--image=/var/cache/kiln/" + kLower + "/fw.bin");
+  auto unknown = replaceArtifactPlaceholders({"x", artifactPlaceholder(std::string(64, 'b'))}, paths);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("does not carry"), std::string::npos);
+  auto cut = replaceArtifactPlaceholders({std::string(kArtifactPlaceholderPrefix) + "abc"}, paths);
+  EXPECT_FALSE(cut.ok()) << "a placeholder cut short names nothing";
+}
+
 TEST(ArtifactRefTest, ReadsSha256sumOutputAndRefusesAnythingElse) {
   auto sums = parseChecksums(kLower + "  nvfw.fwpkg\n" + std::string(64, 'a') + " *fw.bin\r\n\n");
   ASSERT_TRUE(sums.ok()) << sums.error();

@@ -1,7 +1,6 @@
 #include "orchestrator/db/pg_run_store.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -1114,33 +1113,28 @@ class PgRunStore final : public runs::RunStore {
   // connection at its next hot transaction after a run was created, and at least every 30 s:
   // rebuilt on the tables as they are then.
   void freshPlans(pqxx::work& txn) {
-    const auto now = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(plan_mu_);
-      if (now - plan_epoch_at_ > std::chrono::seconds(30)) {
-        ++plan_epoch_;
-        plan_epoch_at_ = now;
-      }
-    }
-    const std::uint64_t epoch = plan_epoch_.load();
-    std::uint64_t* seen = nullptr;
-    {
-      std::lock_guard lock(plan_mu_);
-      seen = &plan_epoch_of_[static_cast<const void*>(&txn.conn())];
-      if (*seen == epoch) return;
-      *seen = epoch;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - plan_epoch_at_ > std::chrono::seconds(30)) newPlanEpochLocked(now);
+      std::uint64_t& seen = plan_epoch_of_[static_cast<const void*>(&txn.conn())];
+      if (seen == plan_epoch_) return;
+      seen = plan_epoch_;
     }
     txn.exec0("DISCARD PLANS");
   }
   void newPlanEpoch() {
     std::lock_guard lock(plan_mu_);
+    newPlanEpochLocked(std::chrono::steady_clock::now());
+  }
+  void newPlanEpochLocked(std::chrono::steady_clock::time_point now) {
     ++plan_epoch_;
-    plan_epoch_at_ = std::chrono::steady_clock::now();
+    plan_epoch_at_ = now;
   }
 
   PgPool pool_;
   std::mutex plan_mu_;
-  std::atomic<std::uint64_t> plan_epoch_{1};
+  std::uint64_t plan_epoch_ = 1;  // under plan_mu_
   std::chrono::steady_clock::time_point plan_epoch_at_ = std::chrono::steady_clock::now();
   std::unordered_map<const void*, std::uint64_t> plan_epoch_of_;  // the epoch each connection planned in
 };

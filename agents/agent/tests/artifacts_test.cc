@@ -205,18 +205,21 @@ TEST_F(ArtifactsTest, WithTrustedKeysAnUnsignedOrBadlySignedArtifactIsRefusedBef
   a.signature = "GOOD";
   EXPECT_TRUE(f.prepare({a}, nullptr).ok());
   EXPECT_EQ(checks, 2);
-}
 
-TEST(SubstituteArtifactsTest, ReplacesEveryPlaceholderAndRefusesAnUnknownOne) {
-  const std::string sha(64, 'a');
-  std::map<std::string, FetchedArtifact> fetched{{sha, {"/var/cache/kiln/" + sha + "/fw.bin", false, "", 0}}};
-  auto argv = substituteArtifacts(
-      {"mlxfwmanager", "-i", artifactPlaceholder(sha), "--image=" + artifactPlaceholder(sha)}, fetched);
-  ASSERT_TRUE(argv.ok());
-  EXPECT_EQ((*argv)[2], "/var/cache/kiln/" + sha + "/fw.bin");
-  EXPECT_EQ((*argv)[3], "--image=/var/cache/kiln/" + sha + "/fw.bin");
-  auto unknown = substituteArtifacts({"x", artifactPlaceholder(std::string(64, 'b'))}, fetched);
-  EXPECT_FALSE(unknown.ok());
+  // A bundle's artifacts share one signed list: one gpgv run for them; and a second artifact
+  // that is not signed stops the step before the first one is fetched.
+  protocol::ArtifactRef b = serve("https://m/b.bin", "more bits");
+  const std::string sums = a.sha256 + "  a.bin\n" + b.sha256 + "  b.bin\n";
+  a.checksums = b.checksums = sums;
+  b.signature = "GOOD";
+  const auto fetched_before = downloader_.fetches.size();
+  EXPECT_TRUE(f.prepare({a, b}, nullptr).ok());
+  EXPECT_EQ(checks, 3);
+  protocol::ArtifactRef c = serve("https://m/c.bin", "unsigned bits");
+  auto mixed = f.prepare({b, c}, nullptr);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().message.find("artifact c.bin"), std::string::npos) << mixed.error().message;
+  EXPECT_EQ(downloader_.fetches.size(), fetched_before + 1) << "only b was fetched (by the signed pair)";
 }
 
 }  // namespace

@@ -85,20 +85,14 @@ SimProcess startProcess(sim::HostState& state, const Assignment& a, double time_
   }
   // A real agent fetches and checks each artifact; a simulated host has it at once, under the
   // path a real agent's cache would give it (tools read the file's name).
-  std::vector<std::string> argv = a.argv;
-  for (auto& arg : argv)
-    for (auto pos = arg.find(kArtifactPlaceholderPrefix); pos != std::string::npos;
-         pos = arg.find(kArtifactPlaceholderPrefix, pos)) {
-      const std::string sha = arg.substr(pos + kArtifactPlaceholderPrefix.size(), 64);
-      auto it = std::find_if(a.artifacts.begin(), a.artifacts.end(), [&](const auto& r) { return r.sha256 == sha; });
-      if (it == a.artifacts.end()) {
-        p.spawn_error = "argv names artifact " + sha.substr(0, 12) + "... that the step does not carry";
-        return p;
-      }
-      const std::string path = "/var/cache/kiln/artifacts/" + sha + "/" + artifactFileName(it->url);
-      arg.replace(pos, kArtifactPlaceholderPrefix.size() + sha.size(), path);
-      pos += path.size();
-    }
+  std::map<std::string, std::string> paths;
+  for (const auto& r : a.artifacts) paths[r.sha256] = "/var/cache/kiln/artifacts/" + r.sha256 + "/" + artifactFileName(r.url);
+  auto substituted = replaceArtifactPlaceholders(a.argv, paths);
+  if (!substituted.ok()) {
+    p.spawn_error = substituted.error().message;
+    return p;
+  }
+  const std::vector<std::string>& argv = *substituted;
   const std::string tool = std::filesystem::path(argv.front()).filename().string();
   if (!sim::isToolName(tool) && tool != "kiln-hwsim") {
     std::string known = "kiln-hwsim";
