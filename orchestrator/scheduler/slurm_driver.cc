@@ -34,6 +34,14 @@ void SlurmDriver::note(const Notice& n) {
 }
 
 Result<int> SlurmDriver::pass() {
+  return reading(true);
+}
+
+Result<int> SlurmDriver::observe() {
+  return reading(false);
+}
+
+Result<int> SlurmDriver::reading(bool act) {
   const TimePoint began = clock_.now();
   auto fail = [&](const std::string& what, const Error& e) -> Result<int> {
     const std::string line = what + ": " + e.message;
@@ -75,10 +83,17 @@ Result<int> SlurmDriver::pass() {
     in.requests = requests_;
     in.running_before = running_before_;
   }
-  ReconcilePlan plan = reconcile(in, options_.naming);
   int changes = 0;
   std::set<std::string> resumed, ours;
   for (const auto& d : *drains) ours.insert(d.node);
+  if (!act) {
+    // A follower's reading: the view only (what Slurm and the ledger say, which host each node
+    // is), so that GET /scheduler/nodes and the pre-job check's naming answer on every replica.
+    // Nothing is changed and the leader's own records (asks, jobs seen running) are left alone.
+    remember(began, hosts, *nodes, *jobs, resumed, std::move(ours), /*acted=*/false);
+    return 0;
+  }
+  ReconcilePlan plan = reconcile(in, options_.naming);
 
   // Resume: forget what we saw of the node first, so the gate holds it until a later reading.
   for (const auto& d : plan.resume) {
@@ -91,7 +106,8 @@ Result<int> SlurmDriver::pass() {
       log_.warn("slurm driver: cannot resume node " + d.node + ": " + st.error().message);
       continue;
     }
-    if (auto st = ledger_.remove(d.node, "slurm.resume", "host " + d.host + " is back in service", kSlurmActor); !st.ok()) {
+    if (auto st = ledger_.remove(d.node, "slurm.resume", "host " + d.host + " is back in service", kSlurmActor);
+        !st.ok()) {
       log_.warn("slurm driver: resumed node " + d.node + " but cannot update the drain ledger: " + st.error().message);
       continue;
     }
@@ -123,7 +139,8 @@ Result<int> SlurmDriver::pass() {
     if (ledger_.put(d, kSlurmActor).ok()) {
       ours.insert(d.node);
       ++changes;
-      log_.info("slurm: node " + d.node + " drained as '" + d.reason + "' is Kiln's: it resumes it once host " + d.host + " is back");
+      log_.info("slurm: node " + d.node + " drained as '" + d.reason + "' is Kiln's: it resumes it once host " +
+                d.host + " is back");
     }
   }
   if (!plan.moves.empty()) {
@@ -171,22 +188,32 @@ Result<int> SlurmDriver::pass() {
   }
   for (const auto& n : plan.notices) note(n);
 
+  {
+    std::lock_guard lock(mu_);
+    // Asks made during the pass stand; the others as reconcile() kept them.
+    for (const auto& [host, r] : requests_)
+      if (r.at >= began) plan.requests[host] = r;
+    requests_ = std::move(plan.requests);
+    running_before_ = std::move(plan.running);
+  }
+  remember(began, hosts, *nodes, *jobs, resumed, std::move(ours), /*acted=*/true);
+  return changes;
+}
+
+void SlurmDriver::remember(TimePoint began, const std::vector<core::HostSummary>& hosts,
+                           const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+                           const std::set<std::string>& resumed, std::set<std::string> ours, bool acted) {
   std::lock_guard lock(mu_);
   observed_.clear();
   known_.clear();
-  for (const auto& n : *nodes) {
+  for (const auto& n : nodes) {
     known_.insert(n.name);
     if (!resumed.count(n.name)) observed_[n.name] = n;
   }
   jobs_on_.clear();
-  for (const auto& j : *jobs)
+  for (const auto& j : jobs)
     if (j.state == "RUNNING" || j.state == "COMPLETING")
       for (const auto& n : j.nodes) jobs_on_[n].push_back(j);
-  // Asks made during the pass stand; the others as reconcile() kept them.
-  for (const auto& [host, r] : requests_)
-    if (r.at >= began) plan.requests[host] = r;
-  requests_ = std::move(plan.requests);
-  running_before_ = std::move(plan.running);
   host_of_node_.clear();
   host_state_.clear();
   for (const auto& h : hosts) {
@@ -197,9 +224,11 @@ Result<int> SlurmDriver::pass() {
   ours_ = std::move(ours);
   last_pass_ = began;
   read_once_ = true;
+  // The gate trusts only a leader's own reading: a follower's may predate a resume the leader
+  // made since (and a node resumed may run a job now).
+  acted_ = acted;
   if (!last_error_.empty()) log_.info("slurm driver: Slurm answers again");
   last_error_.clear();
-  return changes;
 }
 
 void SlurmDriver::requestDrain(const ReleaseRequest& request, std::function<void(bool told)> done) {
@@ -229,7 +258,7 @@ std::optional<std::string> SlurmDriver::heldBack(const core::HostSummary& host, 
       r = DrainRequest{reason, clock_.now(), false};
       ask = true;
     }
-    if (!read_once_) {
+    if (!read_once_ || !acted_) {
       why = "slurm: waiting for the driver's first reading of Slurm";
     } else if (!last_error_.empty()) {
       why = "slurm: " + last_error_;
@@ -282,7 +311,11 @@ void SlurmDriver::run(const std::function<bool()>& leader) {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();
-    if (leader()) (void)pass();  // errors are kept and logged by pass()
+    // Errors are kept and logged by the reading. A follower only reads (the node view).
+    if (leader())
+      (void)pass();
+    else
+      (void)observe();
     lock.lock();
     cv_.wait_for(lock, options_.interval, [&] { return woken_ || stopping_; });
     woken_ = false;

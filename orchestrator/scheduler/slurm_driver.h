@@ -47,6 +47,9 @@ class SlurmDriver final : public Driver {
   // One reconciliation; the number of changes it made (0 when Slurm could not be read: the
   // error is kept for status() and the gate, and logged once per distinct message).
   Result<int> pass();
+  // A reading that changes nothing (a follower replica's): Slurm's nodes and jobs, Kiln's hosts
+  // and the drain ledger, for status() and hostOfNode(); 0, or the error as pass() keeps it.
+  Result<int> observe();
 
   std::string_view kind() const override { return "slurm"; }
   // Asks for the hosts' nodes to be drained with the request's reason (the release ask): done
@@ -66,13 +69,18 @@ class SlurmDriver final : public Driver {
   std::string hostOfNode(const std::string& node) const override;
 
   // The driver thread: pass() every interval (sooner after wake()) while `leader()` says this
-  // replica runs the controllers, until stop().
+  // replica runs the controllers, observe() while it does not (so that the node view and the
+  // pre-job check's naming answer on every replica), until stop().
   void run(const std::function<bool()>& leader) override;
   void wake() override;
   void stop() override;
 
  private:
   void note(const Notice& n);
+  Result<int> reading(bool act);
+  // What a reading saw, for status(), hostOfNode() and the gate.
+  void remember(TimePoint began, const std::vector<core::HostSummary>& hosts, const std::vector<SlurmNode>& nodes,
+                const std::vector<SlurmJob>& jobs, const std::set<std::string>& resumed, std::set<std::string> ours, bool acted);
 
   core::HostListing& hosts_;
   core::HostMoves& moves_;
@@ -98,6 +106,7 @@ class SlurmDriver final : public Driver {
   std::optional<TimePoint> last_pass_;
   std::string last_error_;
   bool read_once_ = false;
+  bool acted_ = false;  // the last reading was pass()'s, not observe()'s
   // Said once: notices by host, requeued jobs, recorded interruptions.
   std::map<std::string, std::string> noticed_;
   std::set<std::string> requeued_, recorded_;

@@ -278,6 +278,41 @@ TEST_F(SlurmTest, AFailingPreJobCheckDrainsTheNodeWithKilnsReasonAndTheJobRunsEl
   }, 10s));
 }
 
+// Issue 35: the node view and the pre-job check answer on a follower replica as on the leader;
+// only the leader changes Slurm.
+TEST_F(SlurmTest, AFollowerReplicaShowsSlurmsNodesAndTakesPreJobChecks) {
+  auto follower = newKilnd();
+  ASSERT_TRUE(follower->start().ok()) << follower->logTail();
+  const std::string job = submit({"-N", "1", "-w", kNodes[1], "--wrap", "sleep 60"});
+  ASSERT_TRUE(waitUntil([&] { return jobField(job, "JobState") == "RUNNING"; }, 30s));
+  json on_follower;
+  ASSERT_TRUE(waitUntil([&] {
+    on_follower = callOn(*follower, "GET", "/api/v1/scheduler/nodes")["items"];
+    for (const auto& n : on_follower)
+      if (n.value("node", "") == kNodes[1] && !n["jobs"].empty()) return true;
+    return false;
+  }, 15s)) << on_follower.dump();
+  ASSERT_EQ(on_follower.size(), 18u) << on_follower.dump();  // the pod's hosts, 4 of them Slurm nodes
+  int known = 0;
+  for (const auto& n : on_follower) {
+    known += n.value("known_to_slurm", false) ? 1 : 0;
+    EXPECT_EQ(n.value("host", ""), n.value("node", "")) << n.dump();
+  }
+  EXPECT_EQ(known, 4);
+  EXPECT_EQ(callOn(*follower, "GET", "/api/v1/scheduler")["nodes"], 18);
+  // A host quarantined in Kiln: the leader drains its node, with Kiln's reason, exactly once.
+  call("POST", "/api/v1/hosts/" + kNodes[3] + "/actions", {{"action", "fail"}, {"reason", "e2e"}});
+  ASSERT_TRUE(waitUntil([&] { return nodeState(kNodes[3]).first.find("DRAIN") != std::string::npos; }, 15s));
+  // The pre-job check through the follower runs and answers there.
+  startFleet();
+  json check = callOn(*follower, "POST", "/api/v1/scheduler/checks", {{"nodes", {kNodes[0]}}, {"job", job}}, 201);
+  EXPECT_EQ(check["nodes"][kNodes[0]], kNodes[0]);
+  const std::string id = check.value("id", "");
+  ASSERT_TRUE(waitUntil([&] { return callOn(*follower, "GET", "/api/v1/scheduler/checks/" + id).value("state", "") != "running"; }, 60s));
+  EXPECT_EQ(callOn(*follower, "GET", "/api/v1/scheduler/checks/" + id).value("state", ""), "passed");
+  slurm({"scancel", job});
+}
+
 TEST_F(SlurmTest, AJobThatLosesItsNodeIsOneInterruptionInTheLedger) {
   startFleet();
   const std::string job = submit({"--no-requeue", "-w", kNodes[3], "--wrap", "sleep 120"});

@@ -142,6 +142,46 @@ TEST_F(SlurmDriverTest, AKilndRestartedWithNodesDrainedResumesExactlyThose) {
   EXPECT_TRUE(slurm_.nodes_["p1-h02"].drain());
 }
 
+// Issue 35: the node view and the pre-job check's naming answer on a follower replica too; its
+// reading changes nothing, and its view never opens the drain gate once it leads.
+TEST_F(SlurmDriverTest, AFollowersReadingShowsTheNodesAndChangesNothing) {
+  fleet_.setState("p1-h01", core::HostState::kQuarantine);  // the leader would drain its node
+  slurm_.nodes_["p1-h02"].state = "ALLOCATED";
+  SlurmJob j;
+  j.id = "88";
+  j.state = "RUNNING";
+  j.nodes = {"p1-h02"};
+  slurm_.jobs_ = {j};
+  auto d = driver();
+  EXPECT_EQ(d.hostOfNode("p1-h01"), "");  // nothing read yet
+  ASSERT_TRUE(d.observe().ok());
+  EXPECT_TRUE(calls_.empty());  // no drain, no ledger row
+  EXPECT_FALSE(slurm_.nodes_["p1-h01"].drain());
+  EXPECT_EQ(d.hostOfNode("p1-h01"), "p1-h01");
+  auto st = d.status();
+  ASSERT_TRUE(st.has_value());
+  auto node = std::find_if(st->nodes.begin(), st->nodes.end(), [](const NodeStatus& n) { return n.node == "p1-h02"; });
+  ASSERT_NE(node, st->nodes.end());
+  EXPECT_TRUE(node->known);
+  EXPECT_EQ(node->host, "p1-h02");
+  EXPECT_EQ(node->jobs, std::vector<std::string>{"88"});
+  EXPECT_EQ(node->state, "ALLOCATED");
+  EXPECT_TRUE(st->last_pass.has_value());
+
+  // The follower wins the leadership: the gate waits for a reading of its own, made as leader.
+  fleet_.setState("p1-h02", core::HostState::kDraining);
+  slurm_.nodes_["p1-h02"].state = "IDLE";
+  slurm_.jobs_.clear();
+  slurm_.nodes_["p1-h02"].flags.insert("DRAIN");
+  slurm_.nodes_["p1-h02"].reason = "kiln: ro-1 fw b 1";
+  ASSERT_TRUE(d.observe().ok());
+  auto why = d.heldBack(*fleet_.host("p1-h02"), "kiln: ro-1 fw b 1");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("first reading"), std::string::npos);
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_TRUE(slurm_.nodes_["p1-h01"].drain());  // the leader's pass acts
+}
+
 TEST_F(SlurmDriverTest, RecordsEachInterruptionOnce) {
   auto d = driver();
   SlurmJob j;
