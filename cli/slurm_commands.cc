@@ -26,7 +26,11 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kDefaultTimeout = std::chrono::seconds(50);  // Slurm's PrologEpilogTimeout is often 60 s
+// One node (a Prolog on each node, HealthCheckProgram): every node of a job polls, so slowly.
+// A job's whole hostlist (PrologSlurmctld, one kilnctl per job): 4 polls a second, each of the
+// check's state only (?view=state), so the verdict is seen within 250 ms of the run's end.
 constexpr milliseconds kDefaultPollInterval = std::chrono::seconds(1);
+constexpr milliseconds kJobPollInterval = std::chrono::milliseconds(250);
 // Polls failing this long in a row end the wait early as "kilnd unreachable".
 constexpr milliseconds kMaxPollOutage = std::chrono::seconds(15);
 constexpr std::size_t kMaxLineChars = 400;
@@ -178,12 +182,13 @@ int check(CommandContext& ctx, Mode mode) {
   if (*timeout) o.timeout = **timeout;
   auto interval = durationFlag(cmd, "poll-interval");
   if (!interval.ok()) return ctx.usageError(interval.error().message);
-  if (*interval) o.poll_interval = **interval;
 
   auto source = nodeSource(ctx, mode);
   if (!source.ok()) return ctx.usageError(source.error().message);
   auto expanded = expandHostlist(source->expression);
   if (!expanded.ok()) return ctx.usageError(source->from + ": " + expanded.error().message);
+  if (*interval) o.poll_interval = **interval;
+  else if (expanded->size() > 1) o.poll_interval = kJobPollInterval;
   json nodes = json::array();
   std::set<std::string> seen;
   for (auto& n : *expanded)
@@ -224,8 +229,18 @@ int check(CommandContext& ctx, Mode mode) {
   const auto spent = std::chrono::duration_cast<milliseconds>(ctx.system.now() - start);
   follow.timeout = std::max(milliseconds(0), o.timeout - spent);
   follow.max_outage = kMaxPollOutage;
-  follow.path = std::string(kApiPrefix) + "/scheduler/checks/" + http::urlEncode(id);
+  // The polls read the check's state only; the whole view (every host's steps) is read once, at
+  // the end, when it is needed: a failed check's reasons, or --json.
+  const std::string check_path = std::string(kApiPrefix) + "/scheduler/checks/" + http::urlEncode(id);
+  follow.path = check_path + "?view=state";
   FollowResult r = followRun(quiet, started, follow);
+  if (r.end == FollowEnd::kFinished && !r.run.contains("hosts") && (ctx.json() || field(r.run, "state") != "passed")) {
+    ApiRequest full;
+    full.path = check_path;
+    auto got = transport.send(full);
+    json doc = got.ok() && got->status == 200 ? json::parse(got->body, nullptr, /*allow_exceptions=*/false) : json();
+    if (doc.is_object()) r.run = std::move(doc);
+  }
   if (!r.run.contains("nodes") && started.contains("nodes")) r.run["nodes"] = started["nodes"];
   if (ctx.json()) ctx.out << r.run.dump(2) << "\n";
 
@@ -266,7 +281,8 @@ std::vector<FlagSpec> commonFlags() {
       {.name = "timeout", .value_name = "D",
        .help = "give up waiting after D (default 50s, inside Slurm's usual 60 s PrologEpilogTimeout); the check is "
                "left running and --unreachable decides the exit code"},
-      {.name = "poll-interval", .value_name = "D", .help = "time between polls of the check (default 1s)"},
+      {.name = "poll-interval", .value_name = "D",
+       .help = "time between polls of the check (default 1s for one node, 250ms for a job's whole hostlist)"},
       {.name = "unreachable", .value_name = "open|closed",
        .help = "when there is no verdict (kilnd unreachable or 5xx, a check refused with 4xx, --timeout passed): "
                "open (default) exits 0 and the job runs, because a down kilnd must not drain the whole cluster; "

@@ -41,10 +41,39 @@ TEST(SlurmPrologTest, APassedCheckExitsZeroWithOneLineAndNothingOnStdout) {
   EXPECT_EQ(h.transport.requests[0].pathAndQuery(), "/api/v1/scheduler/checks");
   EXPECT_EQ(sentBody(h), (json{{"nodes", {"gpu01", "gpu02"}}, {"job", "4242"}}));
   EXPECT_EQ(h.transport.requests[1].method, "GET");
-  // Read where the prolog's narrow prejob token may read it.
-  EXPECT_EQ(h.transport.requests[1].pathAndQuery(), "/api/v1/scheduler/checks/run-7");
+  // Read where the prolog's narrow prejob token may read it: the state only, while it runs.
+  EXPECT_EQ(h.transport.requests[1].pathAndQuery(), "/api/v1/scheduler/checks/run-7?view=state");
+  EXPECT_EQ(h.transport.requests[2].pathAndQuery(), "/api/v1/scheduler/checks/run-7?view=state");
+  // A job's whole hostlist: one kilnctl for the job, polling 4 times a second (issue 35).
+  EXPECT_EQ(h.fs.sleeps, (std::vector<milliseconds>{milliseconds(250), milliseconds(250)}));
+}
+
+TEST(SlurmPrologTest, OneNodePollsOnceASecond) {
+  CliHarness h;
+  h.transport.reply(201, checkAnswer(testing::runningRun()).dump());
+  h.transport.reply(200, testing::passedRun().dump());
+  auto r = h.run({"slurm", "prolog", "--nodes", "gpu01"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(h.fs.sleeps, (std::vector<milliseconds>{seconds(1)}));  // every node's own prolog polls
+}
+
+// The state poll carries no hosts: a failed check's reasons come from one read of the whole view.
+TEST(SlurmPrologTest, AFailedCheckSeenByItsStateReadsTheWholeViewOnceForTheReasons) {
+  CliHarness h;
+  h.fs.env = {{"SLURM_JOB_NODELIST", "gpu[01-02]"}};
+  h.transport.reply(201, checkAnswer(testing::runningRun()).dump());
+  json state = testing::failedRun();
+  state.erase("hosts");
+  state.erase("progress");
+  h.transport.reply(200, state.dump());
+  h.transport.reply(200, testing::failedRun().dump());
+  auto r = h.run({"slurm", "prolog"});
+  EXPECT_EQ(r.code, kExitFailed);
+  ASSERT_EQ(h.transport.requests.size(), 3u);
+  EXPECT_EQ(h.transport.requests[1].pathAndQuery(), "/api/v1/scheduler/checks/run-7?view=state");
   EXPECT_EQ(h.transport.requests[2].pathAndQuery(), "/api/v1/scheduler/checks/run-7");
-  EXPECT_EQ(h.fs.sleeps, (std::vector<milliseconds>{seconds(1), seconds(1)}));  // default --poll-interval 1s
+  EXPECT_EQ(r.err, std::string("kiln: pre-job check run-7 failed on prn-b01-p0001-h02(gpu02): nvlink-after-g0: ") +
+                       testing::kLinkFailure + "\n");
 }
 
 TEST(SlurmPrologTest, NodesComeFromTheFlagThenEachVariableInOrder) {

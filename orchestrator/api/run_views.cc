@@ -112,16 +112,18 @@ json toJson(const runs::RunView& v) {
   return j;
 }
 
+json runStateJson(const runs::RunRow& r) {
+  json j = {{"id", r.id},           {"workflow", r.workflow}, {"purpose", r.purpose},
+            {"scope", r.scope},     {"state", r.state},       {"created_by", r.created_by},
+            {"summary", r.summary}, {"pods", r.pods},         {"rollout", rolloutJson(r)}};
+  core::putTime(j, "created_at", r.created_at);
+  core::putTime(j, "finished_at", r.finished_at);
+  return j;
+}
+
 json runListJson(const core::Page<runs::RunRow>& page) {
   json items = json::array();
-  for (const auto& r : page.items) {
-    json j = {{"id", r.id},           {"workflow", r.workflow}, {"purpose", r.purpose},
-              {"scope", r.scope},     {"state", r.state},       {"created_by", r.created_by},
-              {"summary", r.summary}, {"pods", r.pods},         {"rollout", rolloutJson(r)}};
-    core::putTime(j, "created_at", r.created_at);
-    core::putTime(j, "finished_at", r.finished_at);
-    items.push_back(std::move(j));
-  }
+  for (const auto& r : page.items) items.push_back(runStateJson(r));
   return json{{"items", std::move(items)}, {"next_cursor", page.next_cursor ? json(*page.next_cursor) : json()}};
 }
 

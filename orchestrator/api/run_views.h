@@ -27,6 +27,8 @@ nlohmann::json workflowVersionsJson(const std::string& name, const std::vector<r
 
 // GET /workflow-runs/{id}, and the answer of starting or cancelling a run.
 nlohmann::json toJson(const runs::RunView& v);
+// A run's row without its hosts: an item of GET /workflow-runs, and GET /scheduler/checks/{id}?view=state.
+nlohmann::json runStateJson(const runs::RunRow& r);
 // GET /workflow-runs: one page of run summaries.
 nlohmann::json runListJson(const core::Page<runs::RunRow>& page);
 // GET /quarantine: {items, next_cursor: null}.

@@ -265,6 +265,23 @@ class PgStore final : public core::Store {
     });
   }
 
+  Result<std::map<std::string, core::HostSummary>> hostsById(const std::vector<std::string>& ids) override {
+    using Hosts = std::map<std::string, core::HostSummary>;
+    if (ids.empty()) return Hosts{};
+    return pool_.transact<Hosts>([&](pqxx::work& txn) -> Result<Hosts> {
+      Hosts out;
+      for (const auto& r : txn.exec_params(std::string("SELECT ") + kHostColumns +
+                                               " FROM hosts h JOIN pods p ON p.id = h.pod_id"
+                                               " WHERE h.id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                                           json(ids).dump())) {
+        core::HostSummary h = hostFromRow(r);
+        std::string id = h.id;
+        out.emplace(std::move(id), std::move(h));
+      }
+      return out;
+    });
+  }
+
   Result<core::Page<core::HostSummary>> listHosts(const core::HostFilter& f,
                                                   const core::PageRequest& page) override {
     Where w;

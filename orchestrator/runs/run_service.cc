@@ -113,13 +113,30 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
         if (seen.insert(h.id).second) targets.push_back({h.id, {h}, *hosts});
     }
   }
+  // The hosts asked for, and then their pods, each in one query (a 8,192-host pre-job check
+  // read them one getHost at a time: ~25 s).
+  std::map<std::string, core::HostSummary> by_id;
+  if (!req.hosts.empty()) {
+    auto found = fleet_.hostsById(req.hosts);
+    if (!found.ok()) return found.error();
+    by_id = std::move(*found);
+    std::vector<std::string> pods;
+    std::set<std::string> listed;
+    for (const auto& [_, h] : by_id)
+      if (!pod_hosts.count(h.pod) && listed.insert(h.pod).second) pods.push_back(h.pod);
+    if (!pods.empty()) {
+      auto more = fleet_.hostsOfPods(pods);
+      if (!more.ok()) return more.error();
+      for (auto& [pod, hosts] : *more) pod_hosts[pod] = std::move(hosts);
+    }
+  }
   for (const auto& id : req.hosts) {
     if (!seen.insert(id).second) continue;
-    auto h = fleet_.getHost(id);
-    if (!h.ok()) return h.error().code == ErrorCode::kNotFound ? Error(invalidContent("no host '" + id + "'")) : h.error();
-    auto hosts = podHosts(h->host.pod);
+    auto h = by_id.find(id);
+    if (h == by_id.end()) return Error(invalidContent("no host '" + id + "'"));
+    auto hosts = podHosts(h->second.pod);
     if (!hosts.ok()) return hosts.error();
-    targets.push_back({id, {h->host}, *hosts});
+    targets.push_back({id, {h->second}, *hosts});
   }
 
   // Lifecycle pre-conditions: burn-in takes new hardware, quarantine validation quarantined hosts.

@@ -53,6 +53,9 @@ class RunService final : public RunControl {
   // with every bad field; a host in the wrong lifecycle state for the purpose is kConflict.
   Result<RunView> startRun(const StartRequest& req, const core::Actor& actor) override;
   Result<RunView> runView(const std::string& id);
+  // The run's own row (state, verdict summary, times), without its hosts' records: what a
+  // waiting prolog polls (GET /scheduler/checks/{id}?view=state) instead of the whole view.
+  Result<RunRow> runRow(const std::string& id) { return store_.getRun(id); }
   Result<core::Page<RunRow>> listRuns(const RunFilter& filter, const core::PageRequest& page);
   Result<RunView> cancelRun(const std::string& id, const core::Actor& actor);
   // RunControl (run_control.h): what the rollouts room uses.

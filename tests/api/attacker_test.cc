@@ -219,6 +219,21 @@ TEST_F(AttackerTest, ThePrologsTokenStartsAndReadsPreJobChecksAndNothingElse) {
   Reply followed = call(*prolog, "GET", "/api/v1/scheduler/checks/" + check_id);
   ASSERT_EQ(followed.status, 200) << followed.body;
   EXPECT_EQ(followed.doc()["purpose"], "pre_job");
+  // What kilnctl polls while it waits (issue 35): the state, no hosts.
+  Reply state = call(*prolog, "GET", "/api/v1/scheduler/checks/" + check_id + "?view=state");
+  ASSERT_EQ(state.status, 200) << state.body;
+  EXPECT_EQ(state.doc()["id"], check_id);
+  EXPECT_TRUE(state.doc()["state"].is_string());
+  EXPECT_FALSE(state.doc().contains("hosts")) << state.body;
+  EXPECT_TRUE(isError(call(*prolog, "GET", "/api/v1/scheduler/checks/" + check_id + "?view=hosts"), 400,
+                      "invalid_argument"));
+  // Unknown node names, read in one batch, are each named.
+  Reply unknown = call(*prolog, "POST", "/api/v1/scheduler/checks",
+                       json{{"nodes", {hosts_[0], "no-such-node", "nor-this"}}}.dump());
+  ASSERT_EQ(unknown.status, 422) << unknown.body;
+  EXPECT_NE(unknown.body.find("nodes[1]"), std::string::npos) << unknown.body;
+  EXPECT_NE(unknown.body.find("nodes[2]"), std::string::npos) << unknown.body;
+  EXPECT_EQ(unknown.body.find("nodes[0]"), std::string::npos) << unknown.body;
 
   // Everything an operator token could do on every host: refused.
   EXPECT_TRUE(isError(call(*prolog, "PUT", "/api/v1/workflows/two-steps", kTwoStepsWorkflow, "application/yaml"), 403,
@@ -239,6 +254,7 @@ TEST_F(AttackerTest, ThePrologsTokenStartsAndReadsPreJobChecksAndNothingElse) {
   ASSERT_EQ(run.status, 201) << run.body;
   const std::string id = run.doc()["id"].get<std::string>();
   EXPECT_TRUE(isError(call(*prolog, "GET", "/api/v1/scheduler/checks/" + id), 404, "not_found"));
+  EXPECT_TRUE(isError(call(*prolog, "GET", "/api/v1/scheduler/checks/" + id + "?view=state"), 404, "not_found"));
   EXPECT_EQ(call(*prolog, "GET", "/api/v1/workflow-runs/" + id).status, 403);
 }
 

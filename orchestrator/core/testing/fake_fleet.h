@@ -98,6 +98,13 @@ class FakeFleet final : public core::HostLifecycle,
       if (auto it = pods_.find(id); it != pods_.end()) out[id] = it->second.hosts;
     return out;
   }
+  Result<std::map<std::string, core::HostSummary>> hostsById(const std::vector<std::string>& ids) override {
+    core::testing::FakesLock fakes_lock;
+    std::map<std::string, core::HostSummary> out;
+    for (const auto& id : ids)
+      if (auto* h = host(id)) out[id] = *h;
+    return out;
+  }
   Result<core::HostDetail> getHost(const std::string& id) override {
     core::testing::FakesLock fakes_lock;
     auto* h = host(id);

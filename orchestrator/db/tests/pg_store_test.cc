@@ -124,6 +124,31 @@ TEST_F(PgStoreTest, HostsOfPodsReadsManyPodsInTrayOrderAndLeavesUnknownOnesOut) 
   EXPECT_TRUE(none->empty());
 }
 
+// Issue 35: a 8,192-node pre-job check reads its hosts in one query.
+TEST_F(PgStoreTest, HostsByIdReadsManyHostsAsGetHostDoesAndLeavesUnknownOnesOut) {
+  ASSERT_TRUE(store_->importFleet(demoFleet(), admin_).ok());
+  ASSERT_TRUE(store_->transitionHost({"prn-b02-p2-h07", core::HostAction::kFail, std::nullopt, "xid 79"}, admin_).ok());
+  auto found = store_->hostsById({"prn-b01-p1-h01", "prn-b02-p2-h07", "no-such-host", "prn-b01-p1-h01"});
+  ASSERT_TRUE(found.ok()) << found.error();
+  ASSERT_EQ(found->size(), 2u);
+  EXPECT_EQ(found->count("no-such-host"), 0u);
+  for (const auto& id : {"prn-b01-p1-h01", "prn-b02-p2-h07"}) {
+    auto one = store_->getHost(id);
+    ASSERT_TRUE(one.ok());
+    const auto& h = found->at(id);
+    EXPECT_EQ(h.id, one->host.id);
+    EXPECT_EQ(h.pod, one->host.pod);
+    EXPECT_EQ(h.tray, one->host.tray);
+    EXPECT_EQ(h.platform, one->host.platform);
+    EXPECT_EQ(h.state, one->host.state);
+    EXPECT_EQ(h.state_reason, one->host.state_reason);
+  }
+  EXPECT_EQ(found->at("prn-b02-p2-h07").state, core::HostState::kFailed);
+  auto none = store_->hostsById({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_F(PgStoreTest, TransitionRecordsEventAuditAndPodState) {
   ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
   const std::string host = "prn-b01-p1-h03";
