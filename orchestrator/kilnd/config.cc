@@ -105,6 +105,12 @@ std::vector<Setting> settings() {
          return Ok{};
        }},
       {"--slurm-node-name", "KILN_SLURM_NODE_NAME", "slurm_node_name", false, str(&Config::slurm_node_name)},
+      {"--report-priority", "KILN_REPORT_PRIORITY", "report_priority", false,
+       [](Config& c, const std::string& v) -> Status {
+         if (v != "on" && v != "off") return invalidArgument("--report-priority must be on or off, got '" + v + "'");
+         c.report_priority = v == "on";
+         return Ok{};
+       }},
       {"--slurm-interval", "KILN_SLURM_INTERVAL", "slurm_interval", false,
        [](Config& c, const std::string& v) { return setInt(c.slurm_interval_s, v, "--slurm-interval", 1, 3600); }},
       {"--slurm-on-jobs", "KILN_SLURM_ON_JOBS", "slurm_on_jobs", false,
@@ -177,7 +183,7 @@ std::string usage() {
          "             [--scheduler-hook URL|PATH] [--scheduler none|hook|slurm] [--slurm-node-name RULE]\n"
          "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"
          "             [--slurm-timeout SECONDS] [--reliability-target PER_8K_GPUS_PER_DAY]\n"
-         "             [--pod-p90-target SECONDS] [--controller-threads N]\n"
+         "             [--pod-p90-target SECONDS] [--controller-threads N] [--report-priority on|off]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

@@ -53,6 +53,9 @@ struct Config {
   std::string slurm_node_name = "{host}";         // naming rule ({host}, {pod}, {tray}, {tray2}, ...)
   std::map<std::string, std::string> slurm_nodes;  // explicit host -> node names (config file only)
   int slurm_interval_s = 10;                       // the driver's pass
+  // Agents' reports taken by their run's purpose, pre-job checks first (runs/run_priority.h);
+  // off: arrival order (a benchmark's baseline).
+  bool report_priority = true;
   std::string slurm_on_jobs = "wait";              // wait | requeue
   std::string slurm_bin_dir;                       // where scontrol, sinfo, squeue are ("" = PATH)
   int slurm_timeout_s = 10;                        // per Slurm command

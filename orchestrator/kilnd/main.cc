@@ -288,7 +288,9 @@ int main(int argc, char** argv) {
     notifier.publishWork(host);
   });
   runs::RunService& run_service = runs_room.runs;
-  runs::AgentGateway gateway(runs_room.agent_work, *run_store, executor, clock, *gateway_log, {});
+  runs::AgentGatewayOptions gateway_options;
+  gateway_options.by_priority = config->report_priority;
+  runs::AgentGateway gateway(runs_room.agent_work, *run_store, executor, clock, *gateway_log, gateway_options);
   work_relay.attach(&gateway);
   if (!setUpWorkflows(*config, runs_room.workflows, *log)) return 1;
   gateway.start();

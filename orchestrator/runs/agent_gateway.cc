@@ -19,7 +19,8 @@ AgentGateway::AgentGateway(AgentWork& work, AgentLinkStore& store, Executor& exe
       options_(options),
       next_flush_(clock.monotonic() + options.heartbeat_flush),
       next_refresh_(clock.monotonic() + options.pending_refresh),
-      report_executor_(std::make_unique<Executor>(std::max(1, options.report_drains))) {}
+      // One thread more than report_drains: the pre-job class's extra transaction.
+      report_executor_(std::make_unique<Executor>(std::max(1, options.report_drains) + 1)) {}
 
 AgentGateway::~AgentGateway() { stop(); }
 
@@ -77,6 +78,17 @@ std::string AgentGateway::metrics() const {
   out += "# HELP kiln_agent_report_apply_seconds How long the transaction that applied a step report took (one sample per report: every report of a batch waits for all of it).\n"
          "# TYPE kiln_agent_report_apply_seconds histogram\n";
   report_apply_seconds_.render(out, "kiln_agent_report_apply_seconds");
+  out += "# HELP kiln_agent_prejob_report_queue_seconds How long a pre-job check's step report waited for a transaction to take it (it goes first, run_priority.h).\n"
+         "# TYPE kiln_agent_prejob_report_queue_seconds histogram\n";
+  prejob_queue_seconds_.render(out, "kiln_agent_prejob_report_queue_seconds");
+  out += "# HELP kiln_agent_reports_by_priority_total Step reports applied, by the class of their run (run_priority.h).\n"
+         "# TYPE kiln_agent_reports_by_priority_total counter\n";
+  for (int c = 0; c < kPriorities; ++c)
+    out += std::string("kiln_agent_reports_by_priority_total{class=\"") + priorityName(static_cast<Priority>(c)) +
+           "\"} " + std::to_string(reports_by_priority_[static_cast<std::size_t>(c)].load()) + "\n";
+  out += "# HELP kiln_agent_reports_aged_total Step reports taken ahead of higher classes because they had waited the starvation bound.\n"
+         "# TYPE kiln_agent_reports_aged_total counter\n";
+  out += "kiln_agent_reports_aged_total " + std::to_string(reports_aged_.load()) + "\n";
   return out;
 }
 
@@ -183,18 +195,27 @@ void AgentGateway::park(const std::string& host, Parked p) {
 
 void AgentGateway::report(const std::string& host, const std::string& assignment_id, json body, std::string text,
                           ReportReply reply) {
-  bool drain = false;
+  // The class of the report's run: the assignment id is "<run>:<host>:<seq>".
+  const Priority priority = options_.by_priority ? runs_.runPriority(assignment_id.substr(0, assignment_id.find(':')))
+                                                 : Priority::kMaintenance;
+  bool drain = false, express = false;
   {
     std::lock_guard lock(mu_);
     const std::size_t bytes = text.size();
-    report_queue_.push_back({{assignment_id, host, std::move(body), std::move(text)}, bytes, std::move(reply),
-                             clock_.monotonic()});
-    if (drains_ < options_.report_drains) {
+    report_queues_[static_cast<int>(priority)].push_back({{assignment_id, host, std::move(body), std::move(text)}, bytes,
+                                                          std::move(reply), clock_.monotonic(), priority});
+    // A pre-job report that finds every drain busy starts the express drain, which takes
+    // pre-job reports only: a job's check never waits behind a rollout's transactions.
+    if (drains_ >= options_.report_drains && priority == Priority::kPreJob && options_.by_priority && !express_) {
+      express_ = true;
+      express = true;
+    } else if (drains_ < options_.report_drains) {
       ++drains_;
       drain = true;
     }
   }
-  if (drain) report_executor_->post([this] { drainReports(); });
+  if (drain) report_executor_->post([this] { drainReports(false); });
+  if (express) report_executor_->post([this] { drainReports(true); });
 }
 
 void AgentGateway::drainClaims() {
@@ -255,7 +276,7 @@ std::string AgentGateway::laneOf(const AgentReport& r) const {
   return "host " + r.host;
 }
 
-void AgentGateway::drainReports() {
+void AgentGateway::drainReports(bool express) {
   for (;;) {
     std::vector<QueuedReport> batch;
     std::vector<std::uint64_t> epochs;
@@ -265,32 +286,56 @@ void AgentGateway::drainReports() {
       std::lock_guard lock(mu_);
       std::set<std::string> ids;
       std::size_t bytes = 0;
-      for (auto it = report_queue_.begin(); it != report_queue_.end() && batch.size() < options_.report_batch;) {
-        if (!batch.empty() && bytes + it->bytes > options_.report_batch_bytes) break;
-        // A repeat of a report in this batch (a retry that caught up) waits for the next one.
-        if (ids.count(it->request.assignment_id)) {
-          ++it;
-          continue;
+      bool full = false;
+      const auto now = clock_.monotonic();
+      // Takes from `queue` in arrival order; with `aged_only`, only reports that have waited the
+      // starvation bound (the older ones come first, so it stops at the first younger one).
+      auto take = [&](std::deque<QueuedReport>& queue, bool aged_only) {
+        for (auto it = queue.begin(); it != queue.end() && !full;) {
+          if (batch.size() >= options_.report_batch) {
+            full = true;
+            break;
+          }
+          if (aged_only && now - it->queued_at < options_.starvation_bound) break;
+          if (!batch.empty() && bytes + it->bytes > options_.report_batch_bytes) {
+            full = true;
+            break;
+          }
+          // A repeat of a report in this batch (a retry that caught up) waits for the next one.
+          if (ids.count(it->request.assignment_id)) {
+            ++it;
+            continue;
+          }
+          // A report of a group that another drain's transaction holds waits for the next batch
+          // (in this transaction it would only wait for that one's lock on the group's row, and
+          // hold up the rest of its batch); the holder takes it when it is done, with the rest
+          // of the group's reports that arrived meanwhile.
+          std::string lane = laneOf(it->request);
+          if (busy_lanes_.count(lane) && !lanes.count(lane)) {
+            ++deferred;
+            ++it;
+            continue;
+          }
+          ids.insert(it->request.assignment_id);
+          if (lanes.insert(lane).second) busy_lanes_.insert(std::move(lane));
+          bytes += it->bytes;
+          epochs.push_back(epoch_[it->request.host]);
+          if (aged_only) ++reports_aged_;
+          batch.push_back(std::move(*it));
+          it = queue.erase(it);
         }
-        // A report of a group that another drain's transaction holds waits for the next batch
-        // (in this transaction it would only wait for that one's lock on the group's row, and
-        // hold up the rest of its batch); the holder takes it when it is done, with the rest
-        // of the group's reports that arrived meanwhile.
-        std::string lane = laneOf(it->request);
-        if (busy_lanes_.count(lane) && !lanes.count(lane)) {
-          ++deferred;
-          ++it;
-          continue;
-        }
-        ids.insert(it->request.assignment_id);
-        if (lanes.insert(lane).second) busy_lanes_.insert(std::move(lane));
-        bytes += it->bytes;
-        epochs.push_back(epoch_[it->request.host]);
-        batch.push_back(std::move(*it));
-        it = report_queue_.erase(it);
+      };
+      if (express) {
+        take(report_queues_[0], false);
+      } else {
+        // First what waited past the bound in the lower classes, then class by class.
+        if (options_.by_priority)
+          for (int c = 1; c < kPriorities; ++c) take(report_queues_[static_cast<std::size_t>(c)], true);
+        for (auto& queue : report_queues_) take(queue, false);
       }
       if (batch.empty()) {
-        --drains_;
+        if (express) express_ = false;
+        else --drains_;
         return;
       }
     }
@@ -299,7 +344,12 @@ void AgentGateway::drainReports() {
     const auto began = clock_.monotonic();
     {
       std::lock_guard lock(latency_mu_);
-      for (const auto& q : batch) report_queue_seconds_.record(std::chrono::duration<double>(began - q.queued_at).count());
+      for (const auto& q : batch) {
+        const double waited = std::chrono::duration<double>(began - q.queued_at).count();
+        report_queue_seconds_.record(waited);
+        if (q.priority == Priority::kPreJob) prejob_queue_seconds_.record(waited);
+        ++reports_by_priority_[static_cast<std::size_t>(q.priority)];
+      }
     }
     for (auto& q : batch) requests.push_back(std::move(q.request));
     auto answers = runs_.reportBatch(requests);

@@ -11,6 +11,7 @@
 // per kind of failure (FailureLog). It asks for work only through AgentWork, and is told of new
 // work as a WorkListener (agent_work.h).
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -34,6 +35,7 @@
 #include "common/histogram.h"
 #include "common/logger.h"
 #include "orchestrator/runs/agent_work.h"
+#include "orchestrator/runs/run_priority.h"
 #include "orchestrator/runs/run_store.h"
 
 namespace kiln::runs {
@@ -54,6 +56,13 @@ struct AgentGatewayOptions {
   std::size_t report_batch = 64;
   std::size_t report_batch_bytes = 8u << 20;
   int report_drains = 4;
+  // Priority by purpose (run_priority.h, issue 35): queued reports are taken class by class,
+  // pre-job checks first, and a pre-job report that finds every drain busy starts the express
+  // drain (one more transaction, of pre-job reports only). Starvation bound: a report of a lower
+  // class that has waited this long is taken before the newer reports of every class.
+  // by_priority = false: arrival order, no express drain (the benchmark's baseline).
+  bool by_priority = true;
+  std::chrono::milliseconds starvation_bound{2000};
   // Idle polls of hosts with work claim together too (one transaction for many hosts).
   std::size_t claim_batch = 256;
   int claim_drains = 1;
@@ -115,13 +124,15 @@ class AgentGateway final : public WorkListener {
     bool operator>(const Deadline& o) const { return at > o.at; }
   };
   void check(const std::string& host, Parked parked);  // on the executor
-  void drainReports();                                 // on report_executor_
+  // On report_executor_; `express`: the pre-job class's own drain, which takes only its reports.
+  void drainReports(bool express);
   void drainClaims();                                  // on the executor
   struct QueuedReport {
     AgentReport request;
     std::size_t bytes = 0;
     ReportReply reply;
     MonoTime queued_at;
+    Priority priority = Priority::kMaintenance;
   };
   void park(const std::string& host, Parked parked);
   void loop();        // parked polls' deadlines
@@ -167,17 +178,22 @@ class AgentGateway final : public WorkListener {
   };
   std::deque<QueuedClaim> claim_queue_;
   int claim_drains_ = 0;
-  std::deque<QueuedReport> report_queue_;
-  int drains_ = 0;  // drainReports() tasks posted or running
+  // Queued reports by class (Priority), each in arrival order.
+  std::array<std::deque<QueuedReport>, kPriorities> report_queues_;
+  int drains_ = 0;  // drainReports(false) tasks posted or running
+  bool express_ = false;  // drainReports(true) posted or running
 
 
   // Polls by what answered them: parked without a read, a read of the running step, a claim.
   std::atomic<std::uint64_t> polls_parked_{0}, polls_step_read_{0}, polls_claim_{0};
   std::atomic<std::uint64_t> reports_{0}, reports_handed_out_{0}, report_batches_{0}, reports_deferred_{0};
+  std::array<std::atomic<std::uint64_t>, kPriorities> reports_by_priority_{};
+  std::atomic<std::uint64_t> reports_aged_{0};  // taken ahead of their class by the starvation bound
   // Where a report's time goes before its answer: queued until a transaction takes it, then
   // that transaction (every report of the batch waits for all of it).
   mutable std::mutex latency_mu_;
   LatencyHistogram report_queue_seconds_, report_apply_seconds_;
+  LatencyHistogram prejob_queue_seconds_;  // the pre-job class's share of report_queue_seconds_
   std::thread thread_, writer_;
   // Runs drainReports(); last, so that it is destroyed (its queued drains finished) first.
   std::unique_ptr<Executor> report_executor_;

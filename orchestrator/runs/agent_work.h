@@ -26,6 +26,7 @@
 
 #include "common/agent_protocol.h"
 #include "common/result.h"
+#include "orchestrator/runs/run_priority.h"
 #include "orchestrator/runs/run_store.h"
 
 namespace kiln::runs {
@@ -61,6 +62,12 @@ class AgentWork {
   virtual Result<std::map<std::string, HandedOut>> claimBatch(const std::vector<std::string>& hosts) = 0;
   // The reports applied together; one answer per report, in order.
   virtual std::vector<Result<ReportAnswer>> reportBatch(const std::vector<AgentReport>& reports) = 0;
+  // The class of run `run_id`'s work (run_priority.h), by which the gateway orders queued
+  // reports. Cheap after the first call for a run. The default: maintenance.
+  virtual Priority runPriority(const std::string& run_id) {
+    (void)run_id;
+    return Priority::kMaintenance;
+  }
 };
 
 // Told after a commit that a host has new work or cancelled work (AgentGateway in kilnd).

@@ -133,6 +133,21 @@ void AgentWorkService::recordStep(const std::string& workflow, const std::string
   it->second.record(static_cast<double>(r.duration_ms) / 1000.0);
 }
 
+Priority AgentWorkService::runPriority(const std::string& run_id) {
+  {
+    std::lock_guard lock(priority_mu_);
+    if (auto it = priority_of_.find(run_id); it != priority_of_.end()) return it->second;
+  }
+  if (!options_.run_purpose) return Priority::kMaintenance;
+  auto purpose = options_.run_purpose(run_id);
+  if (!purpose.ok()) return Priority::kMaintenance;
+  const Priority p = purposePriority(*purpose);
+  std::lock_guard lock(priority_mu_);
+  if (priority_of_.size() >= 100000) priority_of_.clear();
+  priority_of_[run_id] = p;
+  return p;
+}
+
 std::string AgentWorkService::stepMetrics() const {
   std::string out =
       "# HELP kiln_step_duration_seconds Workflow steps whose reports this replica applied, by outcome, as long as the "

@@ -26,6 +26,9 @@ struct AgentWorkOptions {
   // open group of a run: its verdict is due at the timer pass. Lets the controller wake at
   // once instead of at its next periodic pass.
   std::function<void()> on_run_complete;
+  // A run's purpose (runPriority's source; RunsRoom reads the run's row). None: every run is
+  // maintenance.
+  std::function<Result<std::string>(const std::string& run_id)> run_purpose;
 };
 
 class AgentWorkService final : public AgentWork {
@@ -45,6 +48,9 @@ class AgentWorkService final : public AgentWork {
   // agent holds no other step: its next assignment is handed out with the acknowledgement (and
   // the host is not notified of it). One answer per report, in order.
   std::vector<Result<ReportAnswer>> reportBatch(const std::vector<ReportRequest>& reports) override;
+  // From the run's purpose, read once per run (a run's purpose never changes) and kept for the
+  // newest 100,000 runs. A run that cannot be read (the database away) is maintenance, not kept.
+  Priority runPriority(const std::string& run_id) override;
 
   // kiln_step_duration_seconds: the steps whose reports this replica applied, by workflow, step
   // and outcome (succeeded: exit 0; failed: another exit or a signal; timed_out; cancelled;
@@ -59,6 +65,8 @@ class AgentWorkService final : public AgentWork {
   core::Clock& clock_;
   AgentWorkOptions options_;
   std::function<void(const std::string&)> on_work_;
+  std::mutex priority_mu_;
+  std::map<std::string, Priority> priority_of_;
   mutable std::mutex step_mu_;
   std::map<std::tuple<std::string, std::string, std::string>, Histogram> step_seconds_;
 };

@@ -22,7 +22,14 @@ struct RunsRoom {
            const std::function<void(const std::string&)>& on_work)
       : workflows(store),
         runs(fleet, workflows, store, clock, options, on_work),
-        agent_work(workflows, store, clock, {options.lease_grace_ms, options.on_run_complete}, on_work),
+        agent_work(workflows, store, clock,
+                   {options.lease_grace_ms, options.on_run_complete,
+                    [&store](const std::string& run_id) -> Result<std::string> {
+                      auto run = store.getRun(run_id);
+                      if (!run.ok()) return run.error();
+                      return run->purpose;
+                    }},
+                   on_work),
         timers(workflows, store, clock, options.unreachable_after, on_work) {}
 
   WorkflowCatalog workflows;    // PUT/GET /workflows, the workflow directory

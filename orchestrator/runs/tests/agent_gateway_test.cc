@@ -51,6 +51,15 @@ class FakeAgentWork final : public AgentWork {
     std::lock_guard lock(mu_);
     return batches_;
   }
+  void setPriority(const std::string& run, Priority p) {
+    std::lock_guard lock(mu_);
+    priorities_[run] = p;
+  }
+  Priority runPriority(const std::string& run_id) override {
+    std::lock_guard lock(mu_);
+    auto it = priorities_.find(run_id);
+    return it == priorities_.end() ? Priority::kMaintenance : it->second;
+  }
   std::vector<std::vector<std::string>> claims() const {
     std::lock_guard lock(mu_);
     return claims_;
@@ -102,6 +111,7 @@ class FakeAgentWork final : public AgentWork {
  private:
   mutable std::mutex mu_;
   std::map<std::string, HandedOut> work_;
+  std::map<std::string, Priority> priorities_;
   std::vector<std::vector<std::string>> claims_;
   std::vector<AgentReport> reports_;
   std::vector<std::vector<std::string>> batches_;
@@ -224,6 +234,61 @@ TEST(AgentGatewayTest, AGroupsReportsAreNeverInTwoTransactionsAtOnce) {
   EXPECT_EQ(work.reportBatches(),
             (std::vector<std::vector<std::string>>{{"r-1:h1:1"}, {"r-1:h3:1"}, {"r-1:h2:1"}}));
   EXPECT_NE(gateway.metrics().find("kiln_agent_report_deferrals_total 1\n"), std::string::npos) << gateway.metrics();
+}
+
+// Priority by purpose (issue 35). One report drain, held by a rollout's transaction: a pre-job
+// check's report goes through the express drain at once, alone; the queued ones then go class
+// by class (maintenance before burn-in, whatever their arrival order), except a report that
+// waited the starvation bound, which goes first.
+TEST(AgentGatewayTest, ReportsGoByPurposeAndThePreJobClassNeverWaitsForARolloutsTransaction) {
+  for (const bool aged : {false, true}) {
+    SCOPED_TRACE(aged ? "burn-in report aged past the bound" : "no report aged");
+    FakeClock clock;
+    RecordingLogger log;
+    FakeAgentWork work;
+    FakeRunStore store;
+    Executor executor{1};
+    AgentGatewayOptions options;
+    options.report_drains = 1;
+    options.report_batch = 1;  // one report a transaction: the order is the batches' order
+    options.starvation_bound = seconds(2);
+    AgentGateway gateway{work, store, executor, clock, log, options};
+    work.setPriority("r-pre", Priority::kPreJob);
+    work.setPriority("r-burn", Priority::kBurnIn);
+    std::promise<void> gate;
+    auto entered = std::make_shared<std::promise<void>>();
+    work.holdBatchOf("h1", gate.get_future().share(), entered);
+    std::map<std::string, std::shared_future<Result<ReportAnswer>>> answered;
+    auto report = [&](const std::string& run, const std::string& host) {
+      auto p = std::make_shared<std::promise<Result<ReportAnswer>>>();
+      answered[host] = p->get_future().share();
+      const json body{{"lease", 1}, {"exit_code", 0}};
+      gateway.report(host, run + ":" + host + ":1", body, body.dump(),
+                     [p](Result<ReportAnswer> a) { p->set_value(std::move(a)); });
+    };
+    report("r-roll", "h1");
+    ASSERT_EQ(entered->get_future().wait_for(seconds(10)), std::future_status::ready);
+    report("r-burn", "h4");
+    if (aged) clock.advance(seconds(3));
+    report("r-roll", "h2");
+    report("r-pre", "h5");
+    ASSERT_EQ(answered["h5"].wait_for(seconds(10)), std::future_status::ready)
+        << "the pre-job report waited for the rollout's transaction";
+    EXPECT_EQ(answered["h2"].wait_for(milliseconds(20)), std::future_status::timeout);
+    gate.set_value();
+    for (const auto& h : {"h1", "h2", "h4"}) ASSERT_EQ(answered[h].wait_for(seconds(10)), std::future_status::ready) << h;
+    gateway.stop();
+    const auto batches = work.reportBatches();
+    ASSERT_EQ(batches.size(), 4u);
+    EXPECT_EQ(batches[0], std::vector<std::string>{"r-roll:h1:1"});
+    EXPECT_EQ(batches[1], std::vector<std::string>{"r-pre:h5:1"});
+    EXPECT_EQ(batches[2], std::vector<std::string>{aged ? "r-burn:h4:1" : "r-roll:h2:1"});
+    EXPECT_EQ(batches[3], std::vector<std::string>{aged ? "r-roll:h2:1" : "r-burn:h4:1"});
+    const std::string m = gateway.metrics();
+    EXPECT_NE(m.find("kiln_agent_reports_by_priority_total{class=\"pre_job\"} 1\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("kiln_agent_reports_aged_total " + std::string(aged ? "1" : "0") + "\n"), std::string::npos) << m;
+    executor.join();
+  }
 }
 
 // A report transaction runs on the gateway's own threads: while one waits on the database, the
