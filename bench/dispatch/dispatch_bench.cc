@@ -77,6 +77,14 @@ struct Options {
   // More than 1: that many kilnd on the database behind a real HAProxy (deploy/haproxy/kiln.cfg),
   // every host, the probe and this program's calls through it (issue 14).
   int replicas = 1;
+  // Figure 5 (issue 35): a pre-job check of a job of --job-pods pods x 16 hosts (32,768 GPUs at
+  // 512 pods) through `kilnctl slurm prolog`, --job-checks times alone and as many times during
+  // a rollout-class run over --burst-pods of the dispatch pods. 0: skipped.
+  int job_pods = 0;
+  int job_checks = 3;
+  int burst_pods = 500;
+  double job_time_scale = 1;  // the job's hosts: real tool time, as the pre-job-health pod's
+  std::string kilnctl_bin;
 };
 
 const char* kUsage =
@@ -84,7 +92,8 @@ const char* kUsage =
     "         [--health-time-scale X] [--connections N] [--idle-poll S] [--poll-wait S] [--idle-window S]\n"
     "         [--queue-workers N] [--run-timeout S] [--kilnd-bin PATH] [--vfleet-bin PATH]\n"
     "         [--kilnd-log-level L] [--kilnd-arg FLAG=VALUE]... [--vfleet-arg FLAG=VALUE]... [--skip-baseline] [--skip-dispatch] [--skip-idle] [--skip-health]\n"
-    "         [--skip-agent] [--keep] [--replicas N]\n"
+    "         [--skip-agent] [--keep] [--replicas N] [--job-pods N] [--job-checks N] [--burst-pods N]\n"
+    "         [--job-time-scale X] [--kilnctl-bin PATH]\n"
     "Starts its own kilnd on a fresh database of the server in KILN_TEST_PG and kiln-vfleet as the hosts.\n";
 
 // -1: go on; otherwise the exit status for main (0 after --help, 2 after a bad flag).
@@ -113,13 +122,23 @@ int parseArgs(int argc, char** argv, Options& o) {
                      .flag("--skip-agent", &o.skip_agent)
                      .flag("--keep", &o.keep)
                      .number("--replicas", &o.replicas)
+                     .number("--job-pods", &o.job_pods)
+                     .number("--job-checks", &o.job_checks)
+                     .number("--burst-pods", &o.burst_pods)
+                     .number("--job-time-scale", &o.job_time_scale)
+                     .text("--kilnctl-bin", &o.kilnctl_bin)
                      .parse(argc, argv);
   if (st != -1) return st;
   if (o.hosts < 1 || o.steps < 1 || o.steps > 50 || o.idle_window_s < 1 || o.queue_workers < 1) {
     std::cerr << "--hosts, --steps (<= 50), --idle-window and --queue-workers must be positive\n";
     return 2;
   }
+  if (o.job_pods < 0 || o.job_checks < 1 || o.burst_pods < 0) {
+    std::cerr << "--job-pods and --burst-pods must not be negative, --job-checks must be positive\n";
+    return 2;
+  }
   if (o.vfleet_bin.empty()) o.vfleet_bin = KILN_VFLEET_BIN;
+  if (o.kilnctl_bin.empty()) o.kilnctl_bin = KILN_KILNCTL_BIN;
   return -1;
 }
 
@@ -182,15 +201,16 @@ std::map<std::string, double> agentCounters(kiln::http::Client& c) {
 // and whose second host runs a real kiln-agent.
 struct Fleet {
   std::vector<std::string> bulk_pods;
+  std::vector<std::string> job_pods;  // figure 5's job, after the bulk pods
   std::string health_pod, probe_pod;
   std::map<std::string, std::vector<std::string>> hosts_of;  // pod -> hosts, sorted
   std::map<std::string, std::string> platform_of;            // pod -> platform
 };
 
-Fleet importFleet(kiln::http::Client& api, const std::string& db_url, long hosts) {
+Fleet importFleet(kiln::http::Client& api, const std::string& db_url, long hosts, long job_pods) {
   const long bulk = (hosts + kHostsPerPod - 1) / kHostsPerPod;
   kiln::core::FleetGenRequest gen;
-  gen.gpus = (bulk + 2) * 72;
+  gen.gpus = (bulk + job_pods + 2) * 72;
   const auto t0 = Clock::now();
   const std::string body = kiln::core::generateFleet(gen).dump();
   auto r = api.request("POST", "/api/v1/fleet/import", body);
@@ -207,15 +227,17 @@ Fleet importFleet(kiln::http::Client& api, const std::string& db_url, long hosts
   for (const auto& row : txn.exec("SELECT pod_id, id FROM hosts ORDER BY pod_id, id"))
     f.hosts_of[row[0].as<std::string>()].push_back(row[1].as<std::string>());
   txn.commit();
-  if (static_cast<long>(pods.size()) != bulk + 2) die("expected " + std::to_string(bulk + 2) + " pods, got " + std::to_string(pods.size()));
+  if (static_cast<long>(pods.size()) != bulk + job_pods + 2)
+    die("expected " + std::to_string(bulk + job_pods + 2) + " pods, got " + std::to_string(pods.size()));
   for (const auto& p : pods)
     if (f.hosts_of[p].size() != static_cast<std::size_t>(kHostsPerPod)) die("pod " + p + " does not have 18 hosts");
   f.bulk_pods.assign(pods.begin(), pods.begin() + bulk);
-  f.health_pod = pods[static_cast<std::size_t>(bulk)];
-  f.probe_pod = pods[static_cast<std::size_t>(bulk + 1)];
-  std::printf("fleet: %zu pods imported in %.1f s (%ld for the dispatch run = %ld hosts, 1 for pre-job-health, "
-              "1 for the probe and the real agent)\n",
-              pods.size(), since(t0), bulk, bulk * kHostsPerPod);
+  f.job_pods.assign(pods.begin() + bulk, pods.begin() + bulk + job_pods);
+  f.health_pod = pods[static_cast<std::size_t>(bulk + job_pods)];
+  f.probe_pod = pods[static_cast<std::size_t>(bulk + job_pods + 1)];
+  std::printf("fleet: %zu pods imported in %.1f s (%ld for the dispatch run = %ld hosts, %ld for the job's pre-job "
+              "check, 1 for pre-job-health, 1 for the probe and the real agent)\n",
+              pods.size(), since(t0), bulk, bulk * kHostsPerPod, job_pods);
   return f;
 }
 
@@ -567,8 +589,12 @@ int main(int argc, char** argv) {
   kiln::http::Client api({.base_url = front, .token = kilnd.adminToken(), .timeout = 30min});
   DbWatch watch(db.url());
 
-  const Fleet fleet = importFleet(api, db.url(), o.hosts);
+  const Fleet fleet = importFleet(api, db.url(), o.hosts, o.job_pods);
   const long bulk_hosts = static_cast<long>(fleet.bulk_pods.size()) * kHostsPerPod;
+  // The simulated hosts of the bulk kiln-vfleet processes: the dispatch pods and the job's.
+  std::vector<std::string> sim_pods = fleet.bulk_pods;
+  sim_pods.insert(sim_pods.end(), fleet.job_pods.begin(), fleet.job_pods.end());
+  const long sim_hosts = static_cast<long>(sim_pods.size()) * kHostsPerPod;
   const long items = bulk_hosts * o.steps;
 
   // 1a. The bare queue, before any host polls (the same server, an idle kilnd).
@@ -586,7 +612,7 @@ int main(int argc, char** argv) {
 
   // Tokens and kiln-vfleet processes.
   std::vector<std::string> token_hosts;
-  for (const auto& p : fleet.bulk_pods) for (const auto& h : fleet.hosts_of.at(p)) token_hosts.push_back(h);
+  for (const auto& p : sim_pods) for (const auto& h : fleet.hosts_of.at(p)) token_hosts.push_back(h);
   for (const auto& h : fleet.hosts_of.at(fleet.health_pod)) token_hosts.push_back(h);
   const std::string probe_host = fleet.hosts_of.at(fleet.probe_pod)[0];
   const std::string agent_host = fleet.hosts_of.at(fleet.probe_pod)[1];
@@ -598,7 +624,7 @@ int main(int argc, char** argv) {
   const std::string enroll_file = work + "/enroll-token";
   std::ofstream(enroll_file) << enroll.value("token", "") << "\n";
 
-  const bool need_bulk = !o.skip_dispatch || !o.skip_idle;
+  const bool need_bulk = !o.skip_dispatch || !o.skip_idle || o.job_pods > 0;
   std::unique_ptr<kiln::bench::ChildProcess> health_fleet;
   BulkFleet bulk;
   const std::string health_dir = work + "/health";
@@ -611,21 +637,37 @@ int main(int argc, char** argv) {
     // larger fleet short-polls every --idle-poll s. A host without a slot sees new work only at
     // its next short poll: with one process at 10,008 hosts, the 1,008 hosts past 9,000 slots
     // got their first step 10-23 s late, at ~80/s, which halved the dispatch figure.
-    const long wanted = o.connections > 0 ? o.connections : std::min(18000L, bulk_hosts * 16 / 9 + 64);
-    const int shards = wanted > 16000 ? 2 : 1;
-    const std::size_t per_shard = (fleet.bulk_pods.size() + shards - 1) / shards;
-    for (int k = 0; k < shards; ++k) {
-      const std::vector<std::string> pods(
-          fleet.bulk_pods.begin() + static_cast<long>(std::min(fleet.bulk_pods.size(), k * per_shard)),
-          fleet.bulk_pods.begin() + static_cast<long>(std::min(fleet.bulk_pods.size(), (k + 1) * per_shard)));
-      if (pods.empty()) continue;
-      const std::string dir = work + "/bulk-" + std::to_string(k);
-      prepareFleetDir(dir, fleet, pods, tokens);
-      bulk.shards.push_back(
-          {dir, startVfleet(o, dir, front, enroll_file, o.time_scale, static_cast<int>(wanted / shards))});
+    const long wanted = o.connections > 0 ? o.connections : std::min(18000L, sim_hosts * 16 / 9 + 64);
+    // The job's pods (figure 5) run in a process of their own, at --job-time-scale; the
+    // connections are shared in proportion to the hosts.
+    struct Group {
+      std::vector<std::string> pods;
+      double scale;
+      long connections;
+    };
+    std::vector<Group> groups;
+    if (fleet.job_pods.empty()) {
+      const int shards = wanted > 16000 ? 2 : 1;
+      for (int k = 0; k < shards; ++k) {
+        Group g{{}, o.time_scale, wanted / shards};
+        for (std::size_t i = static_cast<std::size_t>(k); i < fleet.bulk_pods.size(); i += static_cast<std::size_t>(shards))
+          g.pods.push_back(fleet.bulk_pods[i]);
+        groups.push_back(std::move(g));
+      }
+    } else {
+      const long job_connections = wanted * static_cast<long>(fleet.job_pods.size()) / static_cast<long>(sim_pods.size());
+      groups.push_back({fleet.bulk_pods, o.time_scale, wanted - job_connections});
+      groups.push_back({fleet.job_pods, o.job_time_scale, job_connections});
     }
-    std::printf("%zu kiln-vfleet process(es) for %ld hosts, %ld connections each\n", bulk.shards.size(), bulk_hosts,
-                wanted / shards);
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      if (groups[k].pods.empty()) continue;
+      const std::string dir = work + "/bulk-" + std::to_string(k);
+      prepareFleetDir(dir, fleet, groups[k].pods, tokens);
+      bulk.shards.push_back({dir, startVfleet(o, dir, front, enroll_file, groups[k].scale,
+                                              static_cast<int>(std::min(16000L, groups[k].connections)))});
+      std::printf("kiln-vfleet %zu: %zu pods, --time-scale %g, %ld connections\n", k, groups[k].pods.size(),
+                  groups[k].scale, groups[k].connections);
+    }
   }
   if (!o.skip_health) {
     prepareFleetDir(health_dir, fleet, {fleet.health_pod}, tokens);
@@ -640,7 +682,7 @@ int main(int argc, char** argv) {
 #endif
 
   // Every simulated host has polled once (last_seen is written in batches).
-  const long expected = (need_bulk ? bulk_hosts : 0) + (o.skip_health ? 0 : kHostsPerPod);
+  const long expected = (need_bulk ? sim_hosts : 0) + (o.skip_health ? 0 : kHostsPerPod);
   t0 = Clock::now();
   long seen = 0;
   const std::string seen_sql = "SELECT count(*) FROM hosts WHERE last_seen IS NOT NULL AND pod_id <> " +
@@ -658,7 +700,7 @@ int main(int argc, char** argv) {
 
   // 2. Idle fleet: poll latency, kilnd CPU, commits.
   if (!o.skip_idle && need_bulk) {
-    std::printf("idle window: %d s with %ld hosts polling ...\n", o.idle_window_s, bulk_hosts);
+    std::printf("idle window: %d s with %ld hosts polling ...\n", o.idle_window_s, sim_hosts);
     const auto offsets = bulk.logOffsets();
     const double vfleet_cpu0 = bulk.cpuSeconds();
     pid_t agent_pid = 0;
@@ -701,7 +743,7 @@ int main(int argc, char** argv) {
     const Stats pr = stats(probe.ms());
 
     add("");
-    add("2. hosts carried at a %d s poll interval (MEASURED at %ld hosts, %d s window)", o.idle_poll_s, bulk_hosts,
+    add("2. hosts carried at a %d s poll interval (MEASURED at %ld hosts, %d s window)", o.idle_poll_s, sim_hosts,
         o.idle_window_s);
     add("  kiln-vfleet (%zu process(es)): %ld connections, up to %ld long polls (wait %d s), the other hosts poll with "
         "wait=0 every %d s",
@@ -726,16 +768,16 @@ int main(int argc, char** argv) {
     polls_per_s += static_cast<double>(pr.n + static_cast<std::size_t>(probe.errors())) / u.seconds;
     if (polls_per_s > 0) {
       const double per_poll_us = 1e6 * u.kilnd_cores / polls_per_s;
-      const double polls_100k = polls_per_s * 100000.0 / static_cast<double>(bulk_hosts);
+      const double polls_100k = polls_per_s * 100000.0 / static_cast<double>(sim_hosts);
       add("  kilnd CPU per poll                                     %10.1f us", per_poll_us);
-      if (bulk_hosts < 100000) {
+      if (sim_hosts < 100000) {
         add("  EXTRAPOLATED (linear in hosts, NOT measured; fixed background costs make it an upper bound) to 100,000 "
             "hosts:");
         add("    polls/s %.0f, kilnd %.2f cores, DB backends %.2f cores, %.0f commits/s", polls_100k,
-            per_poll_us * polls_100k / 1e6, u.db_cores * 100000.0 / static_cast<double>(bulk_hosts),
-            u.commits_per_s * 100000.0 / static_cast<double>(bulk_hosts));
+            per_poll_us * polls_100k / 1e6, u.db_cores * 100000.0 / static_cast<double>(sim_hosts),
+            u.commits_per_s * 100000.0 / static_cast<double>(sim_hosts));
         add("    (kiln-vfleet itself would need %.2f cores; this machine has 2 shared cores)",
-            vfleet_cores * 100000.0 / static_cast<double>(bulk_hosts));
+            vfleet_cores * 100000.0 / static_cast<double>(sim_hosts));
       }
     }
     if (agent_pid > 0) {
@@ -866,6 +908,131 @@ int main(int argc, char** argv) {
     } else {
       add("  bare queue baseline skipped (--skip-baseline)");
     }
+  }
+
+  // 5. A large job's pre-job check through `kilnctl slurm prolog` (PrologSlurmctld: one kilnctl
+  // for the job, its hostlist in SLURM_JOB_NODELIST), alone and during a rollout-class run.
+  if (o.job_pods > 0) {
+    auto wf = api.request("GET", "/api/v1/workflows/pre-job-health");
+    if (!wf.ok() || wf->status != 200)
+      call(api, "PUT", "/api/v1/workflows/pre-job-health", readText(std::string(KILN_WORKFLOWS_DIR) + "/pre-job-health.yaml"),
+           {200, 201}, "application/yaml");
+    call(api, "PUT", "/api/v1/workflows/bench-dispatch", benchWorkflowYaml(o), {200, 201}, "application/yaml");
+    const json prolog_token = call(api, "POST", "/api/v1/tokens", json{{"role", "prejob"}, {"name", "bench prolog"}}.dump(), {201});
+    const std::string token_file = work + "/prolog-token";
+    std::ofstream(token_file) << prolog_token.value("token", "") << "\n";
+    // The job's nodes as Slurm writes a hostlist: 16 of each pod's 18 trays (64 of 72 GPUs in
+    // use, 8 spare), "POD-h[01-16]" per pod when the hosts are named so, else every name.
+    constexpr int kJobHostsPerPod = 16;
+    std::string hostlist;
+    long job_hosts = 0;
+    for (const auto& p : fleet.job_pods) {
+      const auto& hs = fleet.hosts_of.at(p);
+      bool regular = true;
+      for (int i = 0; i < kJobHostsPerPod; ++i) {
+        char want[16];
+        std::snprintf(want, sizeof want, "-h%02d", i + 1);
+        regular = regular && hs[static_cast<std::size_t>(i)] == p + want;
+      }
+      if (regular) {
+        hostlist += (hostlist.empty() ? "" : ",") + p + "-h[01-16]";
+      } else {
+        for (int i = 0; i < kJobHostsPerPod; ++i) hostlist += (hostlist.empty() ? "" : ",") + hs[static_cast<std::size_t>(i)];
+      }
+      job_hosts += kJobHostsPerPod;
+    }
+    std::vector<std::string> burst;
+    for (const auto& p : fleet.bulk_pods)
+      if (static_cast<int>(burst.size()) < o.burst_pods) burst.push_back(p);
+    struct Check {
+      double client_s = 0, kilnd_s = 0, tools_s = 0;
+      std::string id, state;
+      long failed_hosts = 0, lost_leases = 0;  // hosts the check failed; of them, for a report past its lease
+    };
+    int job_no = 1000;
+    auto checkOnce = [&]() -> Check {
+      Check c;
+      const std::string log = work + "/prolog-" + std::to_string(job_no) + ".log";
+      const auto t = Clock::now();
+      kiln::bench::ChildProcess prolog({"/usr/bin/env", "KILN_URL=" + front, "KILN_TOKEN_FILE=" + token_file,
+                                        "SLURM_JOB_ID=" + std::to_string(job_no++), "SLURM_JOB_NODELIST=" + hostlist,
+                                        "SLURM_SCRIPT_CONTEXT=prolog_slurmctld", o.kilnctl_bin, "--timeout", "60",
+                                        "slurm", "prolog", "--timeout", "300s", "--unreachable", "closed"},
+                                       log);
+      const int status = prolog.waitExit(std::chrono::minutes(6));
+      c.client_s = since(t);
+      const std::string text = readText(log);
+      // Exit 1 is a verdict (the check failed): counted and shown, not fatal.
+      if (status != 0 && status != 1) die("kilnctl slurm prolog exited " + std::to_string(status) + ": " + text.substr(0, 2000));
+      const auto at = text.find("pre-job check ");
+      if (at == std::string::npos) die("kilnctl slurm prolog said no check id: " + text.substr(0, 2000));
+      c.id = text.substr(at + 14, text.find(' ', at + 14) - at - 14);
+      // From the database: the run view of 8,192 hosts takes kilnd tens of seconds to build.
+      pqxx::connection conn(db.url());
+      pqxx::work txn(conn);
+      auto row = txn.exec_params1(
+          "SELECT state, extract(epoch FROM finished_at - created_at)::float8 FROM workflow_runs WHERE id = $1", c.id);
+      c.state = row[0].as<std::string>();
+      c.kilnd_s = row[1].is_null() ? 0.0 : row[1].as<double>();
+      c.tools_s = txn.exec_params1("SELECT coalesce(max(s), 0) / 1000.0 FROM (SELECT sum((record->>'duration_ms')::float8) s"
+                                   " FROM run_step_records WHERE run_id = $1 GROUP BY host_id) t",
+                                   c.id)[0]
+                      .as<double>();
+      auto failed = txn.exec_params1(
+          "SELECT count(DISTINCT host_id), count(DISTINCT host_id) FILTER (WHERE record->>'message' LIKE 'no report from the agent within the lease%')"
+          " FROM run_step_records WHERE run_id = $1 AND record->>'outcome' = 'failed'",
+          c.id);
+      c.failed_hosts = failed[0].as<long>();
+      c.lost_leases = failed[1].as<long>();
+      txn.commit();
+      return c;
+    };
+    auto runState = [&](const std::string& id) {
+      const json list = call(api, "GET", "/api/v1/workflow-runs?workflow=pre-job-health&limit=20");
+      for (const auto& r : list.value("items", json::array()))
+        if (r.value("id", "") == id) return r.value("state", "");
+      return std::string();
+    };
+    add("");
+    add("5. pre-job check of a %ld-GPU job (%zu pods x %d hosts) through kilnctl slurm prolog (SLURM_JOB_NODELIST "
+        "of %zu bytes), the job's kiln-vfleet --time-scale %g; the burst: pre-job-health as purpose rollout on %zu "
+        "pods at --time-scale %g",
+        job_hosts * 4, fleet.job_pods.size(), kJobHostsPerPod, hostlist.size(), o.job_time_scale,
+        std::min(fleet.bulk_pods.size(), static_cast<std::size_t>(o.burst_pods)), o.time_scale);
+    std::vector<double> alone, during;
+    for (int i = 0; i < o.job_checks; ++i) {
+      const Check c = checkOnce();
+      alone.push_back(c.client_s - c.tools_s);
+      add("  alone #%d: %s %s (%ld hosts failed, %ld for a lost lease); kilnctl %.2f s, run (kilnd's clock) %.2f s, "
+          "slowest host's tools %.2f s, overhead %.2f s",
+          i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts, c.lost_leases, c.client_s, c.kilnd_s, c.tools_s,
+          c.client_s - c.tools_s);
+    }
+    for (int i = 0; i < o.job_checks && !burst.empty(); ++i) {
+      json pods = json::array();
+      for (const auto& p : burst) pods.push_back(p);
+      // A rollout's validation: pre-job-health (the stand-in for its validation workflow) on
+      // every host of the burst's pods, at the dispatch fleet's time scale, as purpose rollout.
+      const json started = call(api, "POST", "/api/v1/workflow-runs",
+                                json{{"workflow", "pre-job-health"}, {"pods", pods}, {"purpose", "rollout"}}.dump(), {201});
+      const std::string burst_id = started.value("id", "");
+      std::this_thread::sleep_for(5s);  // the burst under way: its hosts claim, run and report
+      const Check c = checkOnce();
+      const std::string burst_state = runState(burst_id);
+      during.push_back(c.client_s - c.tools_s);
+      add("  during a %zu-pod rollout validation (%s, %s when the check ended) #%d: %s %s (%ld hosts failed, %ld for a "
+          "lost lease); kilnctl %.2f s, run %.2f s, tools %.2f s, overhead %.2f s",
+          burst.size(), burst_id.c_str(), burst_state.c_str(), i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts,
+          c.lost_leases, c.client_s, c.kilnd_s, c.tools_s, c.client_s - c.tools_s);
+      const auto t = Clock::now();
+      while (runState(burst_id) == "running" && since(t) < o.run_timeout_s) std::this_thread::sleep_for(1s);
+    }
+    const Stats a = stats(alone), d = stats(during);
+    add("  overhead beyond the slowest host's tools, alone: p50 %.2f s, p99 %.2f s (%zu checks)   target < 2 s %s", a.p50,
+        a.p99, a.n, met(a.p99 < 2).c_str());
+    if (d.n > 0)
+      add("  overhead during the rollout validation: p50 %.2f s, p99 %.2f s (%zu checks)   target < 5 s %s", d.p50, d.p99,
+          d.n, met(d.p99 < 5).c_str());
   }
 
   for (auto& sh : bulk.shards) sh.proc->stop(15s);
