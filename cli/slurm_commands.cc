@@ -229,12 +229,12 @@ int check(CommandContext& ctx, Mode mode) {
   const auto spent = std::chrono::duration_cast<milliseconds>(ctx.system.now() - start);
   follow.timeout = std::max(milliseconds(0), o.timeout - spent);
   follow.max_outage = kMaxPollOutage;
-  // The polls read the check's state only; the whole view (every host's steps) is read once, at
-  // the end, when it is needed: a failed check's reasons, or --json.
+  // The polls read the check's state only, whose summary names the failed hosts and their
+  // reasons; the whole view (every host's steps) is read once, at the end, for --json.
   const std::string check_path = std::string(kApiPrefix) + "/scheduler/checks/" + http::urlEncode(id);
   follow.path = check_path + "?view=state";
   FollowResult r = followRun(quiet, started, follow);
-  if (r.end == FollowEnd::kFinished && !r.run.contains("hosts") && (ctx.json() || field(r.run, "state") != "passed")) {
+  if (r.end == FollowEnd::kFinished && !r.run.contains("hosts") && ctx.json()) {
     ApiRequest full;
     full.path = check_path;
     auto got = transport.send(full);
@@ -259,17 +259,44 @@ int check(CommandContext& ctx, Mode mode) {
     ctx.err << "kiln: " << where << id << " passed on " << node_count << (node_count == 1 ? " node" : " nodes") << "\n";
     return kExitOk;
   }
-  int failed_hosts = 0;
+  // The failed hosts with their first reason: from the whole view when it was read, else from
+  // the summary (the state view's); `lost` (the summary's): no report came within the step's
+  // lease, which says nothing of the host's health.
+  struct Failed {
+    std::string host, reason;
+    bool lost = false;
+  };
+  std::vector<Failed> failed;
+  std::map<std::string, bool> lost_of;
+  const json* unhealthy = nullptr;
+  if (auto s = r.run.find("summary"); s != r.run.end() && s->is_object())
+    if (auto u = s->find("unhealthy"); u != s->end() && u->is_array()) unhealthy = &*u;
+  if (unhealthy != nullptr)
+    for (const auto& h : *unhealthy)
+      if (h.is_object()) lost_of[field(h, "host")] = h.value("lost", false);
   if (r.run.contains("hosts") && r.run["hosts"].is_array()) {
-    for (const auto& h : r.run["hosts"]) {
-      if (field(h, "status") != "failed") continue;
-      ++failed_hosts;
-      const std::string host = field(h, "host");
-      auto node = node_of.find(host);
-      ctx.err << "kiln: " << where << id << " failed on " << host << "(" << (node == node_of.end() ? "?" : node->second)
-              << "): " << oneLine(firstReason(h)) << "\n";
+    for (const auto& h : r.run["hosts"])
+      if (field(h, "status") == "failed") failed.push_back({field(h, "host"), firstReason(h), lost_of[field(h, "host")]});
+  } else if (unhealthy != nullptr) {
+    for (const auto& h : *unhealthy) {
+      if (!h.is_object()) continue;
+      auto reasons = h.find("reasons");
+      const bool any = reasons != h.end() && reasons->is_array() && !reasons->empty();
+      failed.push_back({field(h, "host"), any ? cellText((*reasons)[0]) : "no reason recorded", h.value("lost", false)});
     }
   }
+  // Only lost reports: kilnd (overloaded) or the agents (unreachable) could not say, which is no
+  // verdict on the nodes: --unreachable decides, as when kilnd is down.
+  if (!failed.empty() && std::all_of(failed.begin(), failed.end(), [](const Failed& f) { return f.lost; }))
+    return noVerdict(ctx, o, where + id + ": no report from " + std::to_string(failed.size()) +
+                                 (failed.size() == 1 ? " host" : " hosts") +
+                                 " within its step's lease (kilnd overloaded, or the agents unreachable)");
+  for (const auto& f : failed) {
+    auto node = node_of.find(f.host);
+    ctx.err << "kiln: " << where << id << " failed on " << f.host << "(" << (node == node_of.end() ? "?" : node->second)
+            << "): " << oneLine(f.reason) << "\n";
+  }
+  const std::size_t failed_hosts = failed.size();
   if (failed_hosts == 0)
     ctx.err << "kiln: " << where << id << (state == "cancelled" ? " was cancelled" : " ended " + oneLine(state, 40))
             << " before giving a verdict\n";

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/artifact_ref.h"
+#include "orchestrator/runs/lost_lease.h"
 #include "orchestrator/workflow/checks.h"
 #include "orchestrator/workflow/link_classification.h"
 #include "orchestrator/workflow/substitute.h"
@@ -355,7 +356,7 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   bool check_failure = false;
   bool ran = true;
   if (r.lost) {
-    reasons.push_back("no report from the agent within the lease" + (r.note.empty() ? "" : ": " + r.note));
+    reasons.push_back(std::string(kLostLeaseReason) + (r.note.empty() ? "" : ": " + r.note));
     ran = false;
   } else if (!r.started) {
     reasons.push_back("could not start: " + r.spawn_error);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "orchestrator/runs/lost_lease.h"
+
 namespace kiln::runs {
 
 workflow::ParamValues runParams(const nlohmann::json& params) {
@@ -29,7 +31,9 @@ std::vector<core::HostTransition> verdictTransitions(const RunRow& run, const Gr
     else if (run.purpose == "quarantine")
       out.push_back({h.host, passed ? core::HostAction::kQuarantinePass : core::HostAction::kQuarantineFail,
                      std::nullopt, reason});
-    else if (run.purpose == "pre_job" && !passed)
+    // A host whose check only lost its reports (lost_lease.h) is not known to be unhealthy:
+    // it stays in the pool (an overloaded kilnd must not drain healthy nodes).
+    else if (run.purpose == "pre_job" && !passed && !onlyLostLeases(h.failures))
       out.push_back({h.host, core::HostAction::kFail, std::nullopt, reason});
   }
   return out;

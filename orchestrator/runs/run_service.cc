@@ -7,6 +7,7 @@
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/runs/engine.h"
 #include "orchestrator/runs/group_step.h"
+#include "orchestrator/runs/lost_lease.h"
 #include "orchestrator/runs/report.h"
 #include "orchestrator/workflow/loader.h"
 
@@ -345,7 +346,8 @@ std::pair<std::string, json> runVerdict(const RunRow& run, const std::vector<Gro
       } else {
         ++failed;
         p["failed_hosts"].push_back(h.host);
-        unhealthy.push_back({{"host", h.host}, {"pod", pod}, {"reasons", h.failures}});
+        // lost: no report came within its lease (lost_lease.h), which says nothing of its health.
+        unhealthy.push_back({{"host", h.host}, {"pod", pod}, {"reasons", h.failures}, {"lost", onlyLostLeases(h.failures)}});
       }
     }
   }

@@ -12,8 +12,12 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/runs/agent_work.h"
+#include "orchestrator/runs/engine.h"
+#include "orchestrator/runs/group_step.h"
+#include "orchestrator/runs/lost_lease.h"
 #include "orchestrator/runs/runs_room.h"
 #include "orchestrator/runs/testing/fake_run_store.h"
+#include "orchestrator/workflow/loader.h"
 
 namespace kiln::runs {
 namespace {
@@ -34,6 +38,55 @@ struct RunServiceUnderTest {
                 }};
   RunService& service = room.runs;
 };
+
+// Issue 35: a pre-job check whose host only lost its reports (an overloaded kilnd) does not fail
+// the host out of the pool; a host that failed a check does. The summary marks which is which.
+TEST(RunServiceTest, APreJobHostThatOnlyLostItsReportsStaysInThePoolAndIsMarkedLost) {
+  auto spec = workflow::loadWorkflow(R"(
+name: one
+version: "1"
+scope: host
+steps:
+  - id: gpu-state
+    run: [nvidia-smi, -q, -x]
+    timeout: 10s
+)",
+                                     "one.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  Engine e(*spec, {});
+  const TimePoint now = TimePoint{} + std::chrono::hours(1000);
+  GroupState g = e.newGroup("r-9", "p1", {{"h1", {{"pod.id", "p1"}}}, {"h2", {{"pod.id", "p1"}}}});
+  Effects fx = e.start(g, now);
+  ASSERT_EQ(fx.dispatches.size(), 2u);
+  StepResult lost;
+  lost.lost = true;
+  StepResult bad;
+  bad.exit_code = 3;
+  ASSERT_TRUE(e.onResult(g, fx.dispatches[0].assignment_id, lost, now).ok());
+  ASSERT_TRUE(e.onResult(g, fx.dispatches[1].assignment_id, bad, now).ok());
+  ASSERT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  ASSERT_EQ(g.hosts[1].status, HostStatus::kFailed);
+  EXPECT_TRUE(onlyLostLeases(g.hosts[0].failures));  // the engine's own reason, read by the one rule
+  EXPECT_FALSE(onlyLostLeases(g.hosts[1].failures));
+
+  RunRow run;
+  run.id = "r-9";
+  run.purpose = "pre_job";
+  auto moves = verdictTransitions(run, g, {"h1", "h2"});
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].host, "h2");
+  EXPECT_EQ(moves[0].action, core::HostAction::kFail);
+  // Only the pre-job check: quarantine validation still sends both back to repair.
+  run.purpose = "quarantine";
+  EXPECT_EQ(verdictTransitions(run, g, {"h1", "h2"}).size(), 2u);
+
+  auto [state, summary] = runVerdict(run, {g});
+  EXPECT_EQ(state, "failed");
+  ASSERT_EQ(summary["unhealthy"].size(), 2u);
+  EXPECT_EQ(summary["unhealthy"][0]["host"], "h1");
+  EXPECT_EQ(summary["unhealthy"][0]["lost"], true);
+  EXPECT_EQ(summary["unhealthy"][1]["lost"], false);
+}
 
 TEST(RunServiceTest, StartingARunTellsOnWorkOfEachHostItGaveWorkAfterTheRunIsStored) {
   RunServiceUnderTest t;
