@@ -948,6 +948,7 @@ int main(int argc, char** argv) {
       double client_s = 0, kilnd_s = 0, tools_s = 0;
       std::string id, state;
       long failed_hosts = 0, lost_leases = 0;  // hosts the check failed; of them, for a report past its lease
+      long out_of_pool = 0;                    // the job's hosts in state failed after the check
     };
     int job_no = 1000;
     auto checkOnce = [&]() -> Check {
@@ -984,6 +985,10 @@ int main(int argc, char** argv) {
           c.id);
       c.failed_hosts = failed[0].as<long>();
       c.lost_leases = failed[1].as<long>();
+      c.out_of_pool = txn.exec_params1("SELECT count(*) FROM hosts h JOIN run_hosts r ON r.host_id = h.id"
+                                       " WHERE r.run_id = $1 AND h.state = 'failed'",
+                                       c.id)[0]
+                          .as<long>();
       txn.commit();
       return c;
     };
@@ -1003,10 +1008,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < o.job_checks; ++i) {
       const Check c = checkOnce();
       alone.push_back(c.client_s - c.tools_s);
-      add("  alone #%d: %s %s (%ld hosts failed, %ld for a lost lease); kilnctl %.2f s, run (kilnd's clock) %.2f s, "
-          "slowest host's tools %.2f s, overhead %.2f s",
-          i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts, c.lost_leases, c.client_s, c.kilnd_s, c.tools_s,
-          c.client_s - c.tools_s);
+      add("  alone #%d: %s %s (%ld hosts failed, %ld for a lost lease, %ld out of the pool); kilnctl %.2f s, run "
+          "(kilnd's clock) %.2f s, slowest host's tools %.2f s, overhead %.2f s",
+          i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts, c.lost_leases, c.out_of_pool, c.client_s, c.kilnd_s,
+          c.tools_s, c.client_s - c.tools_s);
     }
     for (int i = 0; i < o.job_checks && !burst.empty(); ++i) {
       json pods = json::array();
@@ -1021,9 +1026,9 @@ int main(int argc, char** argv) {
       const std::string burst_state = runState(burst_id);
       during.push_back(c.client_s - c.tools_s);
       add("  during a %zu-pod rollout validation (%s, %s when the check ended) #%d: %s %s (%ld hosts failed, %ld for a "
-          "lost lease); kilnctl %.2f s, run %.2f s, tools %.2f s, overhead %.2f s",
+          "lost lease, %ld out of the pool); kilnctl %.2f s, run %.2f s, tools %.2f s, overhead %.2f s",
           burst.size(), burst_id.c_str(), burst_state.c_str(), i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts,
-          c.lost_leases, c.client_s, c.kilnd_s, c.tools_s, c.client_s - c.tools_s);
+          c.lost_leases, c.out_of_pool, c.client_s, c.kilnd_s, c.tools_s, c.client_s - c.tools_s);
       const auto t = Clock::now();
       while (runState(burst_id) == "running" && since(t) < o.run_timeout_s) std::this_thread::sleep_for(1s);
     }
