@@ -967,7 +967,8 @@ int main(int argc, char** argv) {
       if (status != 0 && status != 1) die("kilnctl slurm prolog exited " + std::to_string(status) + ": " + text.substr(0, 2000));
       const auto at = text.find("pre-job check ");
       if (at == std::string::npos) die("kilnctl slurm prolog said no check id: " + text.substr(0, 2000));
-      c.id = text.substr(at + 14, text.find(' ', at + 14) - at - 14);
+      // "pre-job check r-3 passed ..." or, without a verdict, "pre-job check r-3: no report ...".
+      c.id = text.substr(at + 14, text.find_first_of(" :", at + 14) - at - 14);
       // From the database: the run view of 8,192 hosts takes kilnd tens of seconds to build.
       pqxx::connection conn(db.url());
       pqxx::work txn(conn);
