@@ -71,6 +71,17 @@ Result<int> SlurmDriver::reading(bool act) {
   auto drains = ledger_.list();
   if (!drains.ok()) return fail("cannot read the drain ledger", drains.error());
 
+  int changes = 0;
+  std::set<std::string> resumed, ours;
+  for (const auto& d : *drains) ours.insert(d.node);
+  if (!act) {
+    // A follower's reading: the view only (what Slurm and the ledger say, which host each node
+    // is), so that GET /scheduler/nodes and the pre-job check's naming answer on every replica.
+    // Nothing is decided or changed, and the leader's own records (asks, jobs seen running)
+    // are left alone.
+    remember(began, hosts, *nodes, *jobs, resumed, std::move(ours), /*acted=*/false);
+    return 0;
+  }
   ReconcileInput in;
   in.hosts = hosts;
   in.nodes = *nodes;
@@ -82,16 +93,6 @@ Result<int> SlurmDriver::reading(bool act) {
     std::lock_guard lock(mu_);
     in.requests = requests_;
     in.running_before = running_before_;
-  }
-  int changes = 0;
-  std::set<std::string> resumed, ours;
-  for (const auto& d : *drains) ours.insert(d.node);
-  if (!act) {
-    // A follower's reading: the view only (what Slurm and the ledger say, which host each node
-    // is), so that GET /scheduler/nodes and the pre-job check's naming answer on every replica.
-    // Nothing is changed and the leader's own records (asks, jobs seen running) are left alone.
-    remember(began, hosts, *nodes, *jobs, resumed, std::move(ours), /*acted=*/false);
-    return 0;
   }
   ReconcilePlan plan = reconcile(in, options_.naming);
 
