@@ -45,6 +45,8 @@ json hostJson(const runs::HostView& h) {
   // The step handed to the host's agent now: its live output is GET /assignments/{id}/output.
   j["assignment"] = h.assignment.empty() ? json() : json(h.assignment);
   core::putTime(j, "waiting_until", h.waiting_until);
+  // Why the first step has not started: the job scheduler's drain gate (a job may still run there).
+  j["waiting_for"] = h.waiting_for.empty() ? json() : json(h.waiting_for);
   if (h.retest) j["retest"] = {{"round", h.retest->round}, {"elements", h.retest->elements}};
   return j;
 }

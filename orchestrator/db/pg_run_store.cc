@@ -998,6 +998,7 @@ class PgRunStore final : public runs::RunStore {
               const auto& h = st->hosts[0];
               q.progress = {{"pass", h.pass}, {"step_index", h.step_index}, {"status", runs::hostStatusName(h.status)}};
               core::putTime(q.progress, "waiting_until", h.not_before);
+              if (!h.waiting_for.empty()) q.progress["waiting_for"] = h.waiting_for;
             }
           }
         }

@@ -58,6 +58,7 @@ json storedGroup(const runs::GroupState& g, Records records) {
               {"history", history},
               {"leader_outcomes", shared}};
     j["not_before_ms"] = h.not_before ? json(toMillis(*h.not_before)) : json();
+    if (!h.waiting_for.empty()) j["waiting_for"] = h.waiting_for;  // absent before issue 35's gate
     if (h.retest)
       j["retest"] = {{"step_index", h.retest->step_index},
                      {"from_index", h.retest->from_index},
@@ -113,6 +114,7 @@ Result<runs::GroupState> groupFromStored(const json& j) {
       h.assignment_id = hj.at("assignment").get<std::string>();
       h.dispatched_at = fromMillis(hj.at("dispatched_at_ms").get<std::int64_t>());
       if (!hj.at("not_before_ms").is_null()) h.not_before = fromMillis(hj.at("not_before_ms").get<std::int64_t>());
+      h.waiting_for = hj.value("waiting_for", std::string());
       for (const auto& [k, v] : hj.at("parsed").items()) h.parsed[k] = v;
       h.soft_failed = hj.at("soft_failed").get<bool>();
       h.failures = hj.at("failures").get<std::vector<std::string>>();

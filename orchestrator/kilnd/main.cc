@@ -46,6 +46,7 @@
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/runs_room.h"
 #include "orchestrator/scheduler/hook_driver.h"
+#include "orchestrator/scheduler/run_gate.h"
 #include "orchestrator/scheduler/slurm_driver.h"
 
 extern char** environ;
@@ -327,6 +328,14 @@ int main(int argc, char** argv) {
   const std::unique_ptr<scheduler::Driver>& scheduler_driver = scheduler_parts->driver;
   fleet_service.setScheduler(scheduler_driver.get());
   rollout_options.scheduler = scheduler_driver.get();
+  // Burn-in, quarantine, maintenance and manual runs start a host only once the scheduler's
+  // drain gate opens (runs/drain_gate.h, scheduler/run_gate.h); with no driver, no gate.
+  if (scheduler_driver)
+    runs_room.setDrainGate(
+        [driver = scheduler_driver.get()](const core::HostSummary& h, const std::string& run) {
+          return scheduler::runHeldBack(*driver, h, run);
+        },
+        *store);
   std::thread scheduler_thread;
   if (scheduler_driver) scheduler_thread = std::thread([&] { scheduler_driver->run([&] { return leading.load(); }); });
   rollouts::RolloutService rollout_service(*store, *rollout_store, run_service, clock,

@@ -199,6 +199,8 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
     return true;
   }
   if (host.not_before && *host.not_before > now) return false;
+  // Held at the scheduler's drain gate (drain_gate.h): only the gate lets it go, not the time.
+  if (!host.waiting_for.empty()) return false;
   host.not_before.reset();
   host.status = HostStatus::kRunning;
 

@@ -114,6 +114,9 @@ struct HostRun {
   std::size_t step_index = 0;
   int attempt = 1;
   std::optional<TimePoint> not_before;  // retry backoff or soak between passes
+  // Why the host's first step waits for the job scheduler's drain gate (drain_gate.h), with
+  // not_before set to the next look; empty when it does not wait for the gate.
+  std::string waiting_for;
   std::string assignment_id;            // the outstanding dispatch, if any
   TimePoint dispatched_at;
   std::map<std::string, nlohmann::json> parsed;  // newest parsed output by step id, of delta baselines only

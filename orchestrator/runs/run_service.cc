@@ -183,6 +183,13 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
       ids.push_back(h.id);
     }
     GroupState g = engine.newGroup(nr.run.id, t.group, std::move(hosts));
+    // A run that takes hosts out of service starts none of them under a job (drain_gate.h).
+    if (drain_gate_ && waitsForDrainGate(purpose))
+      holdAtDrainGate(g, now, true, [&](const std::string& host) -> std::optional<std::string> {
+        for (const auto& h : t.hosts)
+          if (h.id == host) return drain_gate_(h, nr.run.id);
+        return std::nullopt;  // not a host of the target: never
+      });
     Effects fx = engine.start(g, now);
     for (const auto& d : fx.dispatches) all.dispatches.push_back(d);
     GroupUpdate u{std::move(g), std::move(fx), {}};
@@ -245,6 +252,7 @@ Result<RunView> RunService::runView(const std::string& id) {
         hv.current_step = (*s)->steps[h.step_index].id;
       hv.assignment = h.assignment_id;
       hv.waiting_until = h.not_before;
+      hv.waiting_for = std::move(h.waiting_for);
       hv.retest = std::move(h.retest);
       v.hosts.push_back(std::move(hv));
     }

@@ -13,6 +13,7 @@
 
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/store.h"
+#include "orchestrator/runs/drain_gate.h"
 #include "orchestrator/runs/run_control.h"
 #include "orchestrator/runs/run_store.h"
 #include "orchestrator/runs/run_views.h"
@@ -68,6 +69,10 @@ class RunService final : public RunControl {
 
   static std::string defaultPurpose(const std::string& workflow);
 
+  // The job scheduler's drain gate (drain_gate.h) for runs that take hosts out of service; none
+  // by default (no scheduler driver). Set once, before serving.
+  void setDrainGate(DrainGate gate) { drain_gate_ = std::move(gate); }
+
  private:
   core::FleetReads& fleet_;
   WorkflowCatalog& catalog_;
@@ -75,6 +80,7 @@ class RunService final : public RunControl {
   core::Clock& clock_;
   RunServiceOptions options_;
   std::function<void(const std::string&)> on_work_;
+  DrainGate drain_gate_;
 };
 
 // A run's verdict from its groups: ("passed" | "failed" | "cancelled", summary JSON with

@@ -20,6 +20,18 @@ int RunTimers::tick() {
     for (const auto& [run, group] : *due) {
       Effects produced;
       auto fn = engineStep(catalog_, [&](const Engine& e, GroupState& g) -> Result<Effects> {
+        if (auto held = heldAtDrainGate(g); !held.empty()) {
+          // No gate any more (kilnd restarted without a scheduler driver): nothing holds them.
+          const bool gated = drain_gate_ && fleet_ != nullptr;
+          auto hosts = gated ? fleet_->hostsById(held) : Result<std::map<std::string, core::HostSummary>>(std::map<std::string, core::HostSummary>{});
+          holdAtDrainGate(g, now, false, [&](const std::string& host) -> std::optional<std::string> {
+            if (!gated) return std::nullopt;
+            if (!hosts.ok()) return "cannot read the host to ask the job scheduler's drain gate: " + hosts.error().message;
+            auto it = hosts->find(host);
+            if (it == hosts->end()) return std::nullopt;  // the host is gone: its step fails on its own
+            return drain_gate_(it->second, g.run_id);
+          });
+        }
         produced = e.tick(g, now);
         return produced;
       });

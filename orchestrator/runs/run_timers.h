@@ -10,6 +10,8 @@
 #include <string>
 
 #include "orchestrator/core/clock.h"
+#include "orchestrator/core/store.h"
+#include "orchestrator/runs/drain_gate.h"
 #include "orchestrator/runs/run_store.h"
 #include "orchestrator/runs/workflow_catalog.h"
 
@@ -24,6 +26,13 @@ class RunTimers {
   // One pass. Returns how many things it did (for tests and metrics).
   int tick();
 
+  // The job scheduler's drain gate (drain_gate.h): a group with a host held there is asked
+  // again when its timer is due. `fleet` reads the held hosts. Set once, before the first tick.
+  void setDrainGate(DrainGate gate, core::FleetReads& fleet) {
+    drain_gate_ = std::move(gate);
+    fleet_ = &fleet;
+  }
+
  private:
   WorkflowCatalog& catalog_;
   RunTimerStore& store_;
@@ -32,6 +41,8 @@ class RunTimers {
   std::function<void(const std::string&)> on_work_;
   std::mutex mu_;
   core::TimePoint last_unreachable_scan_;
+  DrainGate drain_gate_;
+  core::FleetReads* fleet_ = nullptr;
 };
 
 }  // namespace kiln::runs

@@ -54,7 +54,8 @@ struct HostView {
   // The newest parsed output of each step: the reports' over the group state's delta baselines.
   std::map<std::string, nlohmann::json> parsed;
   std::string assignment;  // the step handed to its agent now (its live output), or empty
-  std::optional<TimePoint> waiting_until;  // retry backoff or soak
+  std::optional<TimePoint> waiting_until;  // retry backoff or soak, or the drain gate's next look
+  std::string waiting_for;                 // why the first step waits for the scheduler's drain gate
   std::optional<RetestState> retest;
 
   // Passed or failed once its verdict is in; nullopt while it runs.

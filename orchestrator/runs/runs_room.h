@@ -32,6 +32,13 @@ struct RunsRoom {
                    on_work),
         timers(workflows, store, clock, options.unreachable_after, on_work) {}
 
+  // The job scheduler's drain gate for runs that take hosts out of service (drain_gate.h):
+  // kilnd sets it once its scheduler driver exists, before serving.
+  void setDrainGate(const DrainGate& gate, core::FleetReads& fleet) {
+    runs.setDrainGate(gate);
+    timers.setDrainGate(gate, fleet);
+  }
+
   WorkflowCatalog workflows;    // PUT/GET /workflows, the workflow directory
   RunService runs;              // /workflow-runs, the rollouts' RunControl, the fleet's RunStarter
   AgentWorkService agent_work;  // the agent gateway's AgentWork

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "tests/e2e/e2e_support.h"
 #include "tests/e2e/vfleet.h"
@@ -311,6 +312,46 @@ TEST_F(SlurmTest, AFollowerReplicaShowsSlurmsNodesAndTakesPreJobChecks) {
   ASSERT_TRUE(waitUntil([&] { return callOn(*follower, "GET", "/api/v1/scheduler/checks/" + id).value("state", "") != "running"; }, 60s));
   EXPECT_EQ(callOn(*follower, "GET", "/api/v1/scheduler/checks/" + id).value("state", ""), "passed");
   slurm({"scancel", job});
+}
+
+// Issue 35: a run that takes a host out of service waits for the drain gate as a rollout does. An
+// operator quarantines a host whose node still runs a job: Kiln drains the node around the job,
+// and the quarantine validation it starts runs no step there until the job has left.
+TEST_F(SlurmTest, AQuarantineValidationStartsNoStepUnderTheJobStillOnItsNode) {
+  startFleet();
+  const std::string job = submit({"-w", kNodes[2], "--wrap", "sleep 300"});
+  ASSERT_TRUE(waitUntil([&] { return host(kNodes[2]).value("state", "") == "allocated"; }, 15s)) << host(kNodes[2]).dump();
+  json q = call("POST", "/api/v1/hosts/" + kNodes[2] + "/actions", {{"action", "quarantine"}, {"reason", "e2e: Xid 79 under a job"}});
+  ASSERT_TRUE(q.contains("quarantine_run")) << q.dump();
+  const std::string run_id = q["quarantine_run"];
+  json h;
+  auto hostOfRun = [&] {
+    json run = call("GET", "/api/v1/workflow-runs/" + run_id);
+    return run["hosts"].empty() ? json::object() : run["hosts"][0];
+  };
+  ASSERT_TRUE(waitUntil([&] {
+    h = hostOfRun();
+    return h.contains("waiting_for") && h["waiting_for"].is_string() &&
+           h["waiting_for"].get<std::string>().find("job " + job + " running") != std::string::npos;
+  }, 20s)) << h.dump();
+  EXPECT_NE(nodeState(kNodes[2]).first.find("DRAIN"), std::string::npos) << nodeState(kNodes[2]).first;
+  EXPECT_EQ(jobField(job, "JobState"), "RUNNING");
+  // Several of the gate's looks later, still nothing has run on the host.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  h = hostOfRun();
+  EXPECT_TRUE(h["steps"].empty()) << h.dump();
+  EXPECT_TRUE(h["assignment"].is_null()) << h.dump();
+  EXPECT_TRUE(h["waiting_for"].is_string()) << h.dump();
+  EXPECT_EQ(jobField(job, "JobState"), "RUNNING");
+
+  // The job ends on its own terms (here: its user cancels it): the validation starts.
+  slurm({"scancel", job});
+  ASSERT_TRUE(waitUntil([&] {
+    h = hostOfRun();
+    return !h["steps"].empty() || h["assignment"].is_string();
+  }, 30s)) << h.dump();
+  EXPECT_TRUE(h["waiting_for"].is_null()) << h.dump();
+  EXPECT_EQ(jobField(job, "JobState"), "CANCELLED");
 }
 
 TEST_F(SlurmTest, AJobThatLosesItsNodeIsOneInterruptionInTheLedger) {

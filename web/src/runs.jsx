@@ -600,7 +600,14 @@ function RunHosts({ run }) {
                   <td data-testid="healthy">{h.status === 'cancelled' ? '—' : h.healthy === true ? 'yes' : h.healthy === false ? 'no' : '—'}</td>
                   <td data-testid="current-step">
                     {h.current_step ? <span class="mono">{h.current_step}</span> : '—'}
-                    {h.waiting_until_ms && <span class="muted small"> waiting until {fmtTime(h.waiting_until_ms)}</span>}
+                    {h.waiting_for ? (
+                      <span class="tag warn" data-testid="waiting-for" title={h.waiting_for}>
+                        {' '}
+                        held for the job scheduler: {h.waiting_for}
+                      </span>
+                    ) : (
+                      h.waiting_until_ms && <span class="muted small"> waiting until {fmtTime(h.waiting_until_ms)}</span>
+                    )}
                     {h.retest && <span class="tag">retest round {h.retest.round}</span>}
                   </td>
                   <td>{h.pass}</td>

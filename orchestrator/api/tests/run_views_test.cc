@@ -67,6 +67,7 @@ runs::RunView twoHostRun() {
   waiting.current_step = "flash";
   waiting.failures = {"flash: exit 3"};
   waiting.waiting_until = kT0 + std::chrono::minutes(5);
+  waiting.waiting_for = "slurm node n2 is MIXED+DRAIN (job 4 running): waiting for its jobs to leave";
   runs::RetestState retest;
   retest.round = 1;
   retest.elements["gpu 2 link 7"] = {false, true};
@@ -103,6 +104,7 @@ TEST(RunViewsTest, TheRunViewHasTheRunItsProgressEachHostWithItsStepsAndTheRollo
   EXPECT_EQ(done["current_step"], "");
   EXPECT_TRUE(done["assignment"].is_null());
   EXPECT_TRUE(done["waiting_until"].is_null());
+  EXPECT_TRUE(done["waiting_for"].is_null());
   EXPECT_FALSE(done.contains("retest"));
   EXPECT_EQ(done["parsed"], (json{{"flash", {{"version", "1.4.0"}}}}));
   ASSERT_EQ(done["steps"].size(), 2u);
@@ -136,6 +138,7 @@ TEST(RunViewsTest, TheRunViewHasTheRunItsProgressEachHostWithItsStepsAndTheRollo
   EXPECT_EQ(waiting["warnings"], json::array());
   EXPECT_EQ(waiting["parsed"], json::object());
   EXPECT_EQ(waiting["waiting_until_ms"], ms(kT0 + std::chrono::minutes(5)));
+  EXPECT_EQ(waiting["waiting_for"], "slurm node n2 is MIXED+DRAIN (job 4 running): waiting for its jobs to leave");
   EXPECT_EQ(waiting["retest"], (json{{"round", 1}, {"elements", {{"gpu 2 link 7", {false, true}}}}}));
 }
 

@@ -103,6 +103,20 @@ TEST(RunStateCodecTest, ReadsBackEveryField) {
   EXPECT_EQ(without->hosts[0].leader_outcomes.at(runs::leaderKey("stress", 1)).outcome, "failed");
 }
 
+// Issue 35: a host held at the scheduler's drain gate keeps why across a restart; a state
+// without the field (every state before the gate) reads as not held, and is written as before.
+TEST(RunStateCodecTest, AHostHeldAtTheDrainGateKeepsWhyAndOthersAreWrittenAsBefore) {
+  GroupState g = everyField();
+  g.hosts[1].waiting_for = "slurm node n2 is MIXED+DRAIN (job 4 running): waiting for its jobs to leave";
+  const json stored = storedGroup(g, Records::kWith);
+  EXPECT_EQ(stored["hosts"][1]["waiting_for"], g.hosts[1].waiting_for);
+  EXPECT_FALSE(stored["hosts"][0].contains("waiting_for"));
+  auto back = groupFromStored(stored);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->hosts[1].waiting_for, g.hosts[1].waiting_for);
+  EXPECT_TRUE(back->hosts[0].waiting_for.empty());
+}
+
 // A state written before the step log embeds every record and no leader outcomes (nor, older
 // still, `stopping`): it loads with its records pending (the store's next write moves them) and
 // the outcomes taken from the initial run's records, so a follower still behind a leader step

@@ -3,6 +3,8 @@
 // agent gateway: it tells of new work only through the on_work callback it was given
 // (agent_work.h), and the gateway sees it only as AgentWork.
 
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/runs/agent_work.h"
+#include "orchestrator/runs/drain_gate.h"
 #include "orchestrator/runs/engine.h"
 #include "orchestrator/runs/group_step.h"
 #include "orchestrator/runs/lost_lease.h"
@@ -86,6 +89,139 @@ steps:
   EXPECT_EQ(summary["unhealthy"][0]["host"], "h1");
   EXPECT_EQ(summary["unhealthy"][0]["lost"], true);
   EXPECT_EQ(summary["unhealthy"][1]["lost"], false);
+}
+
+// Issue 35: a run that takes hosts out of service starts no step on a host the job scheduler's
+// drain gate still holds (a job may run there): the host waits, says why, and starts when the
+// gate opens at a later timer pass; the hosts the gate lets through start at once.
+TEST(RunServiceTest, AQuarantineRunStartsAHostOnlyOnceTheSchedulersDrainGateOpens) {
+  RunServiceUnderTest t;
+  t.fleet.setState("b1-p1-h03", core::HostState::kQuarantine);
+  t.fleet.setState("b1-p1-h04", core::HostState::kQuarantine);
+  const std::string why = "slurm node b1-p1-h03 is MIXED+DRAIN (job 7 running): waiting for its jobs to leave";
+  std::map<std::string, std::string> held = {{"b1-p1-h03", why}};
+  std::vector<std::string> asked;
+  t.room.setDrainGate(
+      [&](const core::HostSummary& h, const std::string& run) -> std::optional<std::string> {
+        asked.push_back(h.id + " " + std::string(core::hostStateName(h.state)) + " " + run);
+        if (auto it = held.find(h.id); it != held.end()) return it->second;
+        return std::nullopt;
+      },
+      t.fleet);
+  StartRequest req;
+  req.workflow = "fw-check";
+  req.hosts = {"b1-p1-h03", "b1-p1-h04"};
+  req.purpose = "quarantine";
+  auto run = t.service.startRun(req, {"alice", "alice"});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(asked, (std::vector<std::string>{"b1-p1-h03 quarantine r-1", "b1-p1-h04 quarantine r-1"}));
+  EXPECT_EQ(t.told, std::vector<std::string>{"b1-p1-h04"}) << "only the host the gate let through got work";
+  auto hostOf = [](const RunView& v, const std::string& id) {
+    for (const auto& h : v.hosts)
+      if (h.host == id) return h;
+    return HostView{};
+  };
+  HostView waiting = hostOf(*run, "b1-p1-h03");
+  EXPECT_TRUE(waiting.assignment.empty());
+  EXPECT_EQ(waiting.waiting_for, why);
+  EXPECT_EQ(waiting.waiting_until, t.clock.now() + kDrainGateRecheck);
+  EXPECT_FALSE(hostOf(*run, "b1-p1-h04").assignment.empty());
+  EXPECT_TRUE(hostOf(*run, "b1-p1-h04").waiting_for.empty());
+
+  // Its timer is due, the gate still holds: it waits on, for the next look.
+  asked.clear();
+  t.clock.advance(kDrainGateRecheck);
+  t.room.timers.tick();
+  EXPECT_EQ(asked, std::vector<std::string>{"b1-p1-h03 quarantine r-1"}) << "only the held host is asked again";
+  auto again = t.service.runView("r-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(hostOf(*again, "b1-p1-h03").assignment.empty());
+  EXPECT_EQ(hostOf(*again, "b1-p1-h03").waiting_until, t.clock.now() + kDrainGateRecheck);
+  EXPECT_EQ(t.told.size(), 1u);
+
+  // The job left: the next look lets it start.
+  held.clear();
+  t.clock.advance(kDrainGateRecheck);
+  t.room.timers.tick();
+  again = t.service.runView("r-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(hostOf(*again, "b1-p1-h03").assignment.empty());
+  EXPECT_TRUE(hostOf(*again, "b1-p1-h03").waiting_for.empty());
+  EXPECT_EQ(t.told.back(), "b1-p1-h03");
+
+  // A pre-job check (run by the job's own prolog) and a rollout's run (gated by the controller)
+  // do not ask the gate.
+  asked.clear();
+  held = {{"b1-p1-h05", why}, {"b1-p1-h06", why}};
+  req.hosts = {"b1-p1-h05"};
+  req.purpose = "pre_job";
+  ASSERT_TRUE(t.service.startRun(req, {"alice", "alice"}).ok());
+  req.hosts = {"b1-p1-h06"};
+  req.purpose = "rollout";
+  ASSERT_TRUE(t.service.startRun(req, {"alice", "alice"}).ok());
+  EXPECT_TRUE(asked.empty());
+  EXPECT_EQ(t.told.back(), "b1-p1-h06");
+}
+
+// The gate holds a host even against its own group: in a pod-wide run, the other hosts' reports
+// (which advance the group past the held host's next look) do not start it; only the gate does.
+// A host once started is never held again.
+TEST(RunServiceTest, OnlyTheDrainGateLetsAHeldHostOfAPodGroupStart) {
+  auto spec = workflow::loadWorkflow(R"(
+name: pod-work
+version: "1"
+scope: pod
+steps:
+  - id: one
+    run: [nvidia-smi, -q, -x]
+    timeout: 10s
+  - id: two
+    run: [nvidia-smi, -q, -x]
+    timeout: 10s
+)",
+                                     "pod-work.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  Engine e(*spec, {});
+  const TimePoint now = TimePoint{} + std::chrono::hours(1000);
+  GroupState g = e.newGroup("r-3", "p1", {{"h1", {{"pod.id", "p1"}}}, {"h2", {{"pod.id", "p1"}}}});
+  const std::string why = "slurm node h2 is ALLOCATED+DRAIN (job 9 running): waiting for its jobs to leave";
+  bool open = false;
+  HostGate gate = [&](const std::string& host) -> std::optional<std::string> {
+    if (host == "h2" && !open) return why;
+    return std::nullopt;
+  };
+  EXPECT_EQ(holdAtDrainGate(g, now, true, gate), std::vector<std::string>{"h2"});
+  Effects fx = e.start(g, now);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  EXPECT_EQ(fx.dispatches[0].host, "h1");
+  ASSERT_TRUE(fx.next_wakeup.has_value());
+  EXPECT_EQ(*fx.next_wakeup, now + kDrainGateRecheck);
+
+  // h1's report, a minute later: h1 goes on, h2 (its look long due) stays put.
+  StepResult ok;
+  ok.exit_code = 0;
+  auto next = e.onResult(g, fx.dispatches[0].assignment_id, ok, now + std::chrono::minutes(1));
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->dispatches.size(), 1u);
+  EXPECT_EQ(next->dispatches[0].host, "h1");
+  EXPECT_EQ(next->dispatches[0].step_id, "two");
+  EXPECT_TRUE(g.hosts[1].assignment_id.empty());
+  EXPECT_EQ(g.hosts[1].waiting_for, why);
+  // Nor does a tick without the gate's look.
+  EXPECT_TRUE(e.tick(g, now + std::chrono::minutes(2)).dispatches.empty());
+
+  // A started host is never held again, even by a gate that holds everyone now.
+  EXPECT_EQ(holdAtDrainGate(g, now, true, [&](const std::string&) { return std::optional<std::string>(why); }),
+            std::vector<std::string>{"h2"});
+  EXPECT_TRUE(g.hosts[0].waiting_for.empty());
+
+  open = true;
+  EXPECT_TRUE(holdAtDrainGate(g, now + std::chrono::minutes(3), false, gate).empty());
+  EXPECT_TRUE(g.hosts[1].waiting_for.empty());
+  Effects started = e.tick(g, now + std::chrono::minutes(3));
+  ASSERT_EQ(started.dispatches.size(), 1u);
+  EXPECT_EQ(started.dispatches[0].host, "h2");
+  EXPECT_EQ(started.dispatches[0].step_id, "one");
 }
 
 TEST(RunServiceTest, StartingARunTellsOnWorkOfEachHostItGaveWorkAfterTheRunIsStored) {

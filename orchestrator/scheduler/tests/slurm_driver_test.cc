@@ -5,6 +5,7 @@
 
 #include "orchestrator/core/testing/fake_fleet.h"
 #include "orchestrator/reliability/testing/fake_reliability_store.h"
+#include "orchestrator/scheduler/run_gate.h"
 #include "orchestrator/scheduler/slurm_driver.h"
 #include "orchestrator/scheduler/testing/fake_drain_ledger.h"
 
@@ -90,6 +91,34 @@ TEST_F(SlurmDriverTest, TheGateOpensOnlyAfterAPassSawTheDrainKilnAskedFor) {
   EXPECT_NE(why->find("waiting for Kiln's drain"), std::string::npos);
   ASSERT_TRUE(d.pass().ok());
   EXPECT_FALSE(d.heldBack(*fleet_.host("p1-h01"), "kiln: ro-1 fw b 1").has_value());
+}
+
+// Issue 35: the gate a burn-in, quarantine, maintenance or manual run waits for (run_gate.h).
+// A quarantined host whose node still runs a job waits for the job to leave; a host Kiln counts
+// in the job pool waits to be drained, and the run's question drains nothing by itself.
+TEST_F(SlurmDriverTest, ARunsHostWaitsForItsJobToLeaveAndAServingHostForADrain) {
+  auto d = driver();
+  fleet_.setState("p1-h01", core::HostState::kQuarantine);
+  slurm_.nodes_["p1-h01"].state = "ALLOCATED";
+  slurm_.jobs_ = {SlurmJob{"77", "RUNNING", {"p1-h01"}, clock_.now(), std::nullopt, "", std::nullopt, false}};
+  ASSERT_TRUE(d.pass().ok());  // drains the quarantined host's node around its job
+  ASSERT_TRUE(d.pass().ok());  // and sees it drained
+  auto why = runHeldBack(d, *fleet_.host("p1-h01"), "r-4");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("job 77 running"), std::string::npos) << *why;
+  slurm_.jobs_.clear();
+  slurm_.nodes_["p1-h01"].state = "IDLE";
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_EQ(runHeldBack(d, *fleet_.host("p1-h01"), "r-4"), std::nullopt);
+
+  // p1-h02 serves jobs (available): held until someone drains it, and no drain is asked of Slurm.
+  calls_.clear();
+  why = runHeldBack(d, *fleet_.host("p1-h02"), "r-5");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("is available (in the job pool): drain it first"), std::string::npos) << *why;
+  ASSERT_TRUE(d.pass().ok());
+  EXPECT_TRUE(calls_.empty()) << calls_[0];
+  EXPECT_FALSE(slurm_.nodes_["p1-h02"].drain());
 }
 
 TEST_F(SlurmDriverTest, AfterAResumeTheGateWaitsForAFreshReading) {
