@@ -19,6 +19,7 @@ KILN_PACKAGES=(
   libcurl4-openssl-dev  # kiln-agent fetches artifacts with libcurl: resume, rate limit, CA bundle (issue 31)
   gpgv gnupg nginx-light  # signed bundles checked with gpgv, keys made with gpg, an nginx mirror in the tests (issue 31)
   openssl  # the mutual-TLS test makes its CA and certificates with the openssl command (issue 31)
+  ipmitool openipmi  # kiln-oob's IPMI power driver uses ipmitool; its tests talk to OpenIPMI's ipmi_sim (issue 32)
 )
 
 log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }

@@ -1,0 +1,106 @@
+#include "agents/oob/oob_cli.h"
+
+#include <charconv>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::oob {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln-oob power status|on|off|cycle|reset --bmc HOST[:PORT] --credential NAME\n"
+    "                [--credentials FILE] [--cipher-suite N] [--timeout SECONDS] [--wait SECONDS]\n";
+
+bool seconds(const std::string& text, int lo, int hi, int& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && out >= lo && out <= hi;
+}
+
+}  // namespace
+
+int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, OobCliOptions options,
+              const std::function<std::unique_ptr<PowerControl>(const OobCliOptions&)>& make) {
+  auto usage = [&](const std::string& why) {
+    err << "kiln-oob: " << why << "\n" << kUsage;
+    return 2;
+  };
+  if (args.size() < 2 || args[0] != "power")
+    return usage(args.empty() ? "no command" : "unknown command '" + args[0] + "'");
+  const std::string verb = args[1];
+  const bool is_status = verb == "status";
+  const auto action = parsePowerAction(verb);
+  if (!is_status && !action) return usage("unknown power action '" + verb + "'");
+  std::string bmc_text, credential;
+  int cipher = 17, wait_s = 0;
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i + 1 >= args.size()) return usage(a.rfind("--", 0) == 0 ? a + " needs a value" : "unexpected '" + a + "'");
+    const std::string& v = args[++i];
+    int n = 0;
+    if (a == "--bmc")
+      bmc_text = v;
+    else if (a == "--credential")
+      credential = v;
+    else if (a == "--credentials")
+      options.credentials_file = v;
+    else if (a == "--cipher-suite") {
+      if (!seconds(v, 0, 17, cipher)) return usage("--cipher-suite: expected 0 to 17");
+    } else if (a == "--timeout") {
+      if (!seconds(v, 1, 600, n)) return usage("--timeout: expected 1 to 600 seconds");
+      options.ipmi.timeout = std::chrono::seconds(n);
+    } else if (a == "--wait") {
+      if (!seconds(v, 0, 3600, wait_s)) return usage("--wait: expected 0 to 3600 seconds");
+    } else {
+      return usage("unknown option '" + a + "'");
+    }
+  }
+  if (bmc_text.empty()) return usage("--bmc is required");
+  if (credential.empty()) return usage("--credential is required (a name in the runner's credential store)");
+  if (!validCredentialName(credential)) return usage("--credential: expected 1 to 64 of A-Z a-z 0-9 . _ -");
+  auto bmc = parseBmcAddress(bmc_text);
+  if (!bmc.ok()) return usage(bmc.error().message);
+  bmc->credential = credential;
+  bmc->cipher_suite = cipher;
+
+  auto power = make(options);
+  nlohmann::json answer = {{"bmc", bmc->address + ":" + std::to_string(bmc->port)}, {"action", verb}};
+  auto fail = [&](const Error& e) {
+    err << "kiln-oob: power " << verb << " " << answer["bmc"].get<std::string>() << ": " << e.message << "\n";
+    // The runner's own configuration (no such credential, an unsafe credential file): bad input.
+    return e.code == ErrorCode::kInvalidArgument || e.code == ErrorCode::kNotFound ? 2 : 1;
+  };
+  if (is_status) {
+    auto s = power->status(*bmc);
+    if (!s.ok()) return fail(s.error());
+    answer["power"] = powerStateName(*s);
+    out << answer.dump() << "\n";
+    return 0;
+  }
+  // Where the tray was before: the step's output says what the action changed.
+  auto before = power->status(*bmc);
+  if (!before.ok()) return fail(before.error());
+  answer["before"] = powerStateName(*before);
+  if (auto st = power->act(*bmc, *action); !st.ok()) return fail(st.error());
+  const PowerState want = *action == PowerAction::kOff ? PowerState::kOff : PowerState::kOn;
+  // --wait: until the BMC reports the state asked for (a cycle: on again), bounded.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+  Result<PowerState> now = power->status(*bmc);
+  while (wait_s > 0 && (!now.ok() || *now != want) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(options.poll);
+    now = power->status(*bmc);
+  }
+  if (!now.ok()) return fail(now.error());
+  answer["power"] = powerStateName(*now);
+  if (wait_s > 0 && *now != want) {
+    out << answer.dump() << "\n";
+    err << "kiln-oob: power " << verb << " " << answer["bmc"].get<std::string>() << ": still " << powerStateName(*now)
+        << " after " << wait_s << " s\n";
+    return 1;
+  }
+  out << answer.dump() << "\n";
+  return 0;
+}
+
+}  // namespace kiln::oob

@@ -1,0 +1,50 @@
+#pragma once
+// Out-of-band power control of a tray through its BMC (issue 32): the seam every out-of-band
+// power driver implements, and the words the runner and the engine share. IPMI (ipmi_power.h,
+// ipmitool against a real BMC or OpenIPMI's ipmi_sim) is the first driver; Redfish's
+// ComputerSystem.Reset comes behind the same interface.
+//
+// A driver never retries on its own beyond its protocol's own bounded retransmits: the caller
+// (a workflow step on an out-of-band runner) owns attempts and deadlines, so a dead BMC costs
+// one bounded wait, not a retry storm.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace kiln::oob {
+
+enum class PowerState { kOn, kOff };
+enum class PowerAction { kOn, kOff, kCycle, kReset };
+
+std::string_view powerStateName(PowerState s);    // "on", "off"
+std::string_view powerActionName(PowerAction a);  // "on", "off", "cycle", "reset"
+std::optional<PowerAction> parsePowerAction(std::string_view text);
+
+// Where a BMC answers. `credential` names an entry of the runner's credential store
+// (bmc_credentials.h): the secret itself never travels with the endpoint.
+struct BmcEndpoint {
+  std::string address;  // host name or IP literal
+  int port = 623;
+  std::string credential;
+  // IPMI 2.0 cipher suite: 17 (HMAC-SHA256, AES-CBC-128) unless the site's BMCs only offer 3.
+  int cipher_suite = 17;
+};
+
+// "host", "host:port", "[v6]:port" -> address and port (default 623). Refuses what could be
+// taken for an option or carries spaces or control characters.
+Result<BmcEndpoint> parseBmcAddress(std::string_view text);
+
+class PowerControl {
+ public:
+  virtual ~PowerControl() = default;
+  // The chassis power state as the BMC reports it.
+  virtual Result<PowerState> status(const BmcEndpoint& bmc) = 0;
+  // Asks the BMC for `action`; returns once the BMC took the command (not once the tray is up).
+  virtual Status act(const BmcEndpoint& bmc, PowerAction action) = 0;
+};
+
+}  // namespace kiln::oob

@@ -1,0 +1,254 @@
+// kiln-oob's pieces alone (issue 32): BMC addresses, credentials by reference (a file others can
+// read is refused; secrets never shown), the IPMI driver's argv and answers over a scripted
+// runner (the password never in argv), and the CLI over a fake PowerControl.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "agents/oob/bmc_credentials.h"
+#include "agents/oob/ipmi_power.h"
+#include "agents/oob/oob_cli.h"
+#include "common/exec/fake_process_runner.h"
+
+namespace kiln::oob {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(BmcAddressTest, TakesHostsPortsAndBracketedV6AndRefusesWhatIsNotAnAddress) {
+  auto a = parseBmcAddress("bmc-b01-p01-t03.mgmt");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->address, "bmc-b01-p01-t03.mgmt");
+  EXPECT_EQ(a->port, 623);
+  a = parseBmcAddress("10.1.2.3:9623");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->address, "10.1.2.3");
+  EXPECT_EQ(a->port, 9623);
+  a = parseBmcAddress("[fd00::17]:623");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->address, "fd00::17");
+  for (const char* bad :
+       {"", "-oProxyCommand=x", "fd00::17", "host:0", "host:70000", "host:x", "a b", "[fd00::1", "user@host", ":623"})
+    EXPECT_FALSE(parseBmcAddress(bad).ok()) << bad;
+}
+
+class CredentialsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kiln-oob-cred-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text, mode_t mode) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  fs::path dir_;
+};
+
+TEST_F(CredentialsTest, ReadsACredentialByNameFromAPrivateFile) {
+  const std::string file = write(
+      "creds.json",
+      R"({"bmc-admin": {"user": "kiln", "password": "pa55:w0rd"}, "other": {"user": "x", "password": "y"}})", 0600);
+  auto c = loadBmcCredential("bmc-admin", file, "");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->user, "kiln");
+  EXPECT_EQ(c->password.reveal(), "pa55:w0rd");
+  EXPECT_EQ(c->password.shown(), "***");
+  auto missing = loadBmcCredential("nope", file, "");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+// The attacker's angle: a credential file any user can read (or change) is refused before a
+// byte is read, and the refusal says why without the secret.
+TEST_F(CredentialsTest, AFileOtherUsersCanReadIsRefusedAndNoSecretIsShown) {
+  const std::string file =
+      write("creds.json", R"({"bmc-admin": {"user": "kiln", "password": "hunter2-secret"}})", 0644);
+  auto c = loadBmcCredential("bmc-admin", file, "");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(c.error().message.find("mode 0644"), std::string::npos) << c.error().message;
+  EXPECT_EQ(c.error().message.find("hunter2"), std::string::npos);
+  ::chmod(file.c_str(), 0660);
+  EXPECT_FALSE(loadBmcCredential("bmc-admin", file, "").ok());
+  // A symlink planted where the file should be is not followed.
+  const std::string real = write("real.json", R"({"bmc-admin": {"user": "kiln", "password": "x"}})", 0600);
+  fs::create_symlink(real, dir_ / "link.json");
+  EXPECT_FALSE(loadBmcCredential("bmc-admin", (dir_ / "link.json").string(), "").ok());
+  // A malformed entry names the file and what was expected, not what it held.
+  const std::string bad = write("bad.json", R"({"bmc-admin": {"user": "kiln", "pass": "hunter2-secret"}})", 0600);
+  auto m = loadBmcCredential("bmc-admin", bad, "");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("expected {\"user\""), std::string::npos) << m.error().message;
+  EXPECT_EQ(m.error().message.find("hunter2"), std::string::npos);
+  EXPECT_FALSE(loadBmcCredential("../etc/shadow", bad, "").ok());
+}
+
+TEST_F(CredentialsTest, ASystemdCredentialGoesBeforeTheFile) {
+  const std::string file = write("creds.json", R"({"bmc-admin": {"user": "fromfile", "password": "a"}})", 0600);
+  fs::create_directories(dir_ / "creds.d");
+  ::chmod((dir_ / "creds.d").c_str(), 0700);
+  write("creds.d/bmc-bmc-admin", R"({"user": "fromsystemd", "password": "b"})", 0400);
+  auto c = loadBmcCredential("bmc-admin", file, (dir_ / "creds.d").string());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->user, "fromsystemd");
+  auto other = loadBmcCredential("bmc-admin", file, (dir_ / "empty.d").string());
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_EQ(other->user, "fromfile");
+}
+
+TEST(RedactTest, EveryOccurrenceOfTheSecretIsHidden) {
+  EXPECT_EQ(redact("pw=abc; again abc.", Secret("abc")), "pw=***; again ***.");
+  EXPECT_EQ(redact("nothing here", Secret("abc")), "nothing here");
+  EXPECT_EQ(redact("x", Secret()), "x");
+}
+
+struct IpmiUnderTest {
+  std::shared_ptr<exec::FakeProcessRunner> runner = std::make_shared<exec::FakeProcessRunner>();
+  IpmiPower power{runner, [](const std::string& name) -> Result<BmcCredential> {
+                    if (name != "bmc-admin") return notFound("no BMC credential '" + name + "'");
+                    return BmcCredential{"kiln", Secret("hunter2-secret")};
+                  }};
+  BmcEndpoint bmc{"10.0.0.7", 623, "bmc-admin", 17};
+};
+
+// The password reaches ipmitool only through its environment: never argv, which any user of the
+// runner can read from /proc/<pid>/cmdline.
+TEST(IpmiPowerTest, ThePasswordGoesInTheEnvironmentNeverInArgv) {
+  IpmiUnderTest t;
+  t.runner->script("/usr/bin/ipmitool", exec::FakeProcessRunner::exited(0, "Chassis Power is off\n"));
+  auto s = t.power.status(t.bmc);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(*s, PowerState::kOff);
+  ASSERT_EQ(t.runner->specs().size(), 1u);
+  const auto spec = t.runner->specs()[0];
+  EXPECT_EQ(spec.argv,
+            (std::vector<std::string>{"/usr/bin/ipmitool", "-I", "lanplus", "-H", "10.0.0.7", "-p", "623", "-U", "kiln",
+                                      "-E", "-C", "17", "-R", "2", "-N", "2", "chassis", "power", "status"}));
+  for (const auto& a : spec.argv) EXPECT_EQ(a.find("hunter2"), std::string::npos);
+  EXPECT_EQ(spec.env.at("IPMI_PASSWORD"), "hunter2-secret");
+  EXPECT_EQ(spec.env.size(), 2u) << "nothing of the runner's own environment";
+  EXPECT_LE(spec.timeout, std::chrono::milliseconds(20000));
+}
+
+TEST(IpmiPowerTest, AFailureSaysWhatWasTriedAndNeverTheSecret) {
+  IpmiUnderTest t;
+  t.runner->script(
+      "/usr/bin/ipmitool",
+      exec::FakeProcessRunner::exited(
+          1, "", "password hunter2-secret rejected\nError: Unable to establish IPMI v2 / RMCP+ session\n"));
+  auto st = t.power.act(t.bmc, PowerAction::kCycle);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(st.error().message.find("ipmitool 10.0.0.7:623"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("refused user 'kiln' with cipher suite 17"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(st.error().message.find("hunter2"), std::string::npos) << st.error().message;
+  EXPECT_EQ(t.runner->argvs()[0].back(), "cycle");
+
+  t.runner->script("/usr/bin/ipmitool", exec::FakeProcessRunner::timedOut());
+  auto s = t.power.status(t.bmc);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("timed out"), std::string::npos) << s.error().message;
+
+  t.bmc.credential = "nope";
+  auto none = t.power.status(t.bmc);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(t.runner->runCount(), 2u) << "no ipmitool without a credential";
+}
+
+TEST(IpmiPowerTest, OnlyAStatedPowerStateIsAnAnswer) {
+  EXPECT_EQ(*parseChassisPowerStatus("Chassis Power is on\n"), PowerState::kOn);
+  EXPECT_EQ(*parseChassisPowerStatus("Chassis Power is off"), PowerState::kOff);
+  EXPECT_FALSE(parseChassisPowerStatus("").ok());
+  EXPECT_FALSE(parseChassisPowerStatus("Chassis Power is unknown").ok());
+}
+
+// A PowerControl that follows a script of states, for the CLI.
+class ScriptedPower final : public PowerControl {
+ public:
+  std::vector<PowerState> states;  // status() answers, the last repeating
+  std::vector<std::string> acts;
+  std::optional<Error> fail_act;
+  Result<PowerState> status(const BmcEndpoint&) override {
+    PowerState s = states.front();
+    if (states.size() > 1) states.erase(states.begin());
+    return s;
+  }
+  Status act(const BmcEndpoint& bmc, PowerAction a) override {
+    acts.push_back(std::string(powerActionName(a)) + " " + bmc.address + ":" + std::to_string(bmc.port) + " " +
+                   bmc.credential + " cs" + std::to_string(bmc.cipher_suite));
+    if (fail_act) return *fail_act;
+    return Ok{};
+  }
+};
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+CliRun cli(const std::vector<std::string>& args, ScriptedPower* power) {
+  std::ostringstream out, err;
+  OobCliOptions o;
+  o.poll = std::chrono::milliseconds(1);
+  int code = runOobCli(args, out, err, o, [&](const OobCliOptions&) -> std::unique_ptr<PowerControl> {
+    auto p = std::make_unique<ScriptedPower>();
+    *p = *power;
+    return p;
+  });
+  return {code, out.str(), err.str()};
+}
+
+TEST(OobCliTest, ACycleWaitsForThePowerToComeBackAndPrintsJson) {
+  ScriptedPower p;
+  p.states = {PowerState::kOn, PowerState::kOff, PowerState::kOff, PowerState::kOn};
+  auto r = cli(
+      {"power", "cycle", "--bmc", "10.0.0.7:9623", "--credential", "bmc-admin", "--cipher-suite", "3", "--wait", "5"},
+      &p);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, R"({"action":"cycle","before":"on","bmc":"10.0.0.7:9623","power":"on"})"
+                   "\n");
+}
+
+TEST(OobCliTest, AStateNotReachedWithinTheWaitIsExitOne) {
+  ScriptedPower p;
+  p.states = {PowerState::kOn, PowerState::kOn};
+  auto r = cli({"power", "off", "--bmc", "10.0.0.7", "--credential", "bmc-admin", "--wait", "1"}, &p);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("still on after 1 s"), std::string::npos) << r.err;
+}
+
+TEST(OobCliTest, BadUsageIsExitTwoAndTouchesNoBmc) {
+  ScriptedPower p;
+  p.states = {PowerState::kOn};
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"power"},
+                                             {"power", "explode", "--bmc", "h", "--credential", "c"},
+                                             {"power", "status", "--credential", "c"},
+                                             {"power", "status", "--bmc", "h"},
+                                             {"power", "status", "--bmc", "-x", "--credential", "c"},
+                                             {"power", "status", "--bmc", "h", "--credential", "../x"},
+                                             {"power", "status", "--bmc", "h", "--credential", "c", "--timeout", "0"},
+                                             {"power", "status", "--bmc", "h", "--credential", "c", "--password", "p"},
+                                             {"power", "status", "--bmc", "h", "--credential"}}) {
+    auto r = cli(args, &p);
+    EXPECT_EQ(r.code, 2) << ::testing::PrintToString(args);
+    EXPECT_NE(r.err.find("usage: kiln-oob"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
+}  // namespace
+}  // namespace kiln::oob
