@@ -11,7 +11,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln-oob power status|on|off|cycle|reset --bmc HOST[:PORT] --credential NAME\n"
-    "                [--credentials FILE] [--cipher-suite N] [--timeout SECONDS] [--wait SECONDS]\n";
+    "                [--protocol ipmi|redfish] [--credentials FILE] [--timeout SECONDS] [--wait SECONDS]\n"
+    "                [--cipher-suite N] (IPMI) [--ca FILE] [--insecure] (Redfish)\n"
+    "       kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]\n";
 
 bool seconds(const std::string& text, int lo, int hi, int& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -26,16 +28,22 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "kiln-oob: " << why << "\n" << kUsage;
     return 2;
   };
-  if (args.size() < 2 || args[0] != "power")
+  if (args.size() < 2 || (args[0] != "power" && args[0] != "firmware"))
     return usage(args.empty() ? "no command" : "unknown command '" + args[0] + "'");
+  const bool is_firmware = args[0] == "firmware";
   const std::string verb = args[1];
+  if (is_firmware && verb != "list") return usage("unknown firmware command '" + verb + "' (expected list)");
   const bool is_status = verb == "status";
   const auto action = parsePowerAction(verb);
-  if (!is_status && !action) return usage("unknown power action '" + verb + "'");
+  if (!is_firmware && !is_status && !action) return usage("unknown power action '" + verb + "'");
   std::string bmc_text, credential;
   int cipher = 17, wait_s = 0;
   for (std::size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--insecure") {
+      options.insecure = true;
+      continue;
+    }
     if (i + 1 >= args.size()) return usage(a.rfind("--", 0) == 0 ? a + " needs a value" : "unexpected '" + a + "'");
     const std::string& v = args[++i];
     int n = 0;
@@ -45,7 +53,12 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
       credential = v;
     else if (a == "--credentials")
       options.credentials_file = v;
-    else if (a == "--cipher-suite") {
+    else if (a == "--ca")
+      options.ca_file = v;
+    else if (a == "--protocol") {
+      if (v != "ipmi" && v != "redfish") return usage("--protocol: expected ipmi or redfish");
+      options.protocol = v;
+    } else if (a == "--cipher-suite") {
       if (!seconds(v, 0, 17, cipher)) return usage("--cipher-suite: expected 0 to 17");
     } else if (a == "--timeout") {
       if (!seconds(v, 1, 600, n)) return usage("--timeout: expected 1 to 600 seconds");
@@ -59,18 +72,38 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (bmc_text.empty()) return usage("--bmc is required");
   if (credential.empty()) return usage("--credential is required (a name in the runner's credential store)");
   if (!validCredentialName(credential)) return usage("--credential: expected 1 to 64 of A-Z a-z 0-9 . _ -");
-  auto bmc = parseBmcAddress(bmc_text);
+  if (is_firmware && options.protocol != "redfish")
+    return usage("firmware list needs --protocol redfish (IPMI has no firmware inventory)");
+  if (options.protocol == "ipmi" && (options.insecure || !options.ca_file.empty()))
+    return usage("--ca and --insecure are for --protocol redfish");
+  auto bmc = parseBmcAddress(bmc_text, options.protocol == "redfish" ? 443 : 623);
   if (!bmc.ok()) return usage(bmc.error().message);
   bmc->credential = credential;
   bmc->cipher_suite = cipher;
 
+  if (options.insecure)
+    err << "kiln-oob: warning: --insecure: the BMC's TLS certificate is not checked (" << bmc->address << ")\n";
   auto power = make(options);
-  nlohmann::json answer = {{"bmc", bmc->address + ":" + std::to_string(bmc->port)}, {"action", verb}};
+  nlohmann::json answer = {{"bmc", bmc->address + ":" + std::to_string(bmc->port)}};
+  if (!is_firmware) answer["action"] = verb;
   auto fail = [&](const Error& e) {
-    err << "kiln-oob: power " << verb << " " << answer["bmc"].get<std::string>() << ": " << e.message << "\n";
+    err << "kiln-oob: " << args[0] << " " << verb << " " << answer["bmc"].get<std::string>() << ": " << e.message
+        << "\n";
     // The runner's own configuration (no such credential, an unsafe credential file): bad input.
     return e.code == ErrorCode::kInvalidArgument || e.code == ErrorCode::kNotFound ? 2 : 1;
   };
+  if (is_firmware) {
+    auto* inventory = dynamic_cast<FirmwareInventory*>(power.get());
+    if (inventory == nullptr) return usage("this driver has no firmware inventory");
+    auto items = inventory->firmware(*bmc);
+    if (!items.ok()) return fail(items.error());
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : *items)
+      list.push_back({{"id", f.id}, {"name", f.name}, {"version", f.version}, {"updateable", f.updateable}});
+    answer["firmware"] = std::move(list);
+    out << answer.dump() << "\n";
+    return 0;
+  }
   if (is_status) {
     auto s = power->status(*bmc);
     if (!s.ok()) return fail(s.error());

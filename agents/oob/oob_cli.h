@@ -3,10 +3,14 @@
 // (issue 32), or as an SRE runs it by hand:
 //
 //   kiln-oob power status|on|off|cycle|reset --bmc HOST[:PORT] --credential NAME
-//            [--credentials FILE] [--cipher-suite N] [--timeout SECONDS] [--wait SECONDS]
+//            [--protocol ipmi|redfish] [--credentials FILE] [--timeout SECONDS] [--wait SECONDS]
+//            [--cipher-suite N]            (IPMI)
+//            [--ca FILE] [--insecure]      (Redfish over HTTPS)
+//   kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]
 //
-// On success it prints one JSON object on stdout ({"bmc", "action", "power"[, "before"]}) for
-// the step's `parse: json`, exit 0. A BMC that fails or does not reach the state asked for
+// On success it prints one JSON object on stdout for the step's `parse: json`, exit 0: power
+// {"bmc", "action", "power"[, "before"]}; firmware {"bmc", "firmware": [{"id", "name",
+// "version", "updateable"}]}. A BMC that fails or does not reach the state asked for
 // within --wait: exit 1, the reason on stderr (never a secret). Bad usage, or a credential the
 // runner does not have or keeps unsafely: exit 2.
 
@@ -22,13 +26,19 @@
 namespace kiln::oob {
 
 struct OobCliOptions {
+  std::string protocol = "ipmi";  // ipmi | redfish
   IpmiOptions ipmi;
+  // Redfish: the CA file, --insecure (no certificate check, said on stderr), the timeout.
+  std::string ca_file;
+  bool insecure = false;
+  bool plain_http = false;  // KILN_OOB_PLAIN_HTTP=1: a loopback test BMC without TLS
   std::string credentials_file{kDefaultCredentialsFile};
   std::string credentials_directory;  // $CREDENTIALS_DIRECTORY
   std::chrono::milliseconds poll{1000};
 };
 
-// `make(options)`: the PowerControl to use (kiln-oob's main: IpmiPower over the real runner).
+// `make(options)`: the driver for options.protocol (kiln-oob's main: IpmiPower over the real
+// runner, or RedfishPower); `firmware list` needs one that is also a FirmwareInventory.
 int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, OobCliOptions options,
               const std::function<std::unique_ptr<PowerControl>(const OobCliOptions&)>& make);
 

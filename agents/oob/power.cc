@@ -29,7 +29,7 @@ std::optional<PowerAction> parsePowerAction(std::string_view text) {
   return std::nullopt;
 }
 
-Result<BmcEndpoint> parseBmcAddress(std::string_view text) {
+Result<BmcEndpoint> parseBmcAddress(std::string_view text, int default_port) {
   auto bad = [&](const std::string& why) { return invalidArgument("BMC address '" + std::string(text) + "': " + why); };
   if (text.empty()) return bad("empty");
   if (text.front() == '-') return bad("must not start with '-'");
@@ -37,6 +37,7 @@ Result<BmcEndpoint> parseBmcAddress(std::string_view text) {
     if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20 || c == '/' || c == '@')
       return bad("expected HOST, HOST:PORT or [IPv6]:PORT");
   BmcEndpoint e;
+  e.port = default_port;
   std::string_view host = text, port;
   if (text.front() == '[') {
     const auto close = text.find(']');

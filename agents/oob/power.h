@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -34,9 +35,16 @@ struct BmcEndpoint {
   int cipher_suite = 17;
 };
 
-// "host", "host:port", "[v6]:port" -> address and port (default 623). Refuses what could be
-// taken for an option or carries spaces or control characters.
-Result<BmcEndpoint> parseBmcAddress(std::string_view text);
+// "host", "host:port", "[v6]:port" -> address and port (`default_port` when none: 623 for IPMI,
+// 443 for Redfish). Refuses what could be taken for an option or carries spaces or control
+// characters.
+Result<BmcEndpoint> parseBmcAddress(std::string_view text, int default_port = 623);
+
+// One firmware component as the device itself reports it (Redfish's FirmwareInventory).
+struct FirmwareItem {
+  std::string id, name, version;
+  bool updateable = false;
+};
 
 class PowerControl {
  public:
@@ -45,6 +53,13 @@ class PowerControl {
   virtual Result<PowerState> status(const BmcEndpoint& bmc) = 0;
   // Asks the BMC for `action`; returns once the BMC took the command (not once the tray is up).
   virtual Status act(const BmcEndpoint& bmc, PowerAction action) = 0;
+};
+
+// A driver that can read the device's firmware versions back (Redfish; IPMI cannot).
+class FirmwareInventory {
+ public:
+  virtual ~FirmwareInventory() = default;
+  virtual Result<std::vector<FirmwareItem>> firmware(const BmcEndpoint& bmc) = 0;
 };
 
 }  // namespace kiln::oob

@@ -7,10 +7,13 @@
 #include <filesystem>
 #include <iostream>
 
+#include "agents/sim/bmc_server.h"
 #include "agents/sim/cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
+  // A simulated tray BMC speaking Redfish (issue 32): a server, not a tool.
+  if (args.size() >= 2 && args[1] == "bmc") return kiln::sim::runBmcServer({args.begin() + 2, args.end()});
   kiln::sim::CliEnv env;
   env.getenv = [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());

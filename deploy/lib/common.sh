@@ -20,6 +20,7 @@ KILN_PACKAGES=(
   gpgv gnupg nginx-light  # signed bundles checked with gpgv, keys made with gpg, an nginx mirror in the tests (issue 31)
   openssl  # the mutual-TLS test makes its CA and certificates with the openssl command (issue 31)
   ipmitool openipmi  # kiln-oob's IPMI power driver uses ipmitool; its tests talk to OpenIPMI's ipmi_sim (issue 32)
+  redfishtool  # DMTF's Redfish client checks kiln-hwsim's simulated BMC (issue 32)
 )
 
 log() { printf '\033[1m[kiln]\033[0m %s\n' "$*" >&2; }

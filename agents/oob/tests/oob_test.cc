@@ -10,10 +10,12 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "agents/oob/bmc_credentials.h"
 #include "agents/oob/ipmi_power.h"
 #include "agents/oob/oob_cli.h"
+#include "agents/oob/redfish_power.h"
 #include "common/exec/fake_process_runner.h"
 
 namespace kiln::oob {
@@ -173,6 +175,33 @@ TEST(IpmiPowerTest, OnlyAStatedPowerStateIsAnAnswer) {
   EXPECT_EQ(*parseChassisPowerStatus("Chassis Power is off"), PowerState::kOff);
   EXPECT_FALSE(parseChassisPowerStatus("").ok());
   EXPECT_FALSE(parseChassisPowerStatus("Chassis Power is unknown").ok());
+}
+
+// What a broken or hostile BMC answers is an error naming what was missing, never a crash and
+// never a link to somewhere else followed.
+TEST(RedfishShapeTest, PowerStateAndResetActionAreReadOnlyFromTheShapeRedfishGivesThem) {
+  using nlohmann::json;
+  EXPECT_EQ(*parseRedfishPowerState(json{{"PowerState", "On"}}), PowerState::kOn);
+  EXPECT_EQ(*parseRedfishPowerState(json{{"PowerState", "PoweringOn"}}), PowerState::kOff);
+  for (const json& bad :
+       {json(), json::array(), json{{"PowerState", 1}}, json{{"PowerState", "Exploded"}}, json{{"Power", "On"}}})
+    EXPECT_FALSE(parseRedfishPowerState(bad).ok()) << bad.dump();
+  json system = {{"Actions",
+                  {{"#ComputerSystem.Reset",
+                    {{"target", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"},
+                     {"ResetType@Redfish.AllowableValues", {"On", "ForceOff", 7}}}}}}};
+  auto r = resetAction(system);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->first, "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset");
+  EXPECT_EQ(r->second, (std::vector<std::string>{"On", "ForceOff"}));
+  for (const char* target :
+       {"https://evil.example/x", "/redfish/v1/../../etc", "/other", "/redfish/v1/a b", "/redfish/v1/x?y"}) {
+    system["Actions"]["#ComputerSystem.Reset"]["target"] = target;
+    EXPECT_FALSE(resetAction(system).ok()) << target;
+  }
+  EXPECT_FALSE(resetAction(json{{"Actions", "none"}}).ok());
+  EXPECT_EQ(resetTypeFor(PowerAction::kCycle), "PowerCycle");
+  EXPECT_EQ(resetTypeFor(PowerAction::kOff), "ForceOff");
 }
 
 // A PowerControl that follows a script of states, for the CLI.

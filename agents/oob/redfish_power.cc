@@ -1,0 +1,233 @@
+#include "agents/oob/redfish_power.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace kiln::oob {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxBody = 1u << 20;
+constexpr std::size_t kMaxMembers = 256;
+
+struct Body {
+  std::string data;
+  bool too_big = false;
+};
+
+std::size_t onData(char* ptr, std::size_t size, std::size_t n, void* user) {
+  auto* b = static_cast<Body*>(user);
+  if (b->data.size() + size * n > kMaxBody) {
+    b->too_big = true;
+    return 0;  // ends the transfer
+  }
+  b->data.append(ptr, size * n);
+  return size * n;
+}
+
+void curlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// A path from a BMC's document, to be asked of the same BMC: absolute, Redfish, no host.
+bool safePath(const std::string& p) {
+  if (p.rfind("/redfish/v1", 0) != 0 || p.size() > 512) return false;
+  return std::none_of(p.begin(), p.end(),
+                      [](char c) {
+                        return static_cast<unsigned char>(c) < 0x21 || c == '\\' || c == '#' || c == '?' ||
+                               static_cast<unsigned char>(c) >= 0x7f;
+                      }) &&
+         p.find("..") == std::string::npos;
+}
+
+std::string odataId(const json& link) {
+  if (!link.is_object() || !link.contains("@odata.id") || !link["@odata.id"].is_string()) return "";
+  return link["@odata.id"].get<std::string>();
+}
+
+Result<std::vector<std::string>> members(const json& collection, const std::string& what) {
+  if (!collection.is_object() || !collection.contains("Members") || !collection["Members"].is_array())
+    return unavailable(what + ": no Members array in the BMC's answer");
+  std::vector<std::string> out;
+  for (const auto& m : collection["Members"]) {
+    const std::string id = odataId(m);
+    if (!safePath(id)) return unavailable(what + ": a member link that is not a Redfish path");
+    out.push_back(id);
+    if (out.size() > kMaxMembers) return unavailable(what + ": more than " + std::to_string(kMaxMembers) + " members");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string resetTypeFor(PowerAction action) {
+  switch (action) {
+    case PowerAction::kOn:
+      return "On";
+    case PowerAction::kOff:
+      return "ForceOff";
+    case PowerAction::kCycle:
+      return "PowerCycle";
+    case PowerAction::kReset:
+      return "ForceRestart";
+  }
+  return "";
+}
+
+Result<PowerState> parseRedfishPowerState(const json& system) {
+  if (!system.is_object() || !system.contains("PowerState") || !system["PowerState"].is_string())
+    return unavailable("the BMC's ComputerSystem has no PowerState");
+  const std::string s = system["PowerState"];
+  if (s == "On" || s == "PoweringOff" || s == "Paused") return PowerState::kOn;
+  if (s == "Off" || s == "PoweringOn") return PowerState::kOff;
+  return unavailable("the BMC reports PowerState '" + s.substr(0, 40) + "'");
+}
+
+Result<std::pair<std::string, std::vector<std::string>>> resetAction(const json& system) {
+  if (!system.is_object() || !system.contains("Actions") || !system["Actions"].is_object() ||
+      !system["Actions"].contains("#ComputerSystem.Reset") || !system["Actions"]["#ComputerSystem.Reset"].is_object())
+    return unavailable("the BMC's ComputerSystem offers no #ComputerSystem.Reset action");
+  const json& a = system["Actions"]["#ComputerSystem.Reset"];
+  if (!a.contains("target") || !a["target"].is_string() || !safePath(a["target"].get<std::string>()))
+    return unavailable("the BMC's #ComputerSystem.Reset has no usable target");
+  std::vector<std::string> allowed;
+  if (a.contains("ResetType@Redfish.AllowableValues") && a["ResetType@Redfish.AllowableValues"].is_array())
+    for (const auto& v : a["ResetType@Redfish.AllowableValues"])
+      if (v.is_string()) allowed.push_back(v.get<std::string>());
+  return std::make_pair(a["target"].get<std::string>(), allowed);
+}
+
+RedfishPower::RedfishPower(CredentialSource credential, RedfishOptions options)
+    : credential_(std::move(credential)), options_(std::move(options)) {
+  curlOnce();
+}
+
+Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
+                                const std::string& path, const std::string& body) {
+  const bool v6 = bmc.address.find(':') != std::string::npos;
+  const std::string origin = std::string(options_.plain_http ? "http://" : "https://") + (v6 ? "[" : "") + bmc.address +
+                             (v6 ? "]" : "") + ":" + std::to_string(bmc.port);
+  const std::string what = method + " " + origin + path;
+  CURL* c = curl_easy_init();
+  if (c == nullptr) return internalError("curl_easy_init failed");
+  Body out;
+  char errbuf[CURL_ERROR_SIZE] = {};
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Accept: application/json");
+  headers = curl_slist_append(headers, "OData-Version: 4.0");
+  if (method == "POST") headers = curl_slist_append(headers, "Content-Type: application/json");
+  const std::string url = origin + path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, options_.plain_http ? "http" : "https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout.count()));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::min<std::int64_t>(options_.timeout.count(), 10000)));
+  curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+  curl_easy_setopt(c, CURLOPT_USERNAME, cred.user.c_str());
+  curl_easy_setopt(c, CURLOPT_PASSWORD, cred.password.reveal().c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onData);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, options_.insecure ? 0L : 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, options_.insecure ? 0L : 2L);
+  if (method == "POST") {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  }
+  const CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(c);
+  if (out.too_big) return unavailable(what + ": answer larger than 1 MiB");
+  if (rc != CURLE_OK)
+    return unavailable(what + ": " + redact(errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc), cred.password));
+  json doc = out.data.empty() ? json() : json::parse(out.data, nullptr, false);
+  if (status == 401 || status == 403)
+    return unavailable(what + ": HTTP " + std::to_string(status) + ": the BMC refused user '" + cred.user +
+                       "' (check the credential '" + bmc.credential + "')");
+  if (status < 200 || status >= 300) {
+    std::string msg;
+    if (doc.is_object() && doc.contains("error") && doc["error"].is_object() && doc["error"].contains("message") &&
+        doc["error"]["message"].is_string())
+      msg = ": " + redact(doc["error"]["message"].get<std::string>().substr(0, 200), cred.password);
+    return unavailable(what + ": HTTP " + std::to_string(status) + msg);
+  }
+  if (!out.data.empty() && doc.is_discarded()) return unavailable(what + ": the BMC's answer is not JSON");
+  return doc;
+}
+
+Result<json> RedfishPower::firstSystem(const BmcEndpoint& bmc, const BmcCredential& cred, std::string& path) {
+  auto systems = call(bmc, cred, "GET", "/redfish/v1/Systems", "");
+  if (!systems.ok()) return systems.error();
+  auto ids = members(*systems, "/redfish/v1/Systems");
+  if (!ids.ok()) return ids.error();
+  if (ids->empty()) return unavailable("the BMC lists no ComputerSystem");
+  path = ids->front();
+  return call(bmc, cred, "GET", path, "");
+}
+
+Result<PowerState> RedfishPower::status(const BmcEndpoint& bmc) {
+  auto cred = credential_(bmc.credential);
+  if (!cred.ok()) return cred.error();
+  std::string path;
+  auto system = firstSystem(bmc, *cred, path);
+  if (!system.ok()) return system.error();
+  return parseRedfishPowerState(*system);
+}
+
+Status RedfishPower::act(const BmcEndpoint& bmc, PowerAction action) {
+  auto cred = credential_(bmc.credential);
+  if (!cred.ok()) return cred.error();
+  std::string path;
+  auto system = firstSystem(bmc, *cred, path);
+  if (!system.ok()) return system.error();
+  auto reset = resetAction(*system);
+  if (!reset.ok()) return reset.error();
+  const std::string type = resetTypeFor(action);
+  const auto& allowed = reset->second;
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), type) == allowed.end()) {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a.substr(0, 40);
+    return unavailable("the BMC does not offer ResetType " + type + " (it offers " + list + ")");
+  }
+  auto done = call(bmc, *cred, "POST", reset->first, json{{"ResetType", type}}.dump());
+  if (!done.ok()) return done.error();
+  return Ok{};
+}
+
+Result<std::vector<FirmwareItem>> RedfishPower::firmware(const BmcEndpoint& bmc) {
+  auto cred = credential_(bmc.credential);
+  if (!cred.ok()) return cred.error();
+  const std::string inventory = "/redfish/v1/UpdateService/FirmwareInventory";
+  auto list = call(bmc, *cred, "GET", inventory, "");
+  if (!list.ok()) return list.error();
+  auto ids = members(*list, inventory);
+  if (!ids.ok()) return ids.error();
+  std::vector<FirmwareItem> out;
+  for (const auto& id : *ids) {
+    auto item = call(bmc, *cred, "GET", id, "");
+    if (!item.ok()) return item.error();
+    if (!item->is_object() || !item->contains("Version") || !(*item)["Version"].is_string())
+      return unavailable(id + ": no Version in the BMC's SoftwareInventory");
+    FirmwareItem f;
+    f.id = item->value("Id", json()).is_string() ? (*item)["Id"].get<std::string>() : id.substr(id.rfind('/') + 1);
+    f.name = item->value("Name", json()).is_string() ? (*item)["Name"].get<std::string>() : f.id;
+    f.version = (*item)["Version"].get<std::string>().substr(0, 200);
+    f.updateable = item->value("Updateable", json()).is_boolean() && (*item)["Updateable"].get<bool>();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace kiln::oob

@@ -1,0 +1,62 @@
+#pragma once
+// PowerControl over Redfish (DMTF), and the firmware inventory read-back (issue 32), with
+// libcurl: HTTPS verified against the site's CA file (or the system's), HTTP Basic with a
+// credential from the runner's store (never in argv, a URL or a log), every request bounded by
+// `timeout`, every answer capped at 1 MiB and checked for the shape Redfish gives it (a hostile
+// or broken BMC gets a clear error, not a crash).
+//
+//   status: the first member of /redfish/v1/Systems, its PowerState ("On", "Off", ...).
+//   act:    POST its #ComputerSystem.Reset target with ResetType On | ForceOff | PowerCycle |
+//           ForceRestart, when the BMC lists that value as allowed; else an error naming them.
+//   firmware(): every member of /redfish/v1/UpdateService/FirmwareInventory (Id, Version,
+//           Updateable), what a rack upgrade reads back from the device itself.
+//
+// `insecure` turns certificate checks off: an explicit opt-in per site (kiln-oob --insecure),
+// which kiln-oob says on stderr every time.
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "agents/oob/bmc_credentials.h"
+#include "agents/oob/power.h"
+
+namespace kiln::oob {
+
+struct RedfishOptions {
+  std::string ca_file;  // empty: the system's CA bundle
+  bool insecure = false;
+  bool plain_http = false;  // http:// (a test BMC on loopback); never with a real BMC
+  std::chrono::milliseconds timeout{20000};
+};
+
+// The ResetType a PowerAction asks a Redfish BMC for.
+std::string resetTypeFor(PowerAction action);
+// Redfish's PowerState word -> PowerState ("On", "PoweringOff": on; "Off", "PoweringOn": off).
+Result<PowerState> parseRedfishPowerState(const nlohmann::json& system);
+// The Reset action's target and allowed values from a ComputerSystem document.
+Result<std::pair<std::string, std::vector<std::string>>> resetAction(const nlohmann::json& system);
+
+class RedfishPower final : public PowerControl, public FirmwareInventory {
+ public:
+  using CredentialSource = std::function<Result<BmcCredential>(const std::string& name)>;
+  RedfishPower(CredentialSource credential, RedfishOptions options);
+
+  Result<PowerState> status(const BmcEndpoint& bmc) override;
+  Status act(const BmcEndpoint& bmc, PowerAction action) override;
+  Result<std::vector<FirmwareItem>> firmware(const BmcEndpoint& bmc) override;
+
+ private:
+  // GET or POST `path` (absolute, "/redfish/v1/..."): the parsed JSON body (null for none).
+  Result<nlohmann::json> call(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
+                              const std::string& path, const std::string& body);
+  Result<nlohmann::json> firstSystem(const BmcEndpoint& bmc, const BmcCredential& cred, std::string& path);
+
+  CredentialSource credential_;
+  RedfishOptions options_;
+};
+
+}  // namespace kiln::oob

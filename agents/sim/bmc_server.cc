@@ -1,0 +1,143 @@
+#include "agents/sim/bmc_server.h"
+
+#include <unistd.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include "agents/sim/redfish_bmc.h"
+#include "orchestrator/http/server.h"
+
+namespace kiln::sim {
+namespace {
+
+class BmcHandler final : public http::Handler {
+ public:
+  explicit BmcHandler(BmcConfig config) : bmc_(std::move(config)) {}
+  std::optional<http::Response> admit(const http::Request&, std::optional<std::uint64_t> length) override {
+    if (length && *length > 65536)
+      return http::Response{413, "application/json", redfishError("GeneralError", "Body too large.").dump(), {}};
+    return std::nullopt;
+  }
+  void handle(http::Request request, http::Reply reply) override {
+    BmcRequest r{request.method, request.path, request.headers, request.body};
+    BmcResponse out;
+    {
+      std::lock_guard lock(mu_);
+      out = bmc_.handle(r, RedfishBmc::Clock::now());
+      if (!bmc_.powerLog().empty() && bmc_.powerLog().size() != logged_) {
+        for (; logged_ < bmc_.powerLog().size(); ++logged_)
+          std::cerr << "bmc: reset " << bmc_.powerLog()[logged_] << std::endl;
+      }
+    }
+    http::Response resp;
+    resp.status = out.status;
+    resp.body = out.body.is_null() ? "" : out.body.dump();
+    resp.content_type = "application/json; charset=utf-8";
+    resp.headers = out.headers;
+    resp.headers.push_back({"OData-Version", "4.0"});
+    reply(std::move(resp));
+  }
+
+ private:
+  std::mutex mu_;
+  RedfishBmc bmc_;
+  std::size_t logged_ = 0;
+};
+
+}  // namespace
+
+int runBmcServer(const std::vector<std::string>& args) {
+  auto usage = [](const std::string& why) {
+    std::cerr
+        << "kiln-hwsim bmc: " << why
+        << "\nusage: kiln-hwsim bmc --listen HOST:PORT --user USER --password-file FILE [--tray NAME]\n"
+           "                      [--tls-cert FILE --tls-key FILE] [--firmware ID=VERSION]... [--fault reset-ignored]\n"
+           "                      [--port-file FILE]\n";
+    return 2;
+  };
+  BmcConfig config;
+  http::ServerOptions options;
+  options.threads = 1;
+  std::string listen, password_file, port_file;
+  bool firmware_given = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i + 1 >= args.size()) return usage(a + " needs a value");
+    const std::string& v = args[++i];
+    if (a == "--listen")
+      listen = v;
+    else if (a == "--user")
+      config.user = v;
+    else if (a == "--password-file")
+      password_file = v;
+    else if (a == "--tray")
+      config.tray = v;
+    else if (a == "--tls-cert")
+      options.tls_cert_file = v;
+    else if (a == "--tls-key")
+      options.tls_key_file = v;
+    else if (a == "--port-file")
+      port_file = v;
+    else if (a == "--fault") {
+      if (v != "reset-ignored") return usage("unknown fault '" + v + "' (expected reset-ignored)");
+      config.faults.insert(v);
+    } else if (a == "--firmware") {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return usage("--firmware: expected ID=VERSION");
+      if (!firmware_given) config.firmware.clear();
+      firmware_given = true;
+      config.firmware[v.substr(0, eq)] = v.substr(eq + 1);
+    } else {
+      return usage("unknown option '" + a + "'");
+    }
+  }
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return usage("--listen: expected HOST:PORT");
+  options.host = listen.substr(0, colon);
+  try {
+    options.port = std::stoi(listen.substr(colon + 1));
+  } catch (...) {
+    return usage("--listen: bad port");
+  }
+  if (config.user.empty() || password_file.empty()) return usage("--user and --password-file are required");
+  {
+    std::ifstream in(password_file);
+    if (!in) return usage("cannot read " + password_file);
+    std::getline(in, config.password);
+  }
+  if (config.password.empty()) return usage(password_file + " is empty");
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty())
+    return usage("--tls-cert and --tls-key go together");
+  // SIGTERM/SIGINT blocked before the server's threads start (they inherit the mask), then
+  // taken by sigwait below: the main thread alone receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  BmcHandler handler(std::move(config));
+  auto server = http::makeServer(options, handler);
+  if (auto st = server->start(); !st.ok()) {
+    std::cerr << "kiln-hwsim bmc: " << st.error().message << "\n";
+    return 1;
+  }
+  if (!port_file.empty()) {
+    std::ofstream tmp(port_file + ".tmp");
+    tmp << server->port() << "\n";
+    tmp.close();
+    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  }
+  std::cerr << "kiln-hwsim bmc: listening on " << options.host << ":" << server->port()
+            << (options.tls_cert_file.empty() ? " (http)" : " (https)") << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  server->stop(1000);
+  return 0;
+}
+
+}  // namespace kiln::sim

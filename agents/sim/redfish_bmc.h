@@ -1,0 +1,78 @@
+#pragma once
+// A tray's BMC as Redfish clients see it (issue 32): kiln-hwsim bmc serves one per process, over
+// Kiln's HTTP server, so that kiln-oob and real Redfish clients (DMTF's redfishtool, OpenStack's
+// sushy) can be pointed at a tray without hardware. This is the pure part: a request in, a
+// response out, over the BMC's state (power, firmware inventory, sessions), with a clock for the
+// power cycle. Resources (DMTF Redfish, the subset a rack upgrade and a recovery use):
+//
+//   /redfish/v1/                                   ServiceRoot (no authentication, as the spec says)
+//   /redfish/v1/Systems, /Systems/System_0         PowerState, #ComputerSystem.Reset
+//   /redfish/v1/Chassis, /Chassis/Chassis_0        PowerState
+//   /redfish/v1/Managers, /Managers/BMC_0          FirmwareVersion
+//   /redfish/v1/UpdateService, .../FirmwareInventory[/{id}]   Version, Updateable
+//   /redfish/v1/SessionService, .../Sessions[/{id}]           X-Auth-Token sessions
+//
+// Everything but the service root needs HTTP Basic or a session's X-Auth-Token. Seeded faults:
+// `reset-ignored` (a reset is accepted and does nothing, as a wedged BMC does).
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::sim {
+
+struct BmcRequest {
+  std::string method, path;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+
+struct BmcResponse {
+  int status = 200;
+  nlohmann::json body;  // null: no body
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+struct BmcConfig {
+  std::string user, password;
+  std::string tray;  // names the system ("GB200 compute tray <tray>")
+  std::map<std::string, std::string> firmware = {{"BMC_Firmware", "25.06-2"},
+                                                 {"HMC_Firmware", "GB200-P4975_0004_250301.1.0"},
+                                                 {"CPLD_0", "0.1.0c"},
+                                                 {"SBIOS", "02.03.12"}};
+  std::set<std::string> faults;               // "reset-ignored"
+  std::chrono::milliseconds cycle_off{1000};  // how long a PowerCycle keeps the tray off
+};
+
+class RedfishBmc {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit RedfishBmc(BmcConfig config);
+
+  BmcResponse handle(const BmcRequest& request, Clock::time_point now);
+
+  // What the tests and the state file see.
+  bool poweredOn(Clock::time_point now) const;
+  const std::vector<std::string>& powerLog() const { return power_log_; }  // "On", "ForceOff", ...
+
+ private:
+  bool authorized(const BmcRequest& r) const;
+  BmcResponse reset(const BmcRequest& r, Clock::time_point now);
+
+  BmcConfig config_;
+  bool on_ = true;
+  Clock::time_point on_again_{};  // a PowerCycle in progress: on again at this time
+  bool cycling_ = false;
+  std::map<std::string, std::string> sessions_;  // id -> token
+  int next_session_ = 1;
+  std::vector<std::string> power_log_;
+};
+
+// A Redfish error document (Base message registry style).
+nlohmann::json redfishError(const std::string& message_id, const std::string& message);
+
+}  // namespace kiln::sim
