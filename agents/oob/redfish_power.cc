@@ -34,8 +34,10 @@ void curlOnce() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+}  // namespace
+
 // A path from a BMC's document, to be asked of the same BMC: absolute, Redfish, no host.
-bool safePath(const std::string& p) {
+bool safeRedfishPath(const std::string& p) {
   if (p.rfind("/redfish/v1", 0) != 0 || p.size() > 512) return false;
   return std::none_of(p.begin(), p.end(),
                       [](char c) {
@@ -45,25 +47,23 @@ bool safePath(const std::string& p) {
          p.find("..") == std::string::npos;
 }
 
-std::string odataId(const json& link) {
+static std::string odataId(const json& link) {
   if (!link.is_object() || !link.contains("@odata.id") || !link["@odata.id"].is_string()) return "";
   return link["@odata.id"].get<std::string>();
 }
 
-Result<std::vector<std::string>> members(const json& collection, const std::string& what) {
+Result<std::vector<std::string>> redfishMembers(const json& collection, const std::string& what) {
   if (!collection.is_object() || !collection.contains("Members") || !collection["Members"].is_array())
     return unavailable(what + ": no Members array in the BMC's answer");
   std::vector<std::string> out;
   for (const auto& m : collection["Members"]) {
     const std::string id = odataId(m);
-    if (!safePath(id)) return unavailable(what + ": a member link that is not a Redfish path");
+    if (!safeRedfishPath(id)) return unavailable(what + ": a member link that is not a Redfish path");
     out.push_back(id);
     if (out.size() > kMaxMembers) return unavailable(what + ": more than " + std::to_string(kMaxMembers) + " members");
   }
   return out;
 }
-
-}  // namespace
 
 std::string resetTypeFor(PowerAction action) {
   switch (action) {
@@ -93,7 +93,7 @@ Result<std::pair<std::string, std::vector<std::string>>> resetAction(const json&
       !system["Actions"].contains("#ComputerSystem.Reset") || !system["Actions"]["#ComputerSystem.Reset"].is_object())
     return unavailable("the BMC's ComputerSystem offers no #ComputerSystem.Reset action");
   const json& a = system["Actions"]["#ComputerSystem.Reset"];
-  if (!a.contains("target") || !a["target"].is_string() || !safePath(a["target"].get<std::string>()))
+  if (!a.contains("target") || !a["target"].is_string() || !safeRedfishPath(a["target"].get<std::string>()))
     return unavailable("the BMC's #ComputerSystem.Reset has no usable target");
   std::vector<std::string> allowed;
   if (a.contains("ResetType@Redfish.AllowableValues") && a["ResetType@Redfish.AllowableValues"].is_array())
@@ -170,7 +170,7 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
 Result<json> RedfishPower::firstSystem(const BmcEndpoint& bmc, const BmcCredential& cred, std::string& path) {
   auto systems = call(bmc, cred, "GET", "/redfish/v1/Systems", "");
   if (!systems.ok()) return systems.error();
-  auto ids = members(*systems, "/redfish/v1/Systems");
+  auto ids = redfishMembers(*systems, "/redfish/v1/Systems");
   if (!ids.ok()) return ids.error();
   if (ids->empty()) return unavailable("the BMC lists no ComputerSystem");
   path = ids->front();
@@ -212,7 +212,7 @@ Result<std::vector<FirmwareItem>> RedfishPower::firmware(const BmcEndpoint& bmc)
   const std::string inventory = "/redfish/v1/UpdateService/FirmwareInventory";
   auto list = call(bmc, *cred, "GET", inventory, "");
   if (!list.ok()) return list.error();
-  auto ids = members(*list, inventory);
+  auto ids = redfishMembers(*list, inventory);
   if (!ids.ok()) return ids.error();
   std::vector<FirmwareItem> out;
   for (const auto& id : *ids) {

@@ -37,6 +37,10 @@ struct RedfishOptions {
 std::string resetTypeFor(PowerAction action);
 // Redfish's PowerState word -> PowerState ("On", "PoweringOff": on; "Off", "PoweringOn": off).
 Result<PowerState> parseRedfishPowerState(const nlohmann::json& system);
+// A collection's member links, each a Redfish path on the same BMC (at most 256).
+Result<std::vector<std::string>> redfishMembers(const nlohmann::json& collection, const std::string& what);
+// True for a path kiln-oob may ask of the BMC that gave it: /redfish/v1..., no host, no "..".
+bool safeRedfishPath(const std::string& path);
 // The Reset action's target and allowed values from a ComputerSystem document.
 Result<std::pair<std::string, std::vector<std::string>>> resetAction(const nlohmann::json& system);
 
