@@ -1,6 +1,9 @@
 #include "orchestrator/api/fleet_document.h"
 
+#include <algorithm>
 #include <set>
+
+#include "orchestrator/core/management.h"
 
 namespace kiln::api {
 namespace {
@@ -94,6 +97,42 @@ class Validator {
     return out;
   }
 
+  // A management block (core/management.h): string fields of managementKeys() only. A key that
+  // looks like a secret is refused with a pointed message: no secret is ever imported.
+  core::ManagementSpec management(const json& obj, const std::string& path) {
+    core::ManagementSpec m;
+    auto it = obj.find("management");
+    if (it == obj.end()) return m;
+    const std::string p = join(path, "management");
+    if (!it->is_object()) {
+      fail(p, "expected a map (protocol, credential, tray_bmc, switch_bmc)");
+      return m;
+    }
+    for (const auto& [k, v] : it->items()) {
+      if (core::secretLikeKey(k)) {
+        fail(join(p, k),
+             "secrets are not imported: keep them in the out-of-band runners' credential store and name the entry in "
+             "`credential`");
+        continue;
+      }
+      const auto& keys = core::managementKeys();
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+        fail(join(p, k), "unknown field (expected protocol, credential, tray_bmc or switch_bmc)");
+        continue;
+      }
+      if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
+        fail(join(p, k), "expected a non-empty string");
+        continue;
+      }
+      const std::string s = v.get<std::string>();
+      if (k == "protocol") m.protocol = s;
+      else if (k == "credential") m.credential = s;
+      else if (k == "tray_bmc") m.tray_bmc = s;
+      else m.switch_bmc = s;
+    }
+    return m;
+  }
+
   static std::string join(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
   }
@@ -115,8 +154,9 @@ void inherit(std::map<std::string, std::string>& inner, const std::map<std::stri
 Result<core::FleetSpec> parseFleetSpec(const json& doc) {
   Validator v;
   core::FleetSpec fleet;
-  if (!v.object(doc, "", {"sites", "versions", "name", "description"})) return v.error();
+  if (!v.object(doc, "", {"sites", "versions", "name", "description", "management"})) return v.error();
   const auto fleet_versions = v.stringMap(doc, "", "versions", true);
+  const auto fleet_management = v.management(doc, "");
   std::set<std::string> site_names, building_names, pod_names;
 
   const json* sites = v.list(doc, "", "sites", true);
@@ -124,31 +164,33 @@ Result<core::FleetSpec> parseFleetSpec(const json& doc) {
   for (std::size_t si = 0; sites && si < sites->size(); ++si) {
     const json& site = (*sites)[si];
     const std::string sp = Validator::at("", "sites", si);
-    if (!v.object(site, sp, {"name", "buildings", "versions"})) continue;
+    if (!v.object(site, sp, {"name", "buildings", "versions", "management"})) continue;
     const std::string site_name = v.name(site, sp);
     if (!site_name.empty() && !site_names.insert(site_name).second)
       v.fail(sp + ".name", "duplicate site '" + site_name + "'");
     auto site_versions = v.stringMap(site, sp, "versions", true);
     inherit(site_versions, fleet_versions);
+    const auto site_management = core::inheritManagement(v.management(site, sp), fleet_management);
     fleet.sites.push_back(site_name);
 
     const json* buildings = v.list(site, sp, "buildings", true);
     for (std::size_t bi = 0; buildings && bi < buildings->size(); ++bi) {
       const json& b = (*buildings)[bi];
       const std::string bp = Validator::at(sp, "buildings", bi);
-      if (!v.object(b, bp, {"name", "pods", "versions"})) continue;
+      if (!v.object(b, bp, {"name", "pods", "versions", "management"})) continue;
       const std::string bname = v.name(b, bp);
       if (!bname.empty() && !building_names.insert(bname).second)
         v.fail(bp + ".name", "duplicate building '" + bname + "'");
       auto b_versions = v.stringMap(b, bp, "versions", true);
       inherit(b_versions, site_versions);
+      const auto b_management = core::inheritManagement(v.management(b, bp), site_management);
       fleet.buildings.push_back({bname, site_name});
 
       const json* pods = v.list(b, bp, "pods", true);
       for (std::size_t pi = 0; pods && pi < pods->size(); ++pi) {
         const json& p = (*pods)[pi];
         const std::string pp = Validator::at(bp, "pods", pi);
-        if (!v.object(p, pp, {"name", "platform", "labels", "state", "versions"})) continue;
+        if (!v.object(p, pp, {"name", "platform", "labels", "state", "versions", "management"})) continue;
         PodSpec pod;
         pod.id = v.name(p, pp);
         if (!pod.id.empty() && !pod_names.insert(pod.id).second) v.fail(pp + ".name", "duplicate pod '" + pod.id + "'");
@@ -175,6 +217,9 @@ Result<core::FleetSpec> parseFleetSpec(const json& doc) {
           if (!isValidName(k)) v.fail(pp + ".labels." + k, "label names follow the name rules");
         pod.versions = v.stringMap(p, pp, "versions", true);
         inherit(pod.versions, b_versions);
+        pod.management = core::inheritManagement(v.management(p, pp), b_management);
+        for (const auto& [field, message] : core::validateManagement(pod.management))
+          v.fail(pp + ".management." + field, message);
         fleet.pods.push_back(std::move(pod));
       }
     }

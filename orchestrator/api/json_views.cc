@@ -50,20 +50,46 @@ json toJson(const core::HostSummary& h) {
   return j;
 }
 
+namespace {
+
+// A device's management endpoint (issue 32): where the out-of-band runners reach its BMC, with
+// the credential's name (never a secret); null when the pod names none.
+json bmcJson(const std::optional<core::BmcEndpointView>& e) {
+  if (!e) return nullptr;
+  return {{"address", e->address}, {"port", e->port}, {"protocol", e->protocol}, {"credential", e->credential}};
+}
+
+json managementJson(const core::ManagementSpec& m) {
+  if (m.empty()) return nullptr;
+  json j = {{"protocol", m.protocol}, {"credential", m.credential}};
+  j["tray_bmc"] = m.tray_bmc.empty() ? json() : json(m.tray_bmc);
+  j["switch_bmc"] = m.switch_bmc.empty() ? json() : json(m.switch_bmc);
+  return j;
+}
+
+}  // namespace
+
 json toJson(const core::PodDetail& d) {
   json j = toJson(d.pod);
   j["rack_ids"] = d.racks;
   json hosts = json::array();
   json spares = json::array();
   for (const auto& h : d.hosts) {
-    hosts.push_back(toJson(h));
+    json hj = toJson(h);
+    hj["bmc"] = bmcJson(core::trayBmcOf(d.management, h.id, h.pod, h.rack, h.tray));
+    hosts.push_back(std::move(hj));
     if (h.spare) spares.push_back(h.id);
   }
   j["hosts"] = hosts;
   j["spares"] = spares;
   json trays = json::array();
-  for (const auto& t : d.switch_trays) trays.push_back({{"id", t.id}, {"rack", t.rack}, {"tray", t.tray}});
+  for (const auto& t : d.switch_trays)
+    trays.push_back({{"id", t.id},
+                     {"rack", t.rack},
+                     {"tray", t.tray},
+                     {"bmc", bmcJson(core::switchBmcOf(d.management, t.id, d.pod.id, t.rack, t.tray))}});
   j["switch_trays"] = trays;
+  j["management"] = managementJson(d.management);
   // Versions per component kind: {"driver": {"570.1": 18}, ...}: a mixed pod stands out.
   json versions = json::object();
   for (const auto& c : d.components) {
@@ -82,6 +108,7 @@ json toJson(const core::HostDetail& d) {
   j["gpus"] = gpus;
   j["components"] = d.components;
   j["allowed_actions"] = d.allowed_actions;
+  j["bmc"] = bmcJson(core::trayBmcOf(d.management, d.host.id, d.host.pod, d.host.rack, d.host.tray));
   return j;
 }
 
@@ -96,7 +123,8 @@ json toJson(const core::ImportSummary& s) {
           {"pods_created", s.pods_created},         {"pods_existing", s.pods_existing},
           {"racks_created", s.racks_created},       {"hosts_created", s.hosts_created},
           {"switch_trays_created", s.switch_trays_created},
-          {"gpus_created", s.gpus_created},         {"components_created", s.components_created}};
+          {"gpus_created", s.gpus_created},         {"components_created", s.components_created},
+          {"pods_management_updated", s.pods_management_updated}};
 }
 
 json toJson(const core::TokenInfo& t) {

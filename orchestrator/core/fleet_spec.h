@@ -10,6 +10,7 @@
 
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/host_lifecycle.h"
+#include "orchestrator/core/management.h"
 
 namespace kiln::core {
 
@@ -21,6 +22,7 @@ struct PodSpec {
   std::map<std::string, std::string> labels;
   HostState initial_state = HostState::kAvailable;
   std::map<std::string, std::string> versions;  // component kind -> version
+  ManagementSpec management;                    // inherited; empty: none (core/management.h)
 };
 
 struct BuildingSpec {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "orchestrator/core/management.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/preconditions.h"
 #include "orchestrator/core/fleet_spec.h"
@@ -88,6 +89,7 @@ struct PodDetail {
   std::vector<HostSummary> hosts;
   std::vector<SwitchTray> switch_trays;
   std::vector<ComponentVersion> components;
+  ManagementSpec management;  // its devices' management endpoints (core/management.h)
 };
 
 struct Gpu {
@@ -98,6 +100,7 @@ struct Gpu {
 
 struct HostDetail {
   HostSummary host;
+  ManagementSpec management;  // its pod's (core/management.h): the tray's BMC is expanded from it
   std::vector<Gpu> gpus;
   std::map<std::string, std::string> components;
   std::vector<std::string> allowed_actions;
@@ -130,6 +133,9 @@ struct ImportSummary {
   std::int64_t sites_created = 0, buildings_created = 0, pods_created = 0, pods_existing = 0;
   std::int64_t racks_created = 0, hosts_created = 0, switch_trays_created = 0, gpus_created = 0;
   std::int64_t components_created = 0;
+  // Pods already known whose management endpoints the file changed (issue 32): the one thing a
+  // re-import updates on an existing pod.
+  std::int64_t pods_management_updated = 0;
 };
 
 struct TokenInfo {

@@ -57,6 +57,28 @@ class Where {
 
 int clampLimit(int limit) { return std::clamp(limit, 1, 1000); }
 
+// pods.management (schema 22): the block's non-empty fields; '{}' for none.
+json managementJson(const core::ManagementSpec& m) {
+  json j = json::object();
+  if (!m.protocol.empty()) j["protocol"] = m.protocol;
+  if (!m.credential.empty()) j["credential"] = m.credential;
+  if (!m.tray_bmc.empty()) j["tray_bmc"] = m.tray_bmc;
+  if (!m.switch_bmc.empty()) j["switch_bmc"] = m.switch_bmc;
+  return j;
+}
+
+core::ManagementSpec managementFromText(const char* text) {
+  core::ManagementSpec m;
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return m;
+  auto field = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  m.protocol = field("protocol");
+  m.credential = field("credential");
+  m.tray_bmc = field("tray_bmc");
+  m.switch_bmc = field("switch_bmc");
+  return m;
+}
+
 constexpr const char* kPodColumns =
     "p.id, p.site_id, p.building_id, p.platform, p.state, p.labels::text,"
     " (SELECT coalesce(json_object_agg(state, n), '{}')::text FROM"
@@ -227,6 +249,7 @@ class PgStore final : public core::Store {
       if (rows.empty()) return notFound("no pod '" + id + "'");
       core::PodDetail d;
       d.pod = podFromRow(rows[0]);
+      d.management = managementFromText(txn.exec_params1("SELECT management::text FROM pods WHERE id = $1", id)[0].c_str());
       for (const auto& r : txn.exec_params("SELECT id FROM racks WHERE pod_id = $1 ORDER BY idx", id))
         d.racks.push_back(r[0].as<std::string>());
       for (const auto& r : txn.exec_params(std::string("SELECT ") + kHostColumns +
@@ -362,6 +385,8 @@ class PgStore final : public core::Store {
       if (rows.empty()) return notFound("no host '" + id + "'");
       core::HostDetail d;
       d.host = hostFromRow(rows[0]);
+      d.management = managementFromText(
+          txn.exec_params1("SELECT management::text FROM pods WHERE id = $1", d.host.pod)[0].c_str());
       for (const auto& r : txn.exec_params(
                "SELECT id, idx, serial, uuid FROM gpus WHERE host_id = $1 ORDER BY idx", id))
         d.gpus.push_back({r[0].as<std::string>(), r[1].as<int>(), r[2].as<std::string>(), r[3].as<std::string>()});
@@ -606,12 +631,12 @@ Result<core::ImportSummary> PgStore::importIn(pqxx::work& txn, const core::Fleet
   }
 
   // Which pods exist already? Stage the file's pods and compare in one query.
-  txn.exec0("CREATE TEMP TABLE import_pods (id text COLLATE \"C\", building_id text, platform text)"
+  txn.exec0("CREATE TEMP TABLE import_pods (id text COLLATE \"C\", building_id text, platform text, management jsonb)"
             " ON COMMIT DROP");
   {
-    pqxx::stream_to s(txn, "import_pods", std::vector<std::string>{"id", "building_id", "platform"});
+    pqxx::stream_to s(txn, "import_pods", std::vector<std::string>{"id", "building_id", "platform", "management"});
     for (const auto& p : fleet.pods)
-      s << std::make_tuple(p.id, p.building, std::string(core::platformName(p.platform)));
+      s << std::make_tuple(p.id, p.building, std::string(core::platformName(p.platform)), managementJson(p.management).dump());
     s.complete();
   }
   std::set<std::string> existing;
@@ -629,16 +654,23 @@ Result<core::ImportSummary> PgStore::importIn(pqxx::work& txn, const core::Fleet
     existing.insert(id);
   }
   sum.pods_existing = static_cast<std::int64_t>(existing.size());
+  // A known pod's management endpoints follow the file (the one field a re-import changes: BMC
+  // names move with the management network, and pods imported before schema 22 have none).
+  sum.pods_management_updated = static_cast<std::int64_t>(
+      txn.exec("UPDATE pods p SET management = i.management FROM import_pods i"
+               " WHERE p.id = i.id AND p.management IS DISTINCT FROM i.management")
+          .affected_rows());
 
   {
     pqxx::stream_to pods(txn, "pods",
-                         std::vector<std::string>{"id", "building_id", "site_id", "platform", "labels", "state"});
+                         std::vector<std::string>{"id", "building_id", "site_id", "platform", "labels", "state", "management"});
     for (const auto& p : fleet.pods) {
       if (existing.count(p.id)) continue;
       std::map<core::HostState, int> by_state{{p.initial_state, 18}};
       pods << std::make_tuple(p.id, p.building, p.site, std::string(core::platformName(p.platform)),
                               json(p.labels).dump(),
-                              std::string(core::podStateName(core::podState(by_state, core::geometry(p.platform)))));
+                              std::string(core::podStateName(core::podState(by_state, core::geometry(p.platform)))),
+                              managementJson(p.management).dump());
       ++sum.pods_created;
     }
     pods.complete();

@@ -138,6 +138,46 @@ TEST_F(FleetApiTest, ImportIsIdempotentForYamlAndAcrossFormats) {
   EXPECT_EQ(pod.doc()["component_versions"]["driver"]["570.133.20"], 18) << pod.body;
 }
 
+// Issue 32: the fleet file names each pod's management endpoints; the pod and each host show
+// their BMC's address and the credential's name, never a secret; a secret in the file is refused
+// and nothing is written; a re-import updates the endpoints of known pods.
+TEST_F(FleetApiTest, ManagementEndpointsComeWithTheFleetAndSecretsNever) {
+  json fleet = smallFleet(2);
+  fleet["management"] = {{"protocol", "redfish"},
+                         {"credential", "tray-bmc"},
+                         {"tray_bmc", "{host}-bmc.mgmt.example"},
+                         {"switch_bmc", "{pod}-sw{tray}.mgmt.example:8443"}};
+  json with_secret = fleet;
+  with_secret["sites"][0]["management"] = {{"password", "hunter2-bmc"}};
+  Reply refused = call(*admin_, "POST", "/api/v1/fleet/import", with_secret.dump());
+  ASSERT_TRUE(isError(refused, 422, "invalid_content")) << refused.body;
+  EXPECT_NE(refused.body.find("sites[0].management.password"), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find("hunter2"), std::string::npos);
+  EXPECT_EQ(db_->query("SELECT count(*) FROM pods"), "0");
+
+  Reply first = call(*admin_, "POST", "/api/v1/fleet/import", fleet.dump());
+  ASSERT_EQ(first.status, 201) << first.body;
+  const json pod = call(*admin_, "GET", "/api/v1/pods/t01-b01-p0001").doc();
+  EXPECT_EQ(pod["management"]["credential"], "tray-bmc");
+  const json h = pod["hosts"][2];
+  EXPECT_EQ(h["bmc"]["address"], h["id"].get<std::string>() + "-bmc.mgmt.example");
+  EXPECT_EQ(h["bmc"]["port"], 443);
+  EXPECT_EQ(h["bmc"]["protocol"], "redfish");
+  EXPECT_EQ(pod["switch_trays"][0]["bmc"]["address"], "t01-b01-p0001-sw1.mgmt.example");
+  EXPECT_EQ(pod["switch_trays"][0]["bmc"]["port"], 8443);
+  const json host = call(*admin_, "GET", "/api/v1/hosts/" + h["id"].get<std::string>()).doc();
+  EXPECT_EQ(host["bmc"], h["bmc"]);
+
+  fleet["sites"][0]["buildings"][0]["pods"][1]["management"] = {{"protocol", "ipmi"}, {"credential", "p2-ipmi"}};
+  Reply again = call(*admin_, "POST", "/api/v1/fleet/import", fleet.dump());
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.doc()["pods_management_updated"], 1);
+  const json p2 = call(*admin_, "GET", "/api/v1/pods/t01-b01-p0002").doc();
+  EXPECT_EQ(p2["hosts"][0]["bmc"]["protocol"], "ipmi");
+  EXPECT_EQ(p2["hosts"][0]["bmc"]["port"], 623);
+  EXPECT_EQ(p2["hosts"][0]["bmc"]["credential"], "p2-ipmi");
+}
+
 TEST_F(FleetApiTest, PaginationServesEveryPodAndHostOnceInOrder) {
   const json fleet = generated(300);
   importFleet(fleet);

@@ -151,6 +151,17 @@ export function HostView({ hostId, role }) {
                   ['Spare', shown.spare ? 'yes (pod spare)' : 'no'],
                   ['Platform', shown.platform],
                   ['Agent last seen', shown.last_seen ? `${fmtTime(shown.last_seen)} (${ago(shown.last_seen)})` : 'never'],
+                  [
+                    'BMC',
+                    shown.bmc ? (
+                      <span data-testid="host-bmc">
+                        <span class="mono">{`${shown.bmc.address}:${shown.bmc.port}`}</span> ({shown.bmc.protocol}, credential{' '}
+                        <span class="mono">{shown.bmc.credential}</span>)
+                      </span>
+                    ) : (
+                      <span class="muted">none in the fleet file</span>
+                    ),
+                  ],
                 ]}
               />
             </section>

@@ -39,6 +39,52 @@ TEST(FleetDocumentTest, ParsesAndInheritsVersionsInnermostWins) {
   EXPECT_EQ(fleet->pods[0].site, "prn");
 }
 
+// Issue 32: management endpoints inherit field by field, innermost first, like versions.
+TEST(FleetDocumentTest, ManagementTemplatesInheritFieldByFieldInnermostWins) {
+  json doc = validFleet();
+  doc["management"] = {{"protocol", "redfish"}, {"credential", "fleet-bmc"}, {"tray_bmc", "{host}-bmc.mgmt.example"}};
+  doc["sites"][0]["buildings"][0]["management"] = {{"switch_bmc", "{switch}-bmc.mgmt.example"}};
+  doc["sites"][0]["buildings"][0]["pods"][1]["management"] = {{"credential", "p2-bmc"}, {"protocol", "ipmi"}};
+  auto fleet = parseFleetSpec(doc);
+  ASSERT_TRUE(fleet.ok()) << fleet.error();
+  const auto& p1 = fleet->pods[0].management;
+  EXPECT_EQ(p1.protocol, "redfish");
+  EXPECT_EQ(p1.credential, "fleet-bmc");
+  EXPECT_EQ(p1.tray_bmc, "{host}-bmc.mgmt.example");
+  EXPECT_EQ(p1.switch_bmc, "{switch}-bmc.mgmt.example");
+  const auto& p2 = fleet->pods[1].management;
+  EXPECT_EQ(p2.protocol, "ipmi");
+  EXPECT_EQ(p2.credential, "p2-bmc");
+  EXPECT_EQ(p2.tray_bmc, "{host}-bmc.mgmt.example");
+  // A fleet without management has none.
+  auto plain = parseFleetSpec(validFleet());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->pods[0].management.empty());
+}
+
+// The attacker's (or the careless admin's) angle: a secret in the fleet file is refused with a
+// message that says where secrets go, and the secret itself is not repeated.
+TEST(FleetDocumentTest, ASecretInAManagementBlockIsRefusedAndNotRepeated) {
+  json doc = validFleet();
+  doc["sites"][0]["management"] = {{"protocol", "redfish"},
+                                   {"credential", "tray-bmc"},
+                                   {"tray_bmc", "{host}-bmc"},
+                                   {"password", "hunter2-bmc"},
+                                   {"user", "admin"}};
+  doc["sites"][0]["buildings"][0]["pods"][0]["management"] = {{"tray_bmc", "{hots}-bmc"}};
+  auto fleet = parseFleetSpec(doc);
+  ASSERT_FALSE(fleet.ok());
+  std::map<std::string, std::string> by_path;
+  for (const auto& f : fleet.error().fields) by_path[f.path] = f.message;
+  ASSERT_TRUE(by_path.count("sites[0].management.password")) << fleet.error();
+  EXPECT_NE(by_path["sites[0].management.password"].find("secrets are not imported"), std::string::npos);
+  EXPECT_TRUE(by_path.count("sites[0].management.user"));
+  EXPECT_NE(by_path["sites[0].buildings[0].pods[0].management.tray_bmc"].find("unknown placeholder {hots}"),
+            std::string::npos);
+  EXPECT_EQ(fleet.error().message.find("hunter2"), std::string::npos);
+  for (const auto& f : fleet.error().fields) EXPECT_EQ(f.message.find("hunter2"), std::string::npos);
+}
+
 TEST(FleetDocumentTest, ReportsThePathOfEveryBadField) {
   json doc = validFleet();
   auto& pods = doc["sites"][0]["buildings"][0]["pods"];

@@ -64,6 +64,8 @@ class FakeFleet final : public core::HostLifecycle,
         if (h.id == id) return &h;
     return nullptr;
   }
+  // The pod's management endpoints, as an import sets them (core/management.h).
+  void setManagement(const std::string& pod, core::ManagementSpec m) { pods_.at(pod).management = std::move(m); }
   // Sets the state as a fixture does (no event, no audit record, state_since unchanged).
   void setState(const std::string& id, core::HostState state) {
     host(id)->state = state;
@@ -111,6 +113,7 @@ class FakeFleet final : public core::HostLifecycle,
     if (!h) return notFound("no host '" + id + "'");
     core::HostDetail d;
     d.host = *h;
+    if (auto pod = pods_.find(h->pod); pod != pods_.end()) d.management = pod->second.management;
     for (auto a : core::allowedActions(h->state)) d.allowed_actions.emplace_back(core::hostActionName(a));
     return d;
   }

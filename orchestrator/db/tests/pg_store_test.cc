@@ -65,6 +65,41 @@ TEST_F(PgStoreTest, ImportingTheSameFileTwiceChangesNothing) {
             before);
 }
 
+// Issue 32: a pod's management block is stored with it, read back with the pod and with each
+// of its hosts, and is the one thing a re-import changes on a known pod.
+TEST_F(PgStoreTest, ManagementEndpointsAreStoredAndARecurringImportUpdatesThem) {
+  auto fleet = demoFleet(1);
+  core::ManagementSpec m;
+  m.protocol = "redfish";
+  m.credential = "tray-bmc";
+  m.tray_bmc = "{host}-bmc.mgmt.example";
+  fleet.pods[0].management = m;
+  ASSERT_TRUE(store_->importFleet(fleet, admin_).ok());
+  auto pod = store_->getPod("prn-b01-p1");
+  ASSERT_TRUE(pod.ok()) << pod.error();
+  EXPECT_EQ(pod->management, m);
+  auto host = store_->getHost(pod->hosts[2].id);
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ(host->management, m);
+  auto other = store_->getPod("prn-b02-p1");
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->management.empty());
+  EXPECT_EQ(db_.query("SELECT management::text FROM pods WHERE id = 'prn-b02-p1'"), "{}");
+  EXPECT_EQ(db_.query("SELECT count(*) FROM pods WHERE management::text LIKE '%password%'"), "0");
+
+  auto again = store_->importFleet(fleet, admin_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->pods_management_updated, 0);
+  fleet.pods[0].management.credential = "tray-bmc-2027";
+  fleet.pods[1].management = m;
+  auto changed = store_->importFleet(fleet, admin_);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(changed->pods_management_updated, 2);
+  EXPECT_EQ(changed->pods_created, 0);
+  EXPECT_EQ(store_->getPod("prn-b01-p1")->management.credential, "tray-bmc-2027");
+  EXPECT_EQ(store_->getPod("prn-b02-p1")->management.tray_bmc, m.tray_bmc);
+}
+
 TEST_F(PgStoreTest, ImportThatMovesAPodIsRefusedAndWritesNothing) {
   ASSERT_TRUE(store_->importFleet(demoFleet(1), admin_).ok());
   auto fleet = demoFleet(2);

@@ -1,0 +1,60 @@
+#pragma once
+// A pod's management endpoints (issue 32): how Kiln's out-of-band runners reach each compute
+// tray's BMC and each NVLink switch tray's BMC. Imported with the fleet as templates (a fleet of
+// 100,000 GPUs names its BMCs by convention, not one by one), inherited from fleet to site to
+// building to pod, and expanded per device here. Credentials are by reference: `credential`
+// names an entry of the runners' credential stores (kiln-oob --credential); no secret is ever
+// imported or stored. Pure.
+//
+//   management:
+//     protocol: redfish                       # redfish | ipmi
+//     credential: tray-bmc                    # a name, never a password
+//     tray_bmc: "{host}-bmc.mgmt.prn.example" # {host} {pod} {rack} {tray}; optional ":PORT"
+//     switch_bmc: "{switch}-bmc.mgmt.prn.example"  # {switch} {pod} {rack} {tray}
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kiln::core {
+
+struct ManagementSpec {
+  std::string protocol;    // "redfish" | "ipmi"; empty with the rest: no management endpoints
+  std::string credential;  // a credential name
+  std::string tray_bmc;    // address template for compute trays
+  std::string switch_bmc;  // address template for NVLink switch trays
+
+  bool empty() const { return protocol.empty() && credential.empty() && tray_bmc.empty() && switch_bmc.empty(); }
+  bool operator==(const ManagementSpec&) const = default;
+};
+
+// One device's management endpoint, expanded.
+struct BmcEndpointView {
+  std::string address;
+  int port = 0;
+  std::string protocol, credential;
+};
+
+// The keys of a management block, and the ones refused with a pointed message (a secret).
+const std::vector<std::string>& managementKeys();
+bool secretLikeKey(const std::string& key);  // password, secret, token, key, ...
+
+// Checks a whole (inherited) block: the protocol, the credential name, each template's
+// placeholders and the characters an address may hold. Errors are (field, message) pairs, the
+// field relative to the block ("protocol", "tray_bmc").
+std::vector<std::pair<std::string, std::string>> validateManagement(const ManagementSpec& m);
+
+// `inner` with every field it leaves empty taken from `outer`.
+ManagementSpec inheritManagement(ManagementSpec inner, const ManagementSpec& outer);
+
+// The endpoint of a compute tray / a switch tray, or nullopt when the pod names no template for
+// it. Values: {host}/{switch} the device id, {pod}, {rack} the rack id, {tray} its tray number.
+std::optional<BmcEndpointView> trayBmcOf(const ManagementSpec& m, const std::string& host, const std::string& pod,
+                                         const std::string& rack, int tray);
+std::optional<BmcEndpointView> switchBmcOf(const ManagementSpec& m, const std::string& switch_tray,
+                                           const std::string& pod, const std::string& rack, int tray);
+
+}  // namespace kiln::core

@@ -1,0 +1,82 @@
+// A pod's management endpoints from its templates (issue 32): expansion per device, ports,
+// inheritance, and what a block may not hold.
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/core/management.h"
+
+namespace kiln::core {
+namespace {
+
+ManagementSpec spec() {
+  ManagementSpec m;
+  m.protocol = "redfish";
+  m.credential = "tray-bmc";
+  m.tray_bmc = "{host}-bmc.mgmt.prn.example";
+  m.switch_bmc = "{pod}-sw{tray}.mgmt.prn.example:8443";
+  return m;
+}
+
+TEST(ManagementTest, EachDeviceGetsItsOwnEndpointFromThePodsTemplates) {
+  const ManagementSpec m = spec();
+  EXPECT_TRUE(validateManagement(m).empty());
+  auto t = trayBmcOf(m, "prn-b01-p0001-h03", "prn-b01-p0001", "prn-b01-p0001-r1", 3);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->address, "prn-b01-p0001-h03-bmc.mgmt.prn.example");
+  EXPECT_EQ(t->port, 443);
+  EXPECT_EQ(t->protocol, "redfish");
+  EXPECT_EQ(t->credential, "tray-bmc");
+  auto s = switchBmcOf(m, "prn-b01-p0001-s4", "prn-b01-p0001", "prn-b01-p0001-r1", 4);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->address, "prn-b01-p0001-sw4.mgmt.prn.example");
+  EXPECT_EQ(s->port, 8443);
+  ManagementSpec ipmi = m;
+  ipmi.protocol = "ipmi";
+  ipmi.tray_bmc = "[fd00::{tray}]";
+  auto v6 = trayBmcOf(ipmi, "h", "p", "r", 7);
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->address, "fd00::7");
+  EXPECT_EQ(v6->port, 623);
+  EXPECT_FALSE(trayBmcOf(ManagementSpec{}, "h", "p", "r", 1));
+}
+
+TEST(ManagementTest, AnInnerLevelOverridesFieldByFieldAndKeepsTheRest) {
+  ManagementSpec pod;
+  pod.credential = "pod-7-bmc";
+  const ManagementSpec m = inheritManagement(pod, spec());
+  EXPECT_EQ(m.credential, "pod-7-bmc");
+  EXPECT_EQ(m.protocol, "redfish");
+  EXPECT_EQ(m.tray_bmc, spec().tray_bmc);
+}
+
+TEST(ManagementTest, ABlockThatIsNotAnAddressTemplateOrNamesASecretIsRefused) {
+  auto errors = [](ManagementSpec m) {
+    std::vector<std::string> out;
+    for (const auto& [f, msg] : validateManagement(m)) out.push_back(f + ": " + msg);
+    return out;
+  };
+  ManagementSpec m = spec();
+  m.protocol = "telnet";
+  EXPECT_EQ(errors(m).size(), 1u);
+  m = spec();
+  m.credential = "hunter2 with spaces";
+  ASSERT_EQ(errors(m).size(), 1u);
+  EXPECT_NE(errors(m)[0].find("not a secret"), std::string::npos);
+  for (const char* bad : {"{hots}-bmc", "-oProxy{host}", "{host} bmc", "{host", "a/b{host}", "{host}:0", "{host}:99999",
+                          "fd00::{tray}"}) {
+    m = spec();
+    m.tray_bmc = bad;
+    EXPECT_EQ(errors(m).size(), 1u) << bad;
+  }
+  m = spec();
+  m.tray_bmc.clear();
+  m.switch_bmc.clear();
+  EXPECT_EQ(errors(m).size(), 1u);
+  EXPECT_TRUE(secretLikeKey("password"));
+  EXPECT_TRUE(secretLikeKey("BMC_Password"));
+  EXPECT_TRUE(secretLikeKey("user"));
+  for (const auto& k : managementKeys()) EXPECT_FALSE(secretLikeKey(k)) << k;
+}
+
+}  // namespace
+}  // namespace kiln::core
