@@ -1,6 +1,12 @@
 #include "agents/oob/oob_cli.h"
 
+#include "common/crypto.h"
+
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <fstream>
+#include <iterator>
 #include <ostream>
 #include <thread>
 
@@ -13,7 +19,9 @@ constexpr const char* kUsage =
     "usage: kiln-oob power status|on|off|cycle|reset --bmc HOST[:PORT] --credential NAME\n"
     "                [--protocol ipmi|redfish] [--credentials FILE] [--timeout SECONDS] [--wait SECONDS]\n"
     "                [--cipher-suite N] (IPMI) [--ca FILE] [--insecure] (Redfish)\n"
-    "       kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]\n";
+    "       kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]\n"
+    "       kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V\n"
+    "                --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait SECONDS] [...]\n";
 
 bool seconds(const std::string& text, int lo, int hi, int& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -32,12 +40,13 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return usage(args.empty() ? "no command" : "unknown command '" + args[0] + "'");
   const bool is_firmware = args[0] == "firmware";
   const std::string verb = args[1];
-  if (is_firmware && verb != "list") return usage("unknown firmware command '" + verb + "' (expected list)");
+  if (is_firmware && verb != "list" && verb != "update")
+    return usage("unknown firmware command '" + verb + "' (expected list or update)");
   const bool is_status = verb == "status";
   const auto action = parsePowerAction(verb);
   if (!is_firmware && !is_status && !action) return usage("unknown power action '" + verb + "'");
-  std::string bmc_text, credential;
-  int cipher = 17, wait_s = 0;
+  std::string bmc_text, credential, component, image_path, sha256, version;
+  int cipher = 17, wait_s = -1;
   for (std::size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--insecure") {
@@ -55,6 +64,14 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
       options.credentials_file = v;
     else if (a == "--ca")
       options.ca_file = v;
+    else if (a == "--component")
+      component = v;
+    else if (a == "--image")
+      image_path = v;
+    else if (a == "--sha256")
+      sha256 = v;
+    else if (a == "--version")
+      version = v;
     else if (a == "--protocol") {
       if (v != "ipmi" && v != "redfish") return usage("--protocol: expected ipmi or redfish");
       options.protocol = v;
@@ -76,6 +93,13 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return usage("firmware list needs --protocol redfish (IPMI has no firmware inventory)");
   if (options.protocol == "ipmi" && (options.insecure || !options.ca_file.empty()))
     return usage("--ca and --insecure are for --protocol redfish");
+  const bool is_update = is_firmware && verb == "update";
+  if (is_update && (component.empty() || image_path.empty() || sha256.empty() || version.empty()))
+    return usage("firmware update needs --component, --image, --sha256 and --version");
+  if (!is_update && !(component.empty() && image_path.empty() && sha256.empty() && version.empty()))
+    return usage("--component, --image, --sha256 and --version are for firmware update");
+  if (is_update) wait_s = wait_s < 0 ? 1800 : wait_s;  // the Task's deadline
+  wait_s = std::max(wait_s, 0);
   auto bmc = parseBmcAddress(bmc_text, options.protocol == "redfish" ? 443 : 623);
   if (!bmc.ok()) return usage(bmc.error().message);
   bmc->credential = credential;
@@ -92,6 +116,34 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     // The runner's own configuration (no such credential, an unsafe credential file): bad input.
     return e.code == ErrorCode::kInvalidArgument || e.code == ErrorCode::kNotFound ? 2 : 1;
   };
+  if (is_update) {
+    // Only verified bits reach a BMC: the image is read once, its sha256 checked against the one
+    // the step was given (the bundle's), and those same bytes are pushed.
+    std::ifstream in(image_path, std::ios::binary);
+    if (!in) return usage("cannot read the image " + image_path);
+    std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (image.size() > (512u << 20)) return usage("the image " + image_path + " is larger than 512 MiB");
+    std::string want = sha256;
+    for (auto& ch : want) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string got = sha256Hex(image);
+    if (got != want) {
+      err << "kiln-oob: refusing to push " << image_path << ": its sha256 is " << got << ", not " << want
+          << " (only verified bits reach a BMC)\n";
+      return 2;
+    }
+    auto* updater = dynamic_cast<FirmwareUpdater*>(power.get());
+    if (updater == nullptr) return usage("this driver cannot push firmware");
+    answer["component"] = component;
+    auto r = updater->update(*bmc, component, image, version, std::chrono::seconds(wait_s), options.poll);
+    if (!r.ok()) return fail(r.error());
+    answer["before"] = r->before;
+    answer["after"] = r->after;
+    answer["pushed"] = r->pushed;
+    answer["task"] = r->task.empty() ? nlohmann::json() : nlohmann::json(r->task);
+    answer["task_state"] = r->task_state.empty() ? nlohmann::json() : nlohmann::json(r->task_state);
+    out << answer.dump() << "\n";
+    return 0;
+  }
   if (is_firmware) {
     auto* inventory = dynamic_cast<FirmwareInventory*>(power.get());
     if (inventory == nullptr) return usage("this driver has no firmware inventory");

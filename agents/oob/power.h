@@ -55,6 +55,23 @@ class PowerControl {
   virtual Status act(const BmcEndpoint& bmc, PowerAction action) = 0;
 };
 
+// A firmware update through the BMC (issue 32): what the component reported before and after,
+// whether anything was pushed, and the Task that did it.
+struct FirmwareUpdateResult {
+  std::string before, after;
+  bool pushed = false;
+  std::string task, task_state;
+};
+
+// A driver that pushes verified firmware to a device and reads the result back (Redfish).
+class FirmwareUpdater {
+ public:
+  virtual ~FirmwareUpdater() = default;
+  virtual Result<FirmwareUpdateResult> update(const BmcEndpoint& bmc, const std::string& component,
+                                              const std::string& image, const std::string& version,
+                                              std::chrono::seconds task_timeout, std::chrono::milliseconds poll) = 0;
+};
+
 // A driver that can read the device's firmware versions back (Redfish; IPMI cannot).
 class FirmwareInventory {
  public:

@@ -3,8 +3,10 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace kiln::oob {
 namespace {
@@ -108,7 +110,8 @@ RedfishPower::RedfishPower(CredentialSource credential, RedfishOptions options)
 }
 
 Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
-                                const std::string& path, const std::string& body) {
+                                const std::string& path, const std::string& body, const std::string* params,
+                                std::string* location) {
   const bool v6 = bmc.address.find(':') != std::string::npos;
   const std::string origin = std::string(options_.plain_http ? "http://" : "https://") + (v6 ? "[" : "") + bmc.address +
                              (v6 ? "]" : "") + ":" + std::to_string(bmc.port);
@@ -120,7 +123,7 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
   headers = curl_slist_append(headers, "OData-Version: 4.0");
-  if (method == "POST") headers = curl_slist_append(headers, "Content-Type: application/json");
+  if (method == "POST" && params == nullptr) headers = curl_slist_append(headers, "Content-Type: application/json");
   const std::string url = origin + path;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, options_.plain_http ? "http" : "https");
@@ -139,12 +142,48 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
   if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, options_.insecure ? 0L : 1L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, options_.insecure ? 0L : 2L);
-  if (method == "POST") {
+  curl_mime* mime = nullptr;
+  if (method == "POST" && params != nullptr) {
+    mime = curl_mime_init(c);
+    curl_mimepart* p = curl_mime_addpart(mime);
+    curl_mime_name(p, "UpdateParameters");
+    curl_mime_data(p, params->data(), params->size());
+    curl_mime_type(p, "application/json");
+    p = curl_mime_addpart(mime);
+    curl_mime_name(p, "UpdateFile");
+    curl_mime_filename(p, "image.fwpkg");
+    curl_mime_data(p, body.data(), body.size());
+    curl_mime_type(p, "application/octet-stream");
+    curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
+  } else if (method == "POST") {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
   }
+  std::string header_text;
+  if (location != nullptr) {
+    curl_easy_setopt(
+        c, CURLOPT_HEADERFUNCTION, +[](char* ptr, std::size_t size, std::size_t n, void* user) -> std::size_t {
+          auto* h = static_cast<std::string*>(user);
+          if (h->size() < 65536) h->append(ptr, size * n);
+          return size * n;
+        });
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &header_text);
+  }
   const CURLcode rc = curl_easy_perform(c);
+  if (mime != nullptr) curl_mime_free(mime);
+  if (location != nullptr) {
+    // The last "Location:" header of the answer (case-insensitive name), without CR/LF.
+    std::string lower = header_text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    for (auto at = lower.find("\nlocation:"); at != std::string::npos; at = lower.find("\nlocation:", at + 1)) {
+      auto end = header_text.find('\r', at + 10);
+      std::string v = header_text.substr(at + 10, end == std::string::npos ? std::string::npos : end - at - 10);
+      while (!v.empty() && v.front() == ' ') v.erase(v.begin());
+      *location = v;
+    }
+  }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
@@ -227,6 +266,87 @@ Result<std::vector<FirmwareItem>> RedfishPower::firmware(const BmcEndpoint& bmc)
     f.updateable = item->value("Updateable", json()).is_boolean() && (*item)["Updateable"].get<bool>();
     out.push_back(std::move(f));
   }
+  return out;
+}
+
+Result<FirmwareUpdateResult> RedfishPower::update(const BmcEndpoint& bmc, const std::string& component,
+                                                  const std::string& image, const std::string& version,
+                                                  std::chrono::seconds task_timeout, std::chrono::milliseconds poll) {
+  if (component.empty() || component.size() > 64 || !std::all_of(component.begin(), component.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+      }))
+    return invalidArgument("component '" + component.substr(0, 64) + "': expected a FirmwareInventory member id");
+  auto cred = credential_(bmc.credential);
+  if (!cred.ok()) return cred.error();
+  const std::string member = "/redfish/v1/UpdateService/FirmwareInventory/" + component;
+  auto readVersion = [&]() -> Result<std::string> {
+    auto item = call(bmc, *cred, "GET", member, "");
+    if (!item.ok()) return item.error();
+    if (!item->is_object() || !item->contains("Version") || !(*item)["Version"].is_string())
+      return unavailable(member + ": no Version in the BMC's SoftwareInventory");
+    return (*item)["Version"].get<std::string>().substr(0, 200);
+  };
+  FirmwareUpdateResult out;
+  auto before = readVersion();
+  if (!before.ok()) return before.error();
+  out.before = *before;
+  if (out.before == version) {
+    out.after = out.before;
+    return out;  // already there: nothing is flashed twice
+  }
+  auto service = call(bmc, *cred, "GET", "/redfish/v1/UpdateService", "");
+  if (!service.ok()) return service.error();
+  if (!service->is_object() || !service->contains("MultipartHttpPushUri") ||
+      !(*service)["MultipartHttpPushUri"].is_string() ||
+      !safeRedfishPath((*service)["MultipartHttpPushUri"].get<std::string>()))
+    return unavailable("the BMC's UpdateService offers no MultipartHttpPushUri");
+  const std::string params = json{{"Targets", {member}}, {"@Redfish.OperationApplyTime", "Immediate"}}.dump();
+  std::string location;
+  auto pushed =
+      call(bmc, *cred, "POST", (*service)["MultipartHttpPushUri"].get<std::string>(), image, &params, &location);
+  if (!pushed.ok()) return pushed.error();
+  out.pushed = true;
+  std::string task = location;
+  if (auto scheme = task.find("://"); scheme != std::string::npos) {  // an absolute Location: its path
+    const auto slash = task.find('/', scheme + 3);
+    task = slash == std::string::npos ? "" : task.substr(slash);
+  }
+  if (task.empty()) task = odataId(*pushed);
+  if (!safeRedfishPath(task)) return unavailable("the BMC took the image but named no Task to follow");
+  out.task = task;
+  const auto deadline = std::chrono::steady_clock::now() + task_timeout;
+  for (;;) {
+    auto t = call(bmc, *cred, "GET", task, "");
+    if (!t.ok()) return t.error();
+    const std::string state =
+        t->is_object() && t->value("TaskState", json()).is_string() ? (*t)["TaskState"].get<std::string>() : "";
+    out.task_state = state.substr(0, 40);
+    if (state == "Completed") break;
+    if (state == "Exception" || state == "Killed" || state == "Cancelled" || state == "Interrupted") {
+      std::string why;
+      if (t->contains("Messages") && (*t)["Messages"].is_array())
+        for (const auto& m : (*t)["Messages"])
+          if (m.is_object() && m.value("Message", json()).is_string())
+            why += "; " + m["Message"].get<std::string>().substr(0, 200);
+      return unavailable("the update of " + component + " ended " + out.task_state + " (task " + task + ")" + why);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const std::string pct = t->is_object() && t->value("PercentComplete", json()).is_number_integer()
+                                  ? " at " + std::to_string((*t)["PercentComplete"].get<int>()) + "%"
+                                  : "";
+      return unavailable("the update of " + component + " is still " +
+                         (out.task_state.empty() ? "unreported" : out.task_state) + pct + " after " +
+                         std::to_string(task_timeout.count()) + " s (task " + task +
+                         "): not retried; the component is left as the BMC has it");
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  auto after = readVersion();
+  if (!after.ok()) return after.error();
+  out.after = *after;
+  if (out.after != version)
+    return unavailable("the BMC reports " + component + " " + out.after + " after a completed update to " + version +
+                       " (it did not apply the image)");
   return out;
 }
 

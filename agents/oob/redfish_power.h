@@ -44,7 +44,7 @@ bool safeRedfishPath(const std::string& path);
 // The Reset action's target and allowed values from a ComputerSystem document.
 Result<std::pair<std::string, std::vector<std::string>>> resetAction(const nlohmann::json& system);
 
-class RedfishPower final : public PowerControl, public FirmwareInventory {
+class RedfishPower final : public PowerControl, public FirmwareInventory, public FirmwareUpdater {
  public:
   using CredentialSource = std::function<Result<BmcCredential>(const std::string& name)>;
   RedfishPower(CredentialSource credential, RedfishOptions options);
@@ -53,10 +53,23 @@ class RedfishPower final : public PowerControl, public FirmwareInventory {
   Status act(const BmcEndpoint& bmc, PowerAction action) override;
   Result<std::vector<FirmwareItem>> firmware(const BmcEndpoint& bmc) override;
 
+  // Pushes `image` (bytes the caller has verified) to FirmwareInventory member `component`
+  // through the BMC's MultipartHttpPushUri, follows the Task to its end (at most `task_timeout`,
+  // asking every `poll`) and reads the version back. Nothing is pushed when the component already
+  // reports `version` (an update is never flashed twice). Errors: the Task ended otherwise than
+  // Completed, or is still running at the deadline (with its state and percentage), or the
+  // component reports another version after it (a BMC that did not apply the image).
+  Result<FirmwareUpdateResult> update(const BmcEndpoint& bmc, const std::string& component, const std::string& image,
+                                      const std::string& version, std::chrono::seconds task_timeout,
+                                      std::chrono::milliseconds poll) override;
+
  private:
   // GET or POST `path` (absolute, "/redfish/v1/..."): the parsed JSON body (null for none).
+  // `multipart`: POST `body` as the UpdateFile part with `params` as UpdateParameters; the
+  // answer's Location header goes to `location`.
   Result<nlohmann::json> call(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
-                              const std::string& path, const std::string& body);
+                              const std::string& path, const std::string& body, const std::string* params = nullptr,
+                              std::string* location = nullptr);
   Result<nlohmann::json> firstSystem(const BmcEndpoint& bmc, const BmcCredential& cred, std::string& path);
 
   CredentialSource credential_;

@@ -18,8 +18,10 @@ namespace {
 class BmcHandler final : public http::Handler {
  public:
   explicit BmcHandler(BmcConfig config) : bmc_(std::move(config)) {}
-  std::optional<http::Response> admit(const http::Request&, std::optional<std::uint64_t> length) override {
-    if (length && *length > 65536)
+  std::optional<http::Response> admit(const http::Request& head, std::optional<std::uint64_t> length) override {
+    // Firmware images go to the push URI (up to 64 MiB); everything else is small JSON.
+    const std::size_t limit = head.path == "/redfish/v1/UpdateService/update-multipart" ? (64u << 20) : 65536;
+    if (length && *length > limit)
       return http::Response{413, "application/json", redfishError("GeneralError", "Body too large.").dump(), {}};
     return std::nullopt;
   }
@@ -29,6 +31,10 @@ class BmcHandler final : public http::Handler {
     {
       std::lock_guard lock(mu_);
       out = bmc_.handle(r, RedfishBmc::Clock::now());
+      if (bmc_.updatesPushed() != pushed_) {
+        pushed_ = bmc_.updatesPushed();
+        std::cerr << "bmc: update pushed (" << pushed_ << " so far)" << std::endl;
+      }
       if (!bmc_.powerLog().empty() && bmc_.powerLog().size() != logged_) {
         for (; logged_ < bmc_.powerLog().size(); ++logged_)
           std::cerr << "bmc: reset " << bmc_.powerLog()[logged_] << std::endl;
@@ -46,7 +52,7 @@ class BmcHandler final : public http::Handler {
  private:
   std::mutex mu_;
   RedfishBmc bmc_;
-  std::size_t logged_ = 0;
+  std::size_t logged_ = 0, pushed_ = 0;
 };
 
 }  // namespace
@@ -84,7 +90,8 @@ int runBmcServer(const std::vector<std::string>& args) {
     else if (a == "--port-file")
       port_file = v;
     else if (a == "--fault") {
-      if (v != "reset-ignored") return usage("unknown fault '" + v + "' (expected reset-ignored)");
+      if (v != "reset-ignored" && v != "task-hangs" && v != "version-unchanged")
+        return usage("unknown fault '" + v + "' (expected reset-ignored, task-hangs or version-unchanged)");
       config.faults.insert(v);
     } else if (a == "--firmware") {
       const auto eq = v.find('=');

@@ -61,7 +61,118 @@ json redfishError(const std::string& message_id, const std::string& message) {
                  json::array({json{{"MessageId", "Base.1.8." + message_id}, {"Message", message}}})}}}};
 }
 
+std::optional<std::map<std::string, std::string>> multipartParts(const std::string& content_type,
+                                                                 const std::string& body) {
+  const auto b = content_type.find("boundary=");
+  if (content_type.rfind("multipart/form-data", 0) != 0 || b == std::string::npos) return std::nullopt;
+  std::string boundary = content_type.substr(b + 9);
+  if (auto semi = boundary.find(';'); semi != std::string::npos) boundary = boundary.substr(0, semi);
+  if (boundary.size() >= 2 && boundary.front() == '"' && boundary.back() == '"')
+    boundary = boundary.substr(1, boundary.size() - 2);
+  if (boundary.empty() || boundary.size() > 70) return std::nullopt;
+  const std::string delim = "--" + boundary;
+  std::map<std::string, std::string> parts;
+  std::size_t at = body.find(delim);
+  if (at == std::string::npos) return std::nullopt;
+  for (int n = 0; n < 16; ++n) {
+    at += delim.size();
+    if (body.compare(at, 2, "--") == 0) return parts;  // the closing delimiter
+    if (body.compare(at, 2, "\r\n") != 0) return std::nullopt;
+    at += 2;
+    const auto head_end = body.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) return std::nullopt;
+    const std::string head = body.substr(at, head_end - at);
+    const auto next = body.find("\r\n" + delim, head_end + 4);
+    if (next == std::string::npos) return std::nullopt;
+    const auto name_at = head.find("name=\"");
+    if (name_at == std::string::npos) return std::nullopt;
+    const auto name_end = head.find('"', name_at + 6);
+    if (name_end == std::string::npos) return std::nullopt;
+    parts[head.substr(name_at + 6, name_end - name_at - 6)] = body.substr(head_end + 4, next - head_end - 4);
+    at = next + 2;
+  }
+  return std::nullopt;
+}
+
 RedfishBmc::RedfishBmc(BmcConfig config) : config_(std::move(config)) {}
+
+json RedfishBmc::taskJson(const std::string& id, Clock::time_point now) {
+  Task& t = tasks_.at(id);
+  const bool hangs = config_.faults.count("task-hangs") > 0;
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - t.started);
+  const bool done = !hangs && elapsed >= config_.update_time;
+  if (done && !t.applied) {
+    t.applied = true;
+    if (!config_.faults.count("version-unchanged")) config_.firmware[t.component] = t.version;
+  }
+  int percent = done ? 100
+                     : static_cast<int>(std::min<std::int64_t>(
+                           99, 100 * elapsed.count() / std::max<std::int64_t>(1, config_.update_time.count())));
+  if (hangs) percent = std::min(percent, 42);
+  json messages = json::array();
+  if (done)
+    messages.push_back({{"MessageId", "Update.1.0.UpdateSuccessful"},
+                        {"Message", "The update of " + t.component + " to " + t.version + " has completed."}});
+  return json{{"@odata.id", "/redfish/v1/TaskService/Tasks/" + id},
+              {"@odata.type", "#Task.v1_4_3.Task"},
+              {"Id", id},
+              {"Name", "Firmware update of " + t.component},
+              {"TaskState", done ? "Completed" : "Running"},
+              {"TaskStatus", "OK"},
+              {"PercentComplete", percent},
+              {"Messages", messages}};
+}
+
+BmcResponse RedfishBmc::push(const BmcRequest& r, Clock::time_point now) {
+  for (const auto& [id, _] : tasks_)
+    if (taskJson(id, now)["TaskState"] == "Running")
+      return {503,
+              redfishError("ServiceTemporarilyUnavailable",
+                           "An update is in progress (task " + id + "); push one image at a time."),
+              {{"Retry-After", "30"}}};
+  auto ct = r.headers.find("content-type");
+  auto parts = multipartParts(ct == r.headers.end() ? "" : ct->second, r.body);
+  if (!parts)
+    return {400,
+            redfishError("MalformedJSON", "Expected a multipart/form-data body with UpdateParameters and UpdateFile."),
+            {}};
+  if (!parts->count("UpdateParameters") || !parts->count("UpdateFile"))
+    return {400, redfishError("PropertyMissing", "UpdateParameters and UpdateFile are required parts."), {}};
+  const json params = json::parse((*parts)["UpdateParameters"], nullptr, false);
+  if (params.is_discarded() || !params.is_object() || !params.contains("Targets") || !params["Targets"].is_array() ||
+      params["Targets"].size() != 1 || !params["Targets"][0].is_string())
+    return {400,
+            redfishError("PropertyValueFormatError",
+                         "UpdateParameters.Targets must name exactly one FirmwareInventory member."),
+            {}};
+  const std::string target = params["Targets"][0];
+  const std::string inventory = "/redfish/v1/UpdateService/FirmwareInventory/";
+  const std::string component = target.rfind(inventory, 0) == 0 ? target.substr(inventory.size()) : "";
+  if (!config_.firmware.count(component))
+    return {400, redfishError("ResourceMissingAtURI", "No firmware component at " + target + "."), {}};
+  const std::string& image = (*parts)["UpdateFile"];
+  const std::string magic = "KILN-HWSIM-FW ";
+  const auto eol = image.find('\n');
+  std::string line = image.substr(0, eol == std::string::npos ? std::min<std::size_t>(image.size(), 200) : eol);
+  if (line.rfind(magic, 0) != 0)
+    return {400,
+            redfishError("ActionParameterValueFormatError", "The image is not a firmware package this BMC takes."),
+            {}};
+  line = line.substr(magic.size());
+  const auto sp = line.find(' ');
+  if (sp == std::string::npos)
+    return {400, redfishError("ActionParameterValueFormatError", "The image names no version."), {}};
+  const std::string image_component = line.substr(0, sp), version = line.substr(sp + 1);
+  if (image_component != component)
+    return {400,
+            redfishError("ActionParameterValueConflict",
+                         "The image is for " + image_component + ", not " + component + "."),
+            {}};
+  const std::string id = std::to_string(next_task_++);
+  tasks_[id] = Task{now, component, version, false};
+  const std::string at = "/redfish/v1/TaskService/Tasks/" + id;
+  return {202, taskJson(id, now), {{"Location", at}}};
+}
 
 bool RedfishBmc::poweredOn(Clock::time_point now) const {
   if (cycling_) return now >= on_again_;
@@ -127,6 +238,7 @@ BmcResponse RedfishBmc::handle(const BmcRequest& r, Clock::time_point now) {
                  {"Chassis", link("/redfish/v1/Chassis")},
                  {"Managers", link("/redfish/v1/Managers")},
                  {"UpdateService", link("/redfish/v1/UpdateService")},
+                 {"TaskService", link("/redfish/v1/TaskService")},
                  {"SessionService", link("/redfish/v1/SessionService")},
                  {"Links", {{"Sessions", link("/redfish/v1/SessionService/Sessions")}}}},
             {}};
@@ -227,9 +339,37 @@ BmcResponse RedfishBmc::handle(const BmcRequest& r, Clock::time_point now) {
                                   {"Id", "UpdateService"},
                                   {"Name", "Update Service"},
                                   {"ServiceEnabled", true},
-                                  {"FirmwareInventory", link("/redfish/v1/UpdateService/FirmwareInventory")}},
+                                  {"FirmwareInventory", link("/redfish/v1/UpdateService/FirmwareInventory")},
+                                  {"MultipartHttpPushUri", "/redfish/v1/UpdateService/update-multipart"}},
                              {}}
                : readOnly();
+  if (path == "/redfish/v1/UpdateService/update-multipart") {
+    if (r.method != "POST") return {405, redfishError("ActionNotSupported", "Use POST."), {{"Allow", "POST"}}};
+    return push(r, now);
+  }
+  if (path == "/redfish/v1/TaskService")
+    return get ? BmcResponse{200,
+                             json{{"@odata.id", path},
+                                  {"@odata.type", "#TaskService.v1_1_4.TaskService"},
+                                  {"Id", "TaskService"},
+                                  {"Name", "Task Service"},
+                                  {"ServiceEnabled", true},
+                                  {"Tasks", link("/redfish/v1/TaskService/Tasks")}},
+                             {}}
+               : readOnly();
+  const std::string tasks = "/redfish/v1/TaskService/Tasks";
+  if (path == tasks) {
+    if (!get) return readOnly();
+    std::vector<std::string> ids;
+    for (const auto& [id, _] : tasks_) ids.push_back(tasks + "/" + id);
+    return {200, collection(path, "TaskCollection", "Task Collection", ids), {}};
+  }
+  if (path.rfind(tasks + "/", 0) == 0) {
+    const std::string id = path.substr(tasks.size() + 1);
+    if (!tasks_.count(id)) return {404, redfishError("ResourceMissingAtURI", "No task " + id + "."), {}};
+    if (!get) return readOnly();
+    return {200, taskJson(id, now), {}};
+  }
   const std::string inventory = "/redfish/v1/UpdateService/FirmwareInventory";
   if (path == inventory) {
     if (!get) return readOnly();

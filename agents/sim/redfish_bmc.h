@@ -11,12 +11,21 @@
 //   /redfish/v1/Managers, /Managers/BMC_0          FirmwareVersion
 //   /redfish/v1/UpdateService, .../FirmwareInventory[/{id}]   Version, Updateable
 //   /redfish/v1/SessionService, .../Sessions[/{id}]           X-Auth-Token sessions
+//   /redfish/v1/UpdateService/update-multipart    the MultipartHttpPushUri: one image, one target
+//   /redfish/v1/TaskService/Tasks[/{id}]           the update's Task: Running, then Completed
+//
+// A simulated firmware image's first line is "KILN-HWSIM-FW <component id> <version>"; the rest
+// is payload. One update at a time (a second push while one runs gets 503, as BMCs that run out
+// of memory with parallel pushes should answer).
 //
 // Everything but the service root needs HTTP Basic or a session's X-Auth-Token. Seeded faults:
-// `reset-ignored` (a reset is accepted and does nothing, as a wedged BMC does).
+// `reset-ignored` (a reset is accepted and does nothing, as a wedged BMC does), `task-hangs`
+// (an update's Task never ends), `version-unchanged` (an update completes and the component
+// still reports its old version).
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,8 +53,9 @@ struct BmcConfig {
                                                  {"HMC_Firmware", "GB200-P4975_0004_250301.1.0"},
                                                  {"CPLD_0", "0.1.0c"},
                                                  {"SBIOS", "02.03.12"}};
-  std::set<std::string> faults;               // "reset-ignored"
-  std::chrono::milliseconds cycle_off{1000};  // how long a PowerCycle keeps the tray off
+  std::set<std::string> faults;                 // "reset-ignored", "task-hangs", "version-unchanged"
+  std::chrono::milliseconds cycle_off{1000};    // how long a PowerCycle keeps the tray off
+  std::chrono::milliseconds update_time{1500};  // how long an update's Task runs
 };
 
 class RedfishBmc {
@@ -58,10 +68,22 @@ class RedfishBmc {
   // What the tests and the state file see.
   bool poweredOn(Clock::time_point now) const;
   const std::vector<std::string>& powerLog() const { return power_log_; }  // "On", "ForceOff", ...
+  const std::map<std::string, std::string>& firmware() const { return config_.firmware; }
+  std::size_t updatesPushed() const { return tasks_.size(); }
 
  private:
   bool authorized(const BmcRequest& r) const;
   BmcResponse reset(const BmcRequest& r, Clock::time_point now);
+  BmcResponse push(const BmcRequest& r, Clock::time_point now);
+  nlohmann::json taskJson(const std::string& id, Clock::time_point now);
+
+  struct Task {
+    Clock::time_point started;
+    std::string component, version;
+    bool applied = false;
+  };
+  std::map<std::string, Task> tasks_;
+  int next_task_ = 1;
 
   BmcConfig config_;
   bool on_ = true;
@@ -74,5 +96,10 @@ class RedfishBmc {
 
 // A Redfish error document (Base message registry style).
 nlohmann::json redfishError(const std::string& message_id, const std::string& message);
+
+// The parts of a multipart/form-data body by name (`content_type`: the request's, with its
+// boundary); nullopt when it is not well formed.
+std::optional<std::map<std::string, std::string>> multipartParts(const std::string& content_type,
+                                                                 const std::string& body);
 
 }  // namespace kiln::sim

@@ -261,17 +261,22 @@ TEST(OobCliTest, AStateNotReachedWithinTheWaitIsExitOne) {
 TEST(OobCliTest, BadUsageIsExitTwoAndTouchesNoBmc) {
   ScriptedPower p;
   p.states = {PowerState::kOn};
-  for (const auto& args :
-       std::vector<std::vector<std::string>>{{},
-                                             {"power"},
-                                             {"power", "explode", "--bmc", "h", "--credential", "c"},
-                                             {"power", "status", "--credential", "c"},
-                                             {"power", "status", "--bmc", "h"},
-                                             {"power", "status", "--bmc", "-x", "--credential", "c"},
-                                             {"power", "status", "--bmc", "h", "--credential", "../x"},
-                                             {"power", "status", "--bmc", "h", "--credential", "c", "--timeout", "0"},
-                                             {"power", "status", "--bmc", "h", "--credential", "c", "--password", "p"},
-                                             {"power", "status", "--bmc", "h", "--credential"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {},
+           {"power"},
+           {"power", "explode", "--bmc", "h", "--credential", "c"},
+           {"power", "status", "--credential", "c"},
+           {"power", "status", "--bmc", "h"},
+           {"power", "status", "--bmc", "-x", "--credential", "c"},
+           {"power", "status", "--bmc", "h", "--credential", "../x"},
+           {"power", "status", "--bmc", "h", "--credential", "c", "--timeout", "0"},
+           {"power", "status", "--bmc", "h", "--credential", "c", "--password", "p"},
+           {"power", "status", "--bmc", "h", "--credential"},
+           {"firmware", "update", "--bmc", "h", "--credential", "c", "--protocol", "redfish"},
+           {"firmware", "update", "--bmc", "h", "--credential", "c", "--component", "BMC", "--image", "/x", "--sha256",
+            "ab", "--version", "1"},
+           {"power", "status", "--bmc", "h", "--credential", "c", "--version", "1"},
+           {"firmware", "flash", "--bmc", "h", "--credential", "c", "--protocol", "redfish"}}) {
     auto r = cli(args, &p);
     EXPECT_EQ(r.code, 2) << ::testing::PrintToString(args);
     EXPECT_NE(r.err.find("usage: kiln-oob"), std::string::npos) << r.err;

@@ -206,5 +206,62 @@ TEST_F(RedfishTest, AWrongPasswordAndAWedgedBmcAreClearErrorsAndShowNoSecret) {
   EXPECT_NE(wedged.output.find("still on after 2 s"), std::string::npos) << wedged.output;
 }
 
+// Issue 32: a firmware update through the BMC's UpdateService: only verified bits are pushed,
+// the Task is followed to its end, the version is read back from the device, and an update is
+// never pushed twice. A hung Task and a BMC that does not apply the image are bounded errors.
+TEST_F(RedfishTest, AFirmwareUpdatePushesVerifiedBitsFollowsTheTaskAndReadsTheVersionBack) {
+  startBmc();
+  const std::string image = path("bmc.fwpkg");
+  std::ofstream(image) << "KILN-HWSIM-FW BMC_Firmware 25.09-1\n" << std::string(300000, 'x');
+  Ran sha = run({"/usr/bin/sha256sum", image});
+  const std::string digest = sha.output.substr(0, 64);
+  auto update = [&](const std::string& hash, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> e = {"--ca",     "",   "--component", "BMC_Firmware", "--image", image,
+                                  "--sha256", hash, "--version",   "25.09-1",      "--wait",  "20"};
+    e.insert(e.end(), extra.begin(), extra.end());
+    return oob({"firmware", "update"}, e);
+  };
+  // Bits that are not the ones the step was given never reach the BMC.
+  Ran tampered = update(std::string(64, 'a'));
+  EXPECT_EQ(tampered.code, 2);
+  EXPECT_NE(tampered.output.find("only verified bits reach a BMC"), std::string::npos) << tampered.output;
+  EXPECT_EQ(readFile(dir_ / "bmc.log").find("update pushed"), std::string::npos);
+
+  Ran done = update(digest);
+  ASSERT_EQ(done.code, 0) << done.output;
+  const json a = done.answer();
+  EXPECT_EQ(a["before"], "25.06-2");
+  EXPECT_EQ(a["after"], "25.09-1");
+  EXPECT_EQ(a["pushed"], true);
+  EXPECT_EQ(a["task_state"], "Completed");
+  EXPECT_NE(readFile(dir_ / "bmc.log").find("update pushed (1 so far)"), std::string::npos);
+  // Run again (a retried step): the device already reports the version, nothing is pushed.
+  Ran again = update(digest);
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(again.answer()["pushed"], false);
+  EXPECT_EQ(readFile(dir_ / "bmc.log").find("update pushed (2"), std::string::npos);
+}
+
+TEST_F(RedfishTest, AHungTaskAndAnImageTheBmcDidNotApplyAreBoundedErrors) {
+  for (const std::string fault : {"task-hangs", "version-unchanged"}) {
+    if (bmc_) bmc_->stop(2s);
+    fs::remove(dir_ / "port");
+    startBmc({"--fault", fault});
+    const std::string image = path("cpld.fwpkg");
+    std::ofstream(image) << "KILN-HWSIM-FW CPLD_0 0.2.0\n";
+    const std::string digest = run({"/usr/bin/sha256sum", image}).output.substr(0, 64);
+    Ran r = oob({"firmware", "update"}, {"--ca", "", "--component", "CPLD_0", "--image", image, "--sha256", digest,
+                                         "--version", "0.2.0", "--wait", "3"});
+    EXPECT_EQ(r.code, 1) << fault << ": " << r.output;
+    if (fault == "task-hangs") {
+      EXPECT_NE(r.output.find("is still Running at 42% after 3 s"), std::string::npos) << r.output;
+      EXPECT_LT(r.took, 15s);
+    } else {
+      EXPECT_NE(r.output.find("reports CPLD_0 0.1.0c after a completed update to 0.2.0"), std::string::npos)
+          << r.output;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::oob

@@ -120,5 +120,68 @@ TEST(RedfishBmcTest, TheFirmwareInventoryListsEveryComponentWithItsVersion) {
   EXPECT_EQ(bmc.handle(get("/redfish/v1/Nope"), t).status, 404);
 }
 
+BmcRequest pushRequest(const std::string& target, const std::string& image) {
+  const std::string b = "kilnBoundary7";
+  std::string body =
+      "--" + b +
+      "\r\nContent-Disposition: form-data; name=\"UpdateParameters\"\r\nContent-Type: application/json\r\n\r\n" +
+      json{{"Targets", {target}}}.dump() + "\r\n--" + b +
+      "\r\nContent-Disposition: form-data; name=\"UpdateFile\"; filename=\"x.fwpkg\"\r\n\r\n" + image + "\r\n--" + b +
+      "--\r\n";
+  return {"POST",
+          "/redfish/v1/UpdateService/update-multipart",
+          {{"authorization", kBasic}, {"content-type", "multipart/form-data; boundary=" + b}},
+          body};
+}
+
+// Issue 32: an update pushed as Redfish's multipart push runs as a Task and changes the
+// component's version only once the Task completes; one update at a time.
+TEST(RedfishBmcTest, AMultipartPushRunsAsATaskAndTheVersionChangesWhenItCompletes) {
+  BmcConfig c = config();
+  c.update_time = 1000ms;
+  RedfishBmc bmc(c);
+  const auto t = RedfishBmc::Clock::now();
+  const std::string target = "/redfish/v1/UpdateService/FirmwareInventory/BMC_Firmware";
+  auto pushed = bmc.handle(pushRequest(target, "KILN-HWSIM-FW BMC_Firmware 25.09-1\npayload"), t);
+  ASSERT_EQ(pushed.status, 202) << pushed.body.dump();
+  EXPECT_EQ(pushed.headers.at(0).second, "/redfish/v1/TaskService/Tasks/1");
+  EXPECT_EQ(bmc.handle(pushRequest(target, "KILN-HWSIM-FW BMC_Firmware 25.09-2\n"), t + 100ms).status, 503);
+  auto running = bmc.handle(get("/redfish/v1/TaskService/Tasks/1"), t + 500ms);
+  EXPECT_EQ(running.body["TaskState"], "Running");
+  EXPECT_EQ(running.body["PercentComplete"], 50);
+  EXPECT_EQ(bmc.firmware().at("BMC_Firmware"), "25.06-2");
+  auto done = bmc.handle(get("/redfish/v1/TaskService/Tasks/1"), t + 1500ms);
+  EXPECT_EQ(done.body["TaskState"], "Completed");
+  EXPECT_EQ(bmc.handle(get(target), t + 1600ms).body["Version"], "25.09-1");
+  // The image must be for the component it is pushed to, and a package this BMC takes.
+  EXPECT_EQ(bmc.handle(pushRequest(target, "KILN-HWSIM-FW HMC_Firmware 1\n"), t + 2s).status, 400);
+  EXPECT_EQ(bmc.handle(pushRequest(target, "MZ\x90\x00 not a package"), t + 2s).status, 400);
+  EXPECT_EQ(
+      bmc.handle(pushRequest("/redfish/v1/UpdateService/FirmwareInventory/nope", "KILN-HWSIM-FW nope 1\n"), t + 2s)
+          .status,
+      400);
+  BmcRequest broken = pushRequest(target, "x");
+  broken.body = broken.body.substr(0, broken.body.size() / 2);
+  EXPECT_EQ(bmc.handle(broken, t + 2s).status, 400);
+}
+
+TEST(RedfishBmcTest, SeededUpdateFaultsHangTheTaskOrLeaveTheVersionUnchanged) {
+  BmcConfig c = config();
+  c.update_time = 100ms;
+  c.faults = {"task-hangs"};
+  RedfishBmc hangs(c);
+  const auto t = RedfishBmc::Clock::now();
+  const std::string target = "/redfish/v1/UpdateService/FirmwareInventory/CPLD_0";
+  ASSERT_EQ(hangs.handle(pushRequest(target, "KILN-HWSIM-FW CPLD_0 0.2.0\n"), t).status, 202);
+  EXPECT_EQ(hangs.handle(get("/redfish/v1/TaskService/Tasks/1"), t + 1h).body["TaskState"], "Running");
+  c.faults = {"version-unchanged"};
+  RedfishBmc stale(c);
+  ASSERT_EQ(stale.handle(pushRequest(target, "KILN-HWSIM-FW CPLD_0 0.2.0\n"), t).status, 202);
+  EXPECT_EQ(stale.handle(get("/redfish/v1/TaskService/Tasks/1"), t + 1s).body["TaskState"], "Completed");
+  EXPECT_EQ(stale.firmware().at("CPLD_0"), "0.1.0c");
+  EXPECT_FALSE(multipartParts("multipart/form-data; boundary=x", "no delimiter here"));
+  EXPECT_FALSE(multipartParts("application/json", "--x\r\n"));
+}
+
 }  // namespace
 }  // namespace kiln::sim
