@@ -48,6 +48,41 @@ Result<PowerState> parseChassisPowerStatus(std::string_view out) {
   return unavailable("ipmitool answered no power state: '" + lastLine(shown) + "'");
 }
 
+std::vector<LogEntry> parseSelList(std::string_view text) {
+  std::vector<LogEntry> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    auto nl = text.find('\n', at);
+    std::string line(text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at));
+    at = nl == std::string_view::npos ? text.size() : nl + 1;
+    std::vector<std::string> fields;
+    std::size_t from = 0;
+    for (auto bar = line.find('|');; bar = line.find('|', from)) {
+      std::string f = line.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
+      while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.erase(f.begin());
+      while (!f.empty() && (f.back() == ' ' || f.back() == '\r' || f.back() == '\t')) f.pop_back();
+      fields.push_back(f.substr(0, 200));
+      if (bar == std::string::npos) break;
+      from = bar + 1;
+    }
+    if (fields.size() < 4 || fields[0].empty() ||
+        fields[0].find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+      continue;  // "SEL has no entries", headers, noise
+    LogEntry e;
+    e.id = fields[0];
+    // "id | date | time | sensor | event | direction" (or "id | Pre-Init | stamp | ...").
+    std::size_t first = 2;
+    e.created = fields[1];
+    if (fields.size() >= 6) {
+      e.created += " " + fields[2];
+      first = 3;
+    }
+    for (std::size_t i = first; i < fields.size(); ++i) e.message += (i > first ? " | " : "") + fields[i];
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 IpmiPower::IpmiPower(std::shared_ptr<exec::ProcessRunner> runner, CredentialSource credential, IpmiOptions options)
     : runner_(std::move(runner)), credential_(std::move(credential)), options_(std::move(options)) {}
 
@@ -89,6 +124,14 @@ Status IpmiPower::act(const BmcEndpoint& bmc, PowerAction action) {
     return unavailable("ipmitool did not confirm power " + std::string(powerActionName(action)) + ": '" +
                        lastLine(*out) + "'");
   return Ok{};
+}
+
+Result<std::vector<LogEntry>> IpmiPower::eventLog(const BmcEndpoint& bmc, std::size_t last) {
+  auto out = run(bmc, {"sel", "list"});
+  if (!out.ok()) return out.error();
+  auto entries = parseSelList(*out);
+  if (entries.size() > last) entries.erase(entries.begin(), entries.end() - static_cast<std::ptrdiff_t>(last));
+  return entries;
 }
 
 }  // namespace kiln::oob

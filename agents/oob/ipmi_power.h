@@ -34,8 +34,11 @@ std::vector<std::string> ipmitoolArgv(const IpmiOptions& o, const BmcEndpoint& b
 
 // "Chassis Power is on" -> kOn; anything else is an error quoting what ipmitool said.
 Result<PowerState> parseChassisPowerStatus(std::string_view stdout_text);
+// `ipmitool sel list` ("   1 | 12/07/2026 | 13:40:01 | Power Unit #0x31 | Power off/down |
+// Asserted", or "SEL has no entries") -> entries, oldest first.
+std::vector<LogEntry> parseSelList(std::string_view stdout_text);
 
-class IpmiPower final : public PowerControl {
+class IpmiPower final : public PowerControl, public EventLog {
  public:
   // `credential(name)`: the runner's credential store (loadBmcCredential bound to its file).
   using CredentialSource = std::function<Result<BmcCredential>(const std::string& name)>;
@@ -43,6 +46,7 @@ class IpmiPower final : public PowerControl {
 
   Result<PowerState> status(const BmcEndpoint& bmc) override;
   Status act(const BmcEndpoint& bmc, PowerAction action) override;
+  Result<std::vector<LogEntry>> eventLog(const BmcEndpoint& bmc, std::size_t last) override;
 
  private:
   Result<std::string> run(const BmcEndpoint& bmc, const std::vector<std::string>& command);

@@ -18,8 +18,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: kiln-oob power status|on|off|cycle|reset --bmc HOST[:PORT] --credential NAME\n"
     "                [--protocol ipmi|redfish] [--credentials FILE] [--timeout SECONDS] [--wait SECONDS]\n"
-    "                [--cipher-suite N] (IPMI) [--ca FILE] [--insecure] (Redfish)\n"
+    "                [--log N] [--cipher-suite N] (IPMI) [--ca FILE] [--insecure] (Redfish)\n"
     "       kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]\n"
+    "       kiln-oob log list --bmc HOST[:PORT] --credential NAME [--last N] [...]\n"
     "       kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V\n"
     "                --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait SECONDS] [...]\n";
 
@@ -36,17 +37,19 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "kiln-oob: " << why << "\n" << kUsage;
     return 2;
   };
-  if (args.size() < 2 || (args[0] != "power" && args[0] != "firmware"))
+  if (args.size() < 2 || (args[0] != "power" && args[0] != "firmware" && args[0] != "log"))
     return usage(args.empty() ? "no command" : "unknown command '" + args[0] + "'");
   const bool is_firmware = args[0] == "firmware";
+  const bool is_log = args[0] == "log";
+  if (is_log && args[1] != "list") return usage("unknown log command '" + args[1] + "' (expected list)");
   const std::string verb = args[1];
   if (is_firmware && verb != "list" && verb != "update")
     return usage("unknown firmware command '" + verb + "' (expected list or update)");
   const bool is_status = verb == "status";
   const auto action = parsePowerAction(verb);
-  if (!is_firmware && !is_status && !action) return usage("unknown power action '" + verb + "'");
+  if (!is_firmware && !is_log && !is_status && !action) return usage("unknown power action '" + verb + "'");
   std::string bmc_text, credential, component, image_path, sha256, version;
-  int cipher = 17, wait_s = -1;
+  int cipher = 17, wait_s = -1, last = -1;
   for (std::size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--insecure") {
@@ -80,6 +83,9 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     } else if (a == "--timeout") {
       if (!seconds(v, 1, 600, n)) return usage("--timeout: expected 1 to 600 seconds");
       options.ipmi.timeout = std::chrono::seconds(n);
+    } else if (a == "--last" || a == "--log") {
+      if (!seconds(v, 0, 1000, last)) return usage(a + ": expected 0 to 1000 entries");
+      if ((a == "--last") != is_log) return usage(a + (is_log ? " is for power commands" : " is for log list"));
     } else if (a == "--wait") {
       if (!seconds(v, 0, 3600, wait_s)) return usage("--wait: expected 0 to 3600 seconds");
     } else {
@@ -109,7 +115,7 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "kiln-oob: warning: --insecure: the BMC's TLS certificate is not checked (" << bmc->address << ")\n";
   auto power = make(options);
   nlohmann::json answer = {{"bmc", bmc->address + ":" + std::to_string(bmc->port)}};
-  if (!is_firmware) answer["action"] = verb;
+  if (!is_firmware && !is_log) answer["action"] = verb;
   auto fail = [&](const Error& e) {
     err << "kiln-oob: " << args[0] << " " << verb << " " << answer["bmc"].get<std::string>() << ": " << e.message
         << "\n";
@@ -144,6 +150,24 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << answer.dump() << "\n";
     return 0;
   }
+  // The BMC's newest event log entries: for `log list`, and after a power action with --log N
+  // (a recovery's evidence in its step's output).
+  auto logInto = [&](int n) -> std::optional<Error> {
+    auto* events = dynamic_cast<EventLog*>(power.get());
+    if (events == nullptr) return Error(invalidArgument("this driver reads no event log"));
+    auto entries = events->eventLog(*bmc, static_cast<std::size_t>(n));
+    if (!entries.ok()) return entries.error();
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& e : *entries)
+      list.push_back({{"id", e.id}, {"created", e.created}, {"severity", e.severity}, {"message", e.message}});
+    answer["log"] = std::move(list);
+    return std::nullopt;
+  };
+  if (is_log) {
+    if (auto e = logInto(last < 0 ? 50 : last)) return fail(*e);
+    out << answer.dump() << "\n";
+    return 0;
+  }
   if (is_firmware) {
     auto* inventory = dynamic_cast<FirmwareInventory*>(power.get());
     if (inventory == nullptr) return usage("this driver has no firmware inventory");
@@ -160,6 +184,8 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     auto s = power->status(*bmc);
     if (!s.ok()) return fail(s.error());
     answer["power"] = powerStateName(*s);
+    if (last > 0)
+      if (auto e = logInto(last)) return fail(*e);
     out << answer.dump() << "\n";
     return 0;
   }
@@ -179,11 +205,14 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!now.ok()) return fail(now.error());
   answer["power"] = powerStateName(*now);
   if (wait_s > 0 && *now != want) {
+    if (last > 0) (void)logInto(last);  // the evidence, even when the tray did not come back
     out << answer.dump() << "\n";
     err << "kiln-oob: power " << verb << " " << answer["bmc"].get<std::string>() << ": still " << powerStateName(*now)
         << " after " << wait_s << " s\n";
     return 1;
   }
+  if (last > 0)
+    if (auto e = logInto(last)) return fail(*e);
   out << answer.dump() << "\n";
   return 0;
 }

@@ -7,6 +7,9 @@
 //            [--cipher-suite N]            (IPMI)
 //            [--ca FILE] [--insecure]      (Redfish over HTTPS)
 //   kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]
+//   kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V ... (Redfish)
+//   kiln-oob log list --bmc HOST[:PORT] --credential NAME [--last N] [...]
+//   (power commands: --log N adds the BMC's newest N event log entries to the answer)
 //
 // On success it prints one JSON object on stdout for the step's `parse: json`, exit 0: power
 // {"bmc", "action", "power"[, "before"]}; firmware {"bmc", "firmware": [{"id", "name",

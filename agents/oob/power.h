@@ -72,6 +72,19 @@ class FirmwareUpdater {
                                               std::chrono::seconds task_timeout, std::chrono::milliseconds poll) = 0;
 };
 
+// One entry of the BMC's event log (IPMI's SEL, Redfish's LogServices): what a recovery puts
+// into its step's output so that nobody has to log into the BMC to see why a tray died.
+struct LogEntry {
+  std::string id, created, severity, message;
+};
+
+class EventLog {
+ public:
+  virtual ~EventLog() = default;
+  // The newest `last` entries, oldest first.
+  virtual Result<std::vector<LogEntry>> eventLog(const BmcEndpoint& bmc, std::size_t last) = 0;
+};
+
 // A driver that can read the device's firmware versions back (Redfish; IPMI cannot).
 class FirmwareInventory {
  public:

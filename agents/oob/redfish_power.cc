@@ -350,4 +350,46 @@ Result<FirmwareUpdateResult> RedfishPower::update(const BmcEndpoint& bmc, const 
   return out;
 }
 
+Result<std::vector<LogEntry>> RedfishPower::eventLog(const BmcEndpoint& bmc, std::size_t last) {
+  auto cred = credential_(bmc.credential);
+  if (!cred.ok()) return cred.error();
+  std::string path;
+  auto system = firstSystem(bmc, *cred, path);
+  if (!system.ok()) return system.error();
+  const std::string services_path =
+      system->is_object() && system->contains("LogServices") ? odataId((*system)["LogServices"]) : "";
+  if (services_path.empty()) return std::vector<LogEntry>{};  // a BMC without logs: nothing to show
+  if (!safeRedfishPath(services_path)) return unavailable("the BMC's LogServices link is not a Redfish path");
+  auto services = call(bmc, *cred, "GET", services_path, "");
+  if (!services.ok()) return services.error();
+  auto ids = redfishMembers(*services, services_path);
+  if (!ids.ok()) return ids.error();
+  std::vector<LogEntry> out;
+  for (std::size_t i = 0; i < ids->size() && i < 8; ++i) {
+    auto service = call(bmc, *cred, "GET", (*ids)[i], "");
+    if (!service.ok()) return service.error();
+    const std::string entries_path =
+        service->is_object() && service->contains("Entries") ? odataId((*service)["Entries"]) : "";
+    if (entries_path.empty() || !safeRedfishPath(entries_path)) continue;
+    auto entries = call(bmc, *cred, "GET", entries_path, "");
+    if (!entries.ok()) return entries.error();
+    if (!entries->is_object() || !entries->contains("Members") || !(*entries)["Members"].is_array()) continue;
+    for (const auto& m : (*entries)["Members"]) {
+      if (!m.is_object() || !m.value("Message", json()).is_string()) continue;
+      LogEntry e;
+      auto str = [&](const char* k) {
+        return m.value(k, json()).is_string() ? m[k].get<std::string>().substr(0, 200) : std::string();
+      };
+      e.id = str("Id");
+      e.created = str("Created");
+      e.severity = str("Severity");
+      e.message = m["Message"].get<std::string>().substr(0, 500);
+      out.push_back(std::move(e));
+      if (out.size() >= 1000) break;
+    }
+  }
+  if (out.size() > last) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(last));
+  return out;
+}
+
 }  // namespace kiln::oob

@@ -44,7 +44,7 @@ bool safeRedfishPath(const std::string& path);
 // The Reset action's target and allowed values from a ComputerSystem document.
 Result<std::pair<std::string, std::vector<std::string>>> resetAction(const nlohmann::json& system);
 
-class RedfishPower final : public PowerControl, public FirmwareInventory, public FirmwareUpdater {
+class RedfishPower final : public PowerControl, public FirmwareInventory, public FirmwareUpdater, public EventLog {
  public:
   using CredentialSource = std::function<Result<BmcCredential>(const std::string& name)>;
   RedfishPower(CredentialSource credential, RedfishOptions options);
@@ -52,6 +52,9 @@ class RedfishPower final : public PowerControl, public FirmwareInventory, public
   Result<PowerState> status(const BmcEndpoint& bmc) override;
   Status act(const BmcEndpoint& bmc, PowerAction action) override;
   Result<std::vector<FirmwareItem>> firmware(const BmcEndpoint& bmc) override;
+  // The first ComputerSystem's LogServices, each one's Entries (members embedded in the
+  // collection, as BMCs serve them; at most 8 services and 1,000 entries read).
+  Result<std::vector<LogEntry>> eventLog(const BmcEndpoint& bmc, std::size_t last) override;
 
   // Pushes `image` (bytes the caller has verified) to FirmwareInventory member `component`
   // through the BMC's MultipartHttpPushUri, follows the Task to its end (at most `task_timeout`,

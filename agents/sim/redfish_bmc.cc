@@ -1,5 +1,6 @@
 #include "agents/sim/redfish_bmc.h"
 
+#include <ctime>
 #include <random>
 
 namespace kiln::sim {
@@ -94,7 +95,28 @@ std::optional<std::map<std::string, std::string>> multipartParts(const std::stri
   return std::nullopt;
 }
 
-RedfishBmc::RedfishBmc(BmcConfig config) : config_(std::move(config)) {}
+RedfishBmc::RedfishBmc(BmcConfig config) : config_(std::move(config)) {
+  note("OK", "BMC started");
+}
+
+void RedfishBmc::note(const std::string& severity, const std::string& message) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char created[32];
+  std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string id = std::to_string(log_.size() + 1);
+  log_.push_back(json{{"@odata.id", "/redfish/v1/Systems/System_0/LogServices/EventLog/Entries/" + id},
+                      {"@odata.type", "#LogEntry.v1_9_0.LogEntry"},
+                      {"Id", id},
+                      {"Name", "Log Entry " + id},
+                      {"EntryType", "Event"},
+                      {"Severity", severity},
+                      {"Created", created},
+                      {"Message", message}});
+  if (log_.size() > 500) log_.erase(log_.begin());
+}
 
 json RedfishBmc::taskJson(const std::string& id, Clock::time_point now) {
   Task& t = tasks_.at(id);
@@ -104,6 +126,7 @@ json RedfishBmc::taskJson(const std::string& id, Clock::time_point now) {
   if (done && !t.applied) {
     t.applied = true;
     if (!config_.faults.count("version-unchanged")) config_.firmware[t.component] = t.version;
+    note("OK", "Firmware update of " + t.component + " to " + t.version + " completed");
   }
   int percent = done ? 100
                      : static_cast<int>(std::min<std::int64_t>(
@@ -202,6 +225,7 @@ BmcResponse RedfishBmc::reset(const BmcRequest& r, Clock::time_point now) {
         redfishError("ActionParameterNotSupported", "The parameter ResetType does not accept the value " + type + "."),
         {}};
   power_log_.push_back(type);
+  note("OK", "ComputerSystem.Reset " + type + " requested");
   if (config_.faults.count("reset-ignored")) return {204, nullptr, {}};
   const bool was_on = poweredOn(now);
   cycling_ = false;
@@ -289,6 +313,7 @@ BmcResponse RedfishBmc::handle(const BmcRequest& r, Clock::time_point now) {
                  {"SystemType", "Physical"},
                  {"PowerState", power},
                  {"Status", {{"State", power == "On" ? "Enabled" : "StandbyOffline"}, {"Health", "OK"}}},
+                 {"LogServices", link("/redfish/v1/Systems/System_0/LogServices")},
                  {"Actions",
                   {{"#ComputerSystem.Reset",
                     {{"target", "/redfish/v1/Systems/System_0/Actions/ComputerSystem.Reset"},
@@ -298,6 +323,31 @@ BmcResponse RedfishBmc::handle(const BmcRequest& r, Clock::time_point now) {
   if (path == "/redfish/v1/Systems/System_0/Actions/ComputerSystem.Reset") {
     if (r.method != "POST") return {405, redfishError("ActionNotSupported", "Use POST."), {{"Allow", "POST"}}};
     return reset(r, now);
+  }
+  const std::string logs = "/redfish/v1/Systems/System_0/LogServices";
+  if (path == logs)
+    return get ? BmcResponse{200,
+                             collection(path, "LogServiceCollection", "Log Service Collection", {logs + "/EventLog"}),
+                             {}}
+               : readOnly();
+  if (path == logs + "/EventLog")
+    return get ? BmcResponse{200,
+                             json{{"@odata.id", path},
+                                  {"@odata.type", "#LogService.v1_1_3.LogService"},
+                                  {"Id", "EventLog"},
+                                  {"Name", "Event Log"},
+                                  {"Entries", link(path + "/Entries")}},
+                             {}}
+               : readOnly();
+  if (path == logs + "/EventLog/Entries") {
+    if (!get) return readOnly();
+    return {200,
+            json{{"@odata.id", path},
+                 {"@odata.type", "#LogEntryCollection.LogEntryCollection"},
+                 {"Name", "Event Log Entries"},
+                 {"Members@odata.count", log_.size()},
+                 {"Members", log_}},
+            {}};
   }
   if (path == "/redfish/v1/Chassis")
     return get ? BmcResponse{200,

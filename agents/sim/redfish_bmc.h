@@ -13,6 +13,7 @@
 //   /redfish/v1/SessionService, .../Sessions[/{id}]           X-Auth-Token sessions
 //   /redfish/v1/UpdateService/update-multipart    the MultipartHttpPushUri: one image, one target
 //   /redfish/v1/TaskService/Tasks[/{id}]           the update's Task: Running, then Completed
+//   /redfish/v1/Systems/System_0/LogServices/EventLog/Entries   what the BMC saw (resets, updates)
 //
 // A simulated firmware image's first line is "KILN-HWSIM-FW <component id> <version>"; the rest
 // is payload. One update at a time (a second push while one runs gets 503, as BMCs that run out
@@ -83,6 +84,8 @@ class RedfishBmc {
     bool applied = false;
   };
   std::map<std::string, Task> tasks_;
+  std::vector<nlohmann::json> log_;  // the system's EventLog entries, oldest first
+  void note(const std::string& severity, const std::string& message);
   int next_task_ = 1;
 
   BmcConfig config_;

@@ -92,10 +92,14 @@ class IpmiSimTest : public ::testing::Test {
                                      << "  chassis_control \"" << d << "/chassis.sh " << d << "\"\n"
                                      << "  user 2 true \"kiln\" \"" << kPassword
                                      << "\" admin 10 none md2 md5 straight\n";
-    std::ofstream(dir_ / "tray.emu") << "mc_setbmc 0x20\n"
-                                     << "mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n"
-                                     << "sel_enable 0x20 1000 0x0a\n"
-                                     << "mc_enable 0x20\n";
+    std::ofstream(dir_ / "tray.emu")
+        << "mc_setbmc 0x20\n"
+        << "mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n"
+        << "sel_enable 0x20 1000 0x0a\n"
+        // Two events the BMC logged before the test: a PSU went down.
+        << "sel_add 0x20 0x02 0x00 0x00 0x00 0x00 0x20 0x00 0x04 0x01 0x30 0x01 0x09 0xff 0xff\n"
+        << "sel_add 0x20 0x02 0x00 0x00 0x00 0x00 0x20 0x00 0x04 0x09 0x31 0x6f 0x00 0xff 0xff\n"
+        << "mc_enable 0x20\n";
     writeCredentials(0600, kPassword);
     sim_ = std::make_unique<testing::ChildProcess>(
         std::vector<std::string>{"/usr/bin/ipmi_sim", "-c", d + "/lan.conf", "-f", d + "/tray.emu", "-s", d + "/state",
@@ -185,6 +189,19 @@ TEST_F(IpmiSimTest, StatusOffOnAndACycleThroughTheRealIpmitool) {
   EXPECT_EQ(j["before"], "on");
   EXPECT_EQ(j["power"], "on");
   EXPECT_EQ(powerLog(), "power 0\npower 1\npower 0\npower 1\n");
+}
+
+// A recovery's evidence: the BMC's event log (the SEL) comes with the power cycle, through the
+// real ipmitool, so nobody has to log into the BMC to see why the tray died.
+TEST_F(IpmiSimTest, ThePowerCycleBringsTheBmcsEventLogWithIt) {
+  OobRun cycle = oob({"power", "cycle"}, {"--wait", "15", "--log", "5"});
+  ASSERT_EQ(cycle.code, 0) << cycle.err;
+  const auto log = nlohmann::json::parse(cycle.out)["log"];
+  ASSERT_EQ(log.size(), 2u) << cycle.out;
+  EXPECT_NE(log[1]["message"].get<std::string>().find("Power Unit"), std::string::npos) << log.dump();
+  OobRun last = oob({"log", "list"}, {"--last", "1"});
+  ASSERT_EQ(last.code, 0) << last.err;
+  EXPECT_EQ(nlohmann::json::parse(last.out)["log"].size(), 1u);
 }
 
 TEST_F(IpmiSimTest, AWrongPasswordFailsInBoundedTimeSaysWhatWasTriedAndShowsNoSecret) {

@@ -170,6 +170,20 @@ TEST(IpmiPowerTest, AFailureSaysWhatWasTriedAndNeverTheSecret) {
   EXPECT_EQ(t.runner->runCount(), 2u) << "no ipmitool without a credential";
 }
 
+TEST(IpmiPowerTest, TheSelListBecomesEntriesAndNoiseIsSkipped) {
+  auto entries = parseSelList(
+      "   1 | 12/07/2026 | 13:40:01 | Power Unit #0x31 | Power off/down | Asserted\n"
+      "   a | Pre-Init  |0000045454| Temperature #0x30 | Upper Critical going high | Asserted\n"
+      "Get SDR 0000 command failed: Requested sensor, data, or record not found\n");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].id, "1");
+  EXPECT_EQ(entries[0].created, "12/07/2026 13:40:01");
+  EXPECT_EQ(entries[0].message, "Power Unit #0x31 | Power off/down | Asserted");
+  EXPECT_EQ(entries[1].id, "a");
+  EXPECT_TRUE(parseSelList("SEL has no entries\n").empty());
+  EXPECT_TRUE(parseSelList("").empty());
+}
+
 TEST(IpmiPowerTest, OnlyAStatedPowerStateIsAnAnswer) {
   EXPECT_EQ(*parseChassisPowerStatus("Chassis Power is on\n"), PowerState::kOn);
   EXPECT_EQ(*parseChassisPowerStatus("Chassis Power is off"), PowerState::kOff);

@@ -166,9 +166,15 @@ TEST_F(RedfishTest, KilnOobReadsPowerCyclesAndReadsTheFirmwareBackOverVerifiedTl
   EXPECT_EQ(cycle.answer()["before"], "on");
   EXPECT_EQ(cycle.answer()["power"], "on");
   EXPECT_NE(readFile(dir_ / "bmc.log").find("reset PowerCycle"), std::string::npos);
-  Ran off = oob({"power", "off"}, {"--ca", "", "--wait", "5"});
+  // The BMC's event log, as a recovery's step would carry it.
+  Ran log = oob({"log", "list"}, {"--ca", "", "--last", "1"});
+  ASSERT_EQ(log.code, 0) << log.output;
+  ASSERT_EQ(log.answer()["log"].size(), 1u) << log.output;
+  EXPECT_EQ(log.answer()["log"][0]["message"], "ComputerSystem.Reset PowerCycle requested");
+  Ran off = oob({"power", "off"}, {"--ca", "", "--wait", "5", "--log", "10"});
   ASSERT_EQ(off.code, 0) << off.output;
   EXPECT_EQ(off.answer()["power"], "off");
+  EXPECT_EQ(off.answer()["log"].back()["message"], "ComputerSystem.Reset ForceOff requested");
   Ran fw = oob({"firmware", "list"});
   ASSERT_EQ(fw.code, 0) << fw.output;
   const json items = fw.answer()["firmware"];
