@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
                                   r.insecure = o.insecure;
                                   r.plain_http = o.plain_http;
                                   r.timeout = o.ipmi.timeout;
+                                  r.sessions = o.redfish_sessions;
                                   return std::make_unique<kiln::oob::RedfishPower>(credential, r);
                                 }
                                 return std::make_unique<kiln::oob::IpmiPower>(runner, credential, o.ipmi);

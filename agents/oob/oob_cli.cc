@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: kiln-oob power status|on|off|cycle|reset --bmc HOST[:PORT] --credential NAME\n"
     "                [--protocol ipmi|redfish] [--credentials FILE] [--timeout SECONDS] [--wait SECONDS]\n"
-    "                [--log N] [--cipher-suite N] (IPMI) [--ca FILE] [--insecure] (Redfish)\n"
+    "                [--log N] [--cipher-suite N] (IPMI) [--ca FILE] [--insecure] [--auth session|basic] (Redfish)\n"
     "       kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]\n"
     "       kiln-oob log list --bmc HOST[:PORT] --credential NAME [--last N] [...]\n"
     "       kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V\n"
@@ -67,7 +67,10 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
       options.credentials_file = v;
     else if (a == "--ca")
       options.ca_file = v;
-    else if (a == "--component")
+    else if (a == "--auth") {
+      if (v != "session" && v != "basic") return usage("--auth: expected session or basic");
+      options.redfish_sessions = v == "session";
+    } else if (a == "--component")
       component = v;
     else if (a == "--image")
       image_path = v;

@@ -34,7 +34,8 @@ struct OobCliOptions {
   // Redfish: the CA file, --insecure (no certificate check, said on stderr), the timeout.
   std::string ca_file;
   bool insecure = false;
-  bool plain_http = false;  // KILN_OOB_PLAIN_HTTP=1: a loopback test BMC without TLS
+  bool plain_http = false;       // KILN_OOB_PLAIN_HTTP=1: a loopback test BMC without TLS
+  bool redfish_sessions = true;  // --auth session (default) | basic
   std::string credentials_file{kDefaultCredentialsFile};
   std::string credentials_directory;  // $CREDENTIALS_DIRECTORY
   std::chrono::milliseconds poll{1000};

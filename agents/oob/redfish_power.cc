@@ -109,9 +109,81 @@ RedfishPower::RedfishPower(CredentialSource credential, RedfishOptions options)
   curlOnce();
 }
 
+namespace {
+
+// The value of the last `name:` header line (name in lower case), without CR/LF.
+std::string headerValue(const std::string& headers, const std::string& name) {
+  std::string lower = headers;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::string value;
+  const std::string key = "\n" + name + ":";
+  for (auto at = lower.find(key); at != std::string::npos; at = lower.find(key, at + 1)) {
+    const auto end = headers.find('\r', at + key.size());
+    value = headers.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
+    while (!value.empty() && value.front() == ' ') value.erase(value.begin());
+  }
+  return value;
+}
+
+}  // namespace
+
+RedfishPower::~RedfishPower() {
+  for (auto& [_, s] : sessions_) {
+    if (s.token.empty() || !safeRedfishPath(s.location)) continue;
+    const auto saved = options_.timeout;
+    options_.timeout = std::min<std::chrono::milliseconds>(saved, std::chrono::milliseconds(5000));
+    (void)send(s.bmc, s.cred, "DELETE", s.location, "", nullptr, &s.token, nullptr);
+    options_.timeout = saved;
+  }
+}
+
 Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
                                 const std::string& path, const std::string& body, const std::string* params,
                                 std::string* location) {
+  if (!options_.sessions) {
+    std::string headers;
+    auto r = send(bmc, cred, method, path, body, params, nullptr, location ? &headers : nullptr);
+    if (location) *location = headerValue(headers, "location");
+    return r;
+  }
+  const std::string key = bmc.address + ":" + std::to_string(bmc.port);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) {
+    // Log in once: the password crosses the wire here and nowhere else.
+    Session s;
+    s.bmc = bmc;
+    s.cred = cred;
+    std::string headers;
+    const std::string none;
+    const std::string login = json{{"UserName", cred.user}, {"Password", cred.password.reveal()}}.dump();
+    auto made = send(bmc, cred, "POST", "/redfish/v1/SessionService/Sessions", login, nullptr, &none, &headers);
+    if (made.ok()) {
+      s.token = headerValue(headers, "x-auth-token");
+      s.location = headerValue(headers, "location");
+      if (auto scheme = s.location.find("://"); scheme != std::string::npos) {
+        const auto slash = s.location.find('/', scheme + 3);
+        s.location = slash == std::string::npos ? "" : s.location.substr(slash);
+      }
+      if (s.location.empty()) s.location = odataId(*made);
+      if (s.token.empty()) return unavailable("the BMC made a session but sent no X-Auth-Token");
+    } else if (made.error().message.find("HTTP 404") == std::string::npos &&
+               made.error().message.find("HTTP 405") == std::string::npos &&
+               made.error().message.find("HTTP 501") == std::string::npos) {
+      return made.error();  // refused credentials, TLS, no answer: as any request's error
+    }                       // else: no SessionService, HTTP Basic for this BMC
+    it = sessions_.emplace(key, std::move(s)).first;
+  }
+  std::string headers;
+  auto r = send(bmc, cred, method, path, body, params, it->second.token.empty() ? nullptr : &it->second.token,
+                location ? &headers : nullptr);
+  if (location) *location = headerValue(headers, "location");
+  return r;
+}
+
+Result<json> RedfishPower::send(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
+                                const std::string& path, const std::string& body, const std::string* params,
+                                const std::string* token, std::string* headers_out) {
   const bool v6 = bmc.address.find(':') != std::string::npos;
   const std::string origin = std::string(options_.plain_http ? "http://" : "https://") + (v6 ? "[" : "") + bmc.address +
                              (v6 ? "]" : "") + ":" + std::to_string(bmc.port);
@@ -124,6 +196,7 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
   headers = curl_slist_append(headers, "Accept: application/json");
   headers = curl_slist_append(headers, "OData-Version: 4.0");
   if (method == "POST" && params == nullptr) headers = curl_slist_append(headers, "Content-Type: application/json");
+  if (method == "DELETE") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
   const std::string url = origin + path;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, options_.plain_http ? "http" : "https");
@@ -132,9 +205,15 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout.count()));
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::min<std::int64_t>(options_.timeout.count(), 10000)));
-  curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-  curl_easy_setopt(c, CURLOPT_USERNAME, cred.user.c_str());
-  curl_easy_setopt(c, CURLOPT_PASSWORD, cred.password.reveal().c_str());
+  std::string token_header;
+  if (token == nullptr) {
+    curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(c, CURLOPT_USERNAME, cred.user.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, cred.password.reveal().c_str());
+  } else if (!token->empty()) {
+    token_header = "X-Auth-Token: " + *token;
+    headers = curl_slist_append(headers, token_header.c_str());
+  }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onData);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
@@ -161,7 +240,7 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
   }
   std::string header_text;
-  if (location != nullptr) {
+  if (headers_out != nullptr) {
     curl_easy_setopt(
         c, CURLOPT_HEADERFUNCTION, +[](char* ptr, std::size_t size, std::size_t n, void* user) -> std::size_t {
           auto* h = static_cast<std::string*>(user);
@@ -172,18 +251,8 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
   }
   const CURLcode rc = curl_easy_perform(c);
   if (mime != nullptr) curl_mime_free(mime);
-  if (location != nullptr) {
-    // The last "Location:" header of the answer (case-insensitive name), without CR/LF.
-    std::string lower = header_text;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    for (auto at = lower.find("\nlocation:"); at != std::string::npos; at = lower.find("\nlocation:", at + 1)) {
-      auto end = header_text.find('\r', at + 10);
-      std::string v = header_text.substr(at + 10, end == std::string::npos ? std::string::npos : end - at - 10);
-      while (!v.empty() && v.front() == ' ') v.erase(v.begin());
-      *location = v;
-    }
-  }
+  if (headers_out != nullptr) *headers_out = header_text;
+
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);

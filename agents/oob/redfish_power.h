@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct RedfishOptions {
   bool insecure = false;
   bool plain_http = false;  // http:// (a test BMC on loopback); never with a real BMC
   std::chrono::milliseconds timeout{20000};
+  // A Redfish session per BMC (POST SessionService/Sessions once, then X-Auth-Token; DELETEd when
+  // the driver is destroyed): the password crosses the wire once, not with every request. A BMC
+  // without a SessionService (404/405/501) is asked with HTTP Basic. false: Basic always.
+  bool sessions = true;
 };
 
 // The ResetType a PowerAction asks a Redfish BMC for.
@@ -48,6 +53,7 @@ class RedfishPower final : public PowerControl, public FirmwareInventory, public
  public:
   using CredentialSource = std::function<Result<BmcCredential>(const std::string& name)>;
   RedfishPower(CredentialSource credential, RedfishOptions options);
+  ~RedfishPower() override;  // logs out of every session it opened (bounded, best effort)
 
   Result<PowerState> status(const BmcEndpoint& bmc) override;
   Status act(const BmcEndpoint& bmc, PowerAction action) override;
@@ -68,11 +74,23 @@ class RedfishPower final : public PowerControl, public FirmwareInventory, public
 
  private:
   // GET or POST `path` (absolute, "/redfish/v1/..."): the parsed JSON body (null for none).
-  // `multipart`: POST `body` as the UpdateFile part with `params` as UpdateParameters; the
-  // answer's Location header goes to `location`.
+  // One request, authenticated by the BMC's session (opened on first use) or HTTP Basic.
+  // `params`: POST `body` as the UpdateFile part with `params` as UpdateParameters; the answer's
+  // Location header goes to `location`.
   Result<nlohmann::json> call(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
                               const std::string& path, const std::string& body, const std::string* params = nullptr,
                               std::string* location = nullptr);
+  // The request itself. `token`: null = HTTP Basic, "" = no authentication, else X-Auth-Token.
+  // `headers_out`: the answer's header lines.
+  Result<nlohmann::json> send(const BmcEndpoint& bmc, const BmcCredential& cred, const std::string& method,
+                              const std::string& path, const std::string& body, const std::string* params,
+                              const std::string* token, std::string* headers_out);
+  struct Session {
+    std::string token, location;  // empty token: this BMC has no sessions, Basic is used
+    BmcEndpoint bmc;
+    BmcCredential cred;
+  };
+  std::map<std::string, Session> sessions_;  // by address:port
   Result<nlohmann::json> firstSystem(const BmcEndpoint& bmc, const BmcCredential& cred, std::string& path);
 
   CredentialSource credential_;

@@ -31,6 +31,11 @@ class BmcHandler final : public http::Handler {
     {
       std::lock_guard lock(mu_);
       out = bmc_.handle(r, RedfishBmc::Clock::now());
+      if (bmc_.sessionsMade() != sessions_made_ || bmc_.sessionsOpen() != sessions_open_) {
+        sessions_made_ = bmc_.sessionsMade();
+        sessions_open_ = bmc_.sessionsOpen();
+        std::cerr << "bmc: sessions made " << sessions_made_ << ", open " << sessions_open_ << std::endl;
+      }
       if (bmc_.updatesPushed() != pushed_) {
         pushed_ = bmc_.updatesPushed();
         std::cerr << "bmc: update pushed (" << pushed_ << " so far)" << std::endl;
@@ -52,7 +57,8 @@ class BmcHandler final : public http::Handler {
  private:
   std::mutex mu_;
   RedfishBmc bmc_;
-  std::size_t logged_ = 0, pushed_ = 0;
+  std::size_t logged_ = 0, pushed_ = 0, sessions_open_ = 0;
+  int sessions_made_ = 0;
 };
 
 }  // namespace

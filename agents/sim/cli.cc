@@ -50,8 +50,7 @@ void RealSleeper::sleepFor(double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
-bool installShims(const std::filesystem::path& dir, const std::filesystem::path& self_exe,
-                  std::ostream& err) {
+bool installShims(const std::filesystem::path& dir, const std::filesystem::path& self_exe, std::ostream& err) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -70,11 +69,10 @@ bool installShims(const std::filesystem::path& dir, const std::filesystem::path&
   return true;
 }
 
-int runCli(const std::vector<std::string>& args, const CliEnv& env, std::ostream& out,
-           std::ostream& err, Sleeper& sleeper) {
+int runCli(const std::vector<std::string>& args, const CliEnv& env, std::ostream& out, std::ostream& err,
+           Sleeper& sleeper) {
   const double began = sleeper.now();  // what the tool reports as its run time starts here
-  std::string tool =
-      args.empty() ? "kiln-hwsim" : std::filesystem::path(args[0]).filename().string();
+  std::string tool = args.empty() ? "kiln-hwsim" : std::filesystem::path(args[0]).filename().string();
   std::vector<std::string> rest(args.empty() ? args.begin() : args.begin() + 1, args.end());
   if (!isToolName(tool)) {
     tool = "kiln-hwsim";

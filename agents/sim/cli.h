@@ -41,11 +41,10 @@ struct CliEnv {
 };
 
 // Runs one invocation. `args[0]` is argv[0]. Returns the process exit code.
-int runCli(const std::vector<std::string>& args, const CliEnv& env, std::ostream& out,
-           std::ostream& err, Sleeper& sleeper);
+int runCli(const std::vector<std::string>& args, const CliEnv& env, std::ostream& out, std::ostream& err,
+           Sleeper& sleeper);
 
 // Creates DIR/<tool> -> self_exe symlinks for every simulated tool (replacing old links).
-bool installShims(const std::filesystem::path& dir, const std::filesystem::path& self_exe,
-                  std::ostream& err);
+bool installShims(const std::filesystem::path& dir, const std::filesystem::path& self_exe, std::ostream& err);
 
 }  // namespace kiln::sim

@@ -74,11 +74,10 @@ Result<Fault> faultFromJson(const nlohmann::json& j) {
   return f;
 }
 
-std::optional<Fault> seededFault(uint64_t seed, std::string_view host, double rate,
-                                 const Fault& templ, int gpus_per_host, int links_per_gpu) {
+std::optional<Fault> seededFault(uint64_t seed, std::string_view host, double rate, const Fault& templ,
+                                 int gpus_per_host, int links_per_gpu) {
   KILN_CHECK(gpus_per_host > 0 && links_per_gpu > 0);
-  const std::string base =
-      std::to_string(seed) + "/" + faultKindName(templ.kind) + "/" + std::string(host);
+  const std::string base = std::to_string(seed) + "/" + faultKindName(templ.kind) + "/" + std::string(host);
   if (unitInterval(fnv1a64(base)) >= rate) return std::nullopt;
   Fault f = templ;
   if (f.gpu < 0 && needsGpu(f.kind)) {

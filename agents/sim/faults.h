@@ -29,12 +29,12 @@ std::optional<FaultKind> parseFaultKind(std::string_view name);
 // One injected fault. Fields a kind does not use keep their defaults.
 struct Fault {
   FaultKind kind = FaultKind::kFlashFailure;
-  int gpu = -1;        // GPU index, -1 = not applicable / choose
-  int link = -1;       // NVLink index, -1 = not applicable / choose
-  int remaining = -1;  // uses left; -1 = unlimited
-  std::string tool;    // for kHang: tool name ("dcgmi", "nvfwupd", ...); empty = any tool
-  double factor = 1.0; // for kSlow
-  int xid = 0;         // for kXid
+  int gpu = -1;         // GPU index, -1 = not applicable / choose
+  int link = -1;        // NVLink index, -1 = not applicable / choose
+  int remaining = -1;   // uses left; -1 = unlimited
+  std::string tool;     // for kHang: tool name ("dcgmi", "nvfwupd", ...); empty = any tool
+  double factor = 1.0;  // for kSlow
+  int xid = 0;          // for kXid
   bool operator==(const Fault&) const = default;
 };
 
@@ -46,7 +46,7 @@ Result<Fault> faultFromJson(const nlohmann::json& j);
 // reproducible. About `rate` of hosts (0..1) are chosen. When chosen, `templ` is returned with
 // gpu/link (if left at -1 and meaningful for the kind) filled in deterministically.
 // Pre-condition: gpus_per_host > 0, links_per_gpu > 0.
-std::optional<Fault> seededFault(uint64_t seed, std::string_view host, double rate,
-                                 const Fault& templ, int gpus_per_host, int links_per_gpu);
+std::optional<Fault> seededFault(uint64_t seed, std::string_view host, double rate, const Fault& templ,
+                                 int gpus_per_host, int links_per_gpu);
 
 }  // namespace kiln::sim

@@ -58,9 +58,13 @@ std::string streamText(const std::vector<OutputChunk>& chunks, bool to_stderr, d
 
 }  // namespace
 
-std::string ToolRun::stdoutText(double time_scale) const { return streamText(chunks, false, time_scale); }
+std::string ToolRun::stdoutText(double time_scale) const {
+  return streamText(chunks, false, time_scale);
+}
 
-std::string ToolRun::stderrText(double time_scale) const { return streamText(chunks, true, time_scale); }
+std::string ToolRun::stderrText(double time_scale) const {
+  return streamText(chunks, true, time_scale);
+}
 
 HostSim::HostSim(HostState& state) : state_(state) {}
 
@@ -121,8 +125,8 @@ void HostSim::nvlinkCheck(int gpu_index) {
   for (Fault& f : state_.faults) {
     if (!isWeakLink(f.kind) || f.gpu != gpu_index || f.remaining == 0) continue;
     if (f.link < 0 || static_cast<size_t>(f.link) >= g->links.size()) continue;
-    uint64_t h = fnv1a64(state_.host + "/nvlink/" + std::to_string(gpu_index) + "/" +
-                         std::to_string(f.link) + "/" + std::to_string(++state_.seq));
+    uint64_t h = fnv1a64(state_.host + "/nvlink/" + std::to_string(gpu_index) + "/" + std::to_string(f.link) + "/" +
+                         std::to_string(++state_.seq));
     LinkCounters& l = g->links[static_cast<size_t>(f.link)];
     l.crc_flit += 8 + h % 24;
     l.crc_data += 1 + (h >> 8) % 6;
@@ -131,9 +135,8 @@ void HostSim::nvlinkCheck(int gpu_index) {
     if (f.kind == FaultKind::kWeakLinkTransient && f.remaining > 0) --f.remaining;
   }
   // A transient link that has stopped degrading is no longer a fault.
-  std::erase_if(state_.faults, [](const Fault& f) {
-    return f.kind == FaultKind::kWeakLinkTransient && f.remaining == 0;
-  });
+  std::erase_if(state_.faults,
+                [](const Fault& f) { return f.kind == FaultKind::kWeakLinkTransient && f.remaining == 0; });
 }
 
 DiagReport HostSim::diagnose(int level) {
@@ -175,14 +178,16 @@ DiagReport HostSim::diagnose(int level) {
     const std::string id = std::to_string(g.index);
     if (g.remap_pending) {
       fail(software, g.index,
-           {"GPU " + id + " had uncorrectable memory errors and row remapping is pending. "
-            "Drain the GPU and reset it or reboot the node to resolve this issue.",
+           {"GPU " + id +
+                " had uncorrectable memory errors and row remapping is pending. "
+                "Drain the GPU and reset it or reboot the node to resolve this issue.",
             kDcgmFrPendingRowRemap, kDcgmEcHardwareMemory, kDcgmSeverityReset});
     }
     if (g.remap_failure) {
       fail(software, g.index,
-           {"GPU " + id + " had uncorrectable memory errors and row remapping failed. "
-            "Drain the GPU and run a field diagnostic.",
+           {"GPU " + id +
+                " had uncorrectable memory errors and row remapping failed. "
+                "Drain the GPU and run a field diagnostic.",
             kDcgmFrRowRemapFailure, kDcgmEcHardwareMemory, kDcgmSeverityIsolate});
     }
   }
@@ -205,8 +210,8 @@ DiagReport HostSim::diagnose(int level) {
     for (const XidEvent& x : state_.xids) {
       if (x.gpu != g.index) continue;
       fail(memory, g.index,
-           {"Detected XID " + std::to_string(x.xid) + " for GPU " + id, kDcgmFrXidError,
-            kDcgmEcSoftwareXid, kDcgmSeverityReset});
+           {"Detected XID " + std::to_string(x.xid) + " for GPU " + id, kDcgmFrXidError, kDcgmEcSoftwareXid,
+            kDcgmSeverityReset});
     }
   }
   report.tests.push_back(std::move(pcie));
@@ -219,8 +224,9 @@ DiagReport HostSim::diagnose(int level) {
     if (!degrading[g.index]) continue;
     const std::string id = std::to_string(g.index);
     fail(nvbandwidth, g.index,
-         {"GPU " + id + " NVLink bandwidth is below the expected value: link errors detected "
-          "during the copy",
+         {"GPU " + id +
+              " NVLink bandwidth is below the expected value: link errors detected "
+              "during the copy",
           30 /* DCGM_FR_LOW_BANDWIDTH */, kDcgmEcHardwareNvlink, kDcgmSeverityIsolate});
   }
   report.tests.push_back(std::move(nvbandwidth));
@@ -250,8 +256,9 @@ ToolRun HostSim::dcgmiNvlinkErrors(std::optional<int> gpu_index, bool json) {
   std::vector<int> ids;
   if (gpu_index) {
     if (!gpu(*gpu_index)) {
-      run.out("Error: Unable to retreive latest value for nvlink error counts. Return: "
-              "Invalid GPU ID.\n");
+      run.out(
+          "Error: Unable to retreive latest value for nvlink error counts. Return: "
+          "Invalid GPU ID.\n");
       run.exit_code = 1;
       return run;
     }
@@ -284,8 +291,8 @@ ToolRun HostSim::dcgmiMndiag(const std::vector<std::string>& hosts, const std::s
     return std::string(buf);
   };
   const std::string rule = "+---------------------------+------------------------------------------------+\n";
-  std::string text = own_failed ? "Multi-node diagnostic completed with errors\n"
-                                : "Successfully ran multi-node diagnostic\n";
+  std::string text =
+      own_failed ? "Multi-node diagnostic completed with errors\n" : "Successfully ran multi-node diagnostic\n";
   text += rule + row("Diagnostic", "Result");
   text += "+===========================+================================================+\n";
   text += "|-----  Metadata  ----------+------------------------------------------------|\n";
@@ -332,17 +339,14 @@ bool HostSim::takeFlashFailure() {
 
 double HostSim::flashSeconds(const std::string& what) const {
   uint64_t h = fnv1a64(state_.host + "/flash/" + what);
-  return kFlashMinSeconds +
-         static_cast<double>(h % static_cast<uint64_t>(kFlashMaxSeconds - kFlashMinSeconds + 1));
+  return kFlashMinSeconds + static_cast<double>(h % static_cast<uint64_t>(kFlashMaxSeconds - kFlashMinSeconds + 1));
 }
 
-ToolRun HostSim::nvfwupdUpdate(const std::string& package,
-                               const std::map<std::string, std::string>& components) {
+ToolRun HostSim::nvfwupdUpdate(const std::string& package, const std::map<std::string, std::string>& components) {
   ToolRun run;
   for (const auto& [component, version] : components) {
     if (!isComponent(component)) {
-      run.out("Error: Unknown firmware component '" + component + "' in package " + package +
-              "\n");
+      run.out("Error: Unknown firmware component '" + component + "' in package " + package + "\n");
       run.exit_code = 1;
       return run;
     }
@@ -374,8 +378,9 @@ ToolRun HostSim::nvfwupdUpdate(const std::string& package,
   run.out("TaskState: Completed\nTaskStatus: OK\n");
   run.out("Firmware update successful!\n");
   run.outElapsed("Overall Time Taken: ");
-  run.out("Refer to 'NVIDIA Firmware Update Document' on activation steps for new firmware to "
-          "take effect.\n");
+  run.out(
+      "Refer to 'NVIDIA Firmware Update Document' on activation steps for new firmware to "
+      "take effect.\n");
   run.on_complete = [components](HostState& s) {
     for (const auto& [component, version] : components) s.pending[component] = version;
   };
@@ -387,8 +392,7 @@ ToolRun HostSim::flash(const std::string& component, const std::string& version)
     ToolRun run;
     std::string names;
     for (const char* c : kComponents) names += std::string(names.empty() ? "" : ", ") + c;
-    run.err("kiln-hwsim flash: unknown component '" + component + "' (one of: " + names +
-            ")\n");
+    run.err("kiln-hwsim flash: unknown component '" + component + "' (one of: " + names + ")\n");
     run.exit_code = 2;
     return run;
   }
@@ -409,8 +413,7 @@ ToolRun HostSim::mlxQuery(const std::optional<std::string>& image_version) const
 
 ToolRun HostSim::mlxUpdate(const std::string& image_version) {
   ToolRun run = mlxQuery(image_version);
-  const std::string current =
-      state_.pending.count("nic") ? state_.pending.at("nic") : state_.versions["nic"];
+  const std::string current = state_.pending.count("nic") ? state_.pending.at("nic") : state_.versions["nic"];
   if (current == image_version) {
     run.out("All devices are up to date.\n");  // nothing to burn
     return run;
@@ -445,18 +448,15 @@ ToolRun HostSim::installDriver(const std::string& version) {
   ToolRun run;
   const auto active = state_.versions.find("driver");
   const auto pending = state_.pending.find("driver");
-  if (pending == state_.pending.end() && active != state_.versions.end() &&
-      active->second == version) {
+  if (pending == state_.pending.end() && active != state_.versions.end() && active->second == version) {
     run.out("kiln-driver-install: driver " + version + " is already installed\n");
     return run;
   }
   if (pending != state_.pending.end() && pending->second == version) {
-    run.out("kiln-driver-install: driver " + version +
-            " is already installed; it becomes active at the next reboot\n");
+    run.out("kiln-driver-install: driver " + version + " is already installed; it becomes active at the next reboot\n");
     return run;
   }
-  run.out("kiln-driver-install: installing nvidia-driver " + version +
-          " (kernel modules, fabric manager, DCGM)\n");
+  run.out("kiln-driver-install: installing nvidia-driver " + version + " (kernel modules, fabric manager, DCGM)\n");
   if (takeFlashFailure()) {
     run.out("dpkg: error processing package nvidia-driver-" + version +
                 " (--configure): installed post-installation script returned error exit status 1\n",
@@ -465,8 +465,7 @@ ToolRun HostSim::installDriver(const std::string& version) {
     run.exit_code = 1;
     return run;
   }
-  run.out("kiln-driver-install: driver " + version +
-              " installed; it becomes active at the next reboot\n",
+  run.out("kiln-driver-install: driver " + version + " installed; it becomes active at the next reboot\n",
           kDriverInstallSeconds);
   run.on_complete = [version](HostState& s) { s.pending["driver"] = version; };
   return run;
@@ -544,17 +543,15 @@ void HostSim::applyRecoveryAction(GpuState& g, int xid) {
 }
 
 Status HostSim::setFault(const Fault& fault) {
-  const bool gpu_kind = fault.kind == FaultKind::kRowRemapPending || fault.kind == FaultKind::kXid ||
-                        isWeakLink(fault.kind);
+  const bool gpu_kind =
+      fault.kind == FaultKind::kRowRemapPending || fault.kind == FaultKind::kXid || isWeakLink(fault.kind);
   GpuState* g = gpu_kind ? gpu(fault.gpu) : nullptr;
   if (gpu_kind && !g) {
     return invalidArgument(std::string(faultKindName(fault.kind)) + " needs --gpu 0.." +
                            std::to_string(state_.gpus.size() - 1));
   }
-  if (isWeakLink(fault.kind) &&
-      (fault.link < 0 || static_cast<size_t>(fault.link) >= g->links.size())) {
-    return invalidArgument("weak link faults need --link 0.." +
-                           std::to_string(g->links.size() - 1));
+  if (isWeakLink(fault.kind) && (fault.link < 0 || static_cast<size_t>(fault.link) >= g->links.size())) {
+    return invalidArgument("weak link faults need --link 0.." + std::to_string(g->links.size() - 1));
   }
   if (fault.kind == FaultKind::kSlow && !(fault.factor > 0)) {
     return invalidArgument("slow needs --factor > 0");
@@ -575,8 +572,7 @@ Status HostSim::setFault(const Fault& fault) {
   Fault stored = fault;
   if (stored.kind == FaultKind::kWeakLinkPersistent) stored.remaining = -1;
   if (stored.kind == FaultKind::kWeakLinkTransient && stored.remaining < 0) stored.remaining = 3;
-  if ((stored.kind == FaultKind::kFlashFailure || stored.kind == FaultKind::kHang) &&
-      stored.remaining < 0) {
+  if ((stored.kind == FaultKind::kFlashFailure || stored.kind == FaultKind::kHang) && stored.remaining < 0) {
     stored.remaining = 1;  // "next N": one unless told otherwise
   }
   state_.faults.push_back(stored);
@@ -598,8 +594,7 @@ int HostSim::clearFaults(std::optional<FaultKind> kind) {
       std::erase_if(state_.xids, [](const XidEvent& x) { return x.xid == 63; });
     }
   }
-  removed += static_cast<int>(std::erase_if(
-      state_.faults, [&](const Fault& f) { return !kind || f.kind == *kind; }));
+  removed += static_cast<int>(std::erase_if(state_.faults, [&](const Fault& f) { return !kind || f.kind == *kind; }));
   return removed;
 }
 

@@ -103,8 +103,7 @@ class HostSim {
   // and activates at the next reboot. A flash_failure fault makes it fail instead.
   ToolRun flash(const std::string& component, const std::string& version);
   // `nvfwupd ... update_fw -p PACKAGE`: flashes every component in `components`.
-  ToolRun nvfwupdUpdate(const std::string& package,
-                        const std::map<std::string, std::string>& components);
+  ToolRun nvfwupdUpdate(const std::string& package, const std::map<std::string, std::string>& components);
   ToolRun nvfwupdShowVersion() const;
   ToolRun mlxQuery(const std::optional<std::string>& image_version) const;
   ToolRun mlxUpdate(const std::string& image_version);

@@ -5,19 +5,33 @@
 namespace kiln::sim {
 namespace {
 
-const PlatformSpec kCatalina{
-    Platform::kCatalina, "NVIDIA GB200", "294110DE", "2941", 4, 18, 8, "ConnectX7",
-    "MCX750500B-0D00_Ax", "MT_0000000834",
-    "NVIDIA ConnectX-7 HHHL adapter card; 400GbE / NDR IB (default mode); Single-port OSFP; "
-    "PCIe 5.0 x16; Crypto Disabled; Secure Boot Enabled",
-    189471};
+const PlatformSpec kCatalina{Platform::kCatalina,
+                             "NVIDIA GB200",
+                             "294110DE",
+                             "2941",
+                             4,
+                             18,
+                             8,
+                             "ConnectX7",
+                             "MCX750500B-0D00_Ax",
+                             "MT_0000000834",
+                             "NVIDIA ConnectX-7 HHHL adapter card; 400GbE / NDR IB (default mode); Single-port OSFP; "
+                             "PCIe 5.0 x16; Crypto Disabled; Secure Boot Enabled",
+                             189471};
 
-const PlatformSpec kClemente{
-    Platform::kClemente, "NVIDIA GB300", "31C210DE", "31c2", 4, 18, 4, "ConnectX8",
-    "900-9X81Q-00CN-ST0", "MT_0000001222",
-    "NVIDIA ConnectX-8 C8180 SuperNIC; 800Gb/s XDR IB / 2x400GbE; Single-cage OSFP; "
-    "PCIe 6.0 x16; Crypto Disabled; Secure Boot Enabled",
-    284208};
+const PlatformSpec kClemente{Platform::kClemente,
+                             "NVIDIA GB300",
+                             "31C210DE",
+                             "31c2",
+                             4,
+                             18,
+                             4,
+                             "ConnectX8",
+                             "900-9X81Q-00CN-ST0",
+                             "MT_0000001222",
+                             "NVIDIA ConnectX-8 C8180 SuperNIC; 800Gb/s XDR IB / 2x400GbE; Single-cage OSFP; "
+                             "PCIe 6.0 x16; Crypto Disabled; Secure Boot Enabled",
+                             284208};
 
 // Platform default firmware/driver versions: plausible values in each tool's own format.
 std::map<std::string, std::string> defaultVersions(Platform p) {
@@ -34,8 +48,8 @@ std::map<std::string, std::string> defaultVersions(Platform p) {
 }
 
 // GB200/GB300 compute trays expose their GPUs in PCI domains 8, 9, 0x18, 0x19.
-constexpr std::array<const char*, 4> kPciBusIds = {"00000008:01:00.0", "00000009:01:00.0",
-                                                   "00000018:01:00.0", "00000019:01:00.0"};
+constexpr std::array<const char*, 4> kPciBusIds = {"00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0",
+                                                   "00000019:01:00.0"};
 
 }  // namespace
 
@@ -150,14 +164,13 @@ Result<HostState> hostStateFromJson(const nlohmann::json& j) {
       g.volatile_sram_correctable = jg.value("volatile_sram_correctable", uint64_t{0});
       g.recovery_action = jg.value("recovery_action", std::string("None"));
       for (const auto& jl : jg.at("links")) {
-        g.links.push_back({jl.at(0).get<uint64_t>(), jl.at(1).get<uint64_t>(),
-                           jl.at(2).get<uint64_t>(), jl.at(3).get<uint64_t>()});
+        g.links.push_back(
+            {jl.at(0).get<uint64_t>(), jl.at(1).get<uint64_t>(), jl.at(2).get<uint64_t>(), jl.at(3).get<uint64_t>()});
       }
       s.gpus.push_back(std::move(g));
     }
     for (const auto& jx : j.value("xids", nlohmann::json::array())) {
-      s.xids.push_back({jx.at("gpu").get<int>(), jx.at("xid").get<int>(),
-                        jx.value("seq", uint64_t{0})});
+      s.xids.push_back({jx.at("gpu").get<int>(), jx.at("xid").get<int>(), jx.value("seq", uint64_t{0})});
     }
     for (const auto& jf : j.value("faults", nlohmann::json::array())) {
       auto f = faultFromJson(jf);

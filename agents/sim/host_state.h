@@ -33,8 +33,8 @@ struct PlatformSpec {
   int gpus = 4;
   int links_per_gpu = 18;
   int nics = 8;
-  const char* nic_type;        // mlxfwmanager "Device Type"
-  const char* nic_part;        // mlxfwmanager "Part Number"
+  const char* nic_type;  // mlxfwmanager "Device Type"
+  const char* nic_part;  // mlxfwmanager "Part Number"
   const char* nic_psid;
   const char* nic_description;
   int fb_memory_mib;
@@ -42,8 +42,8 @@ struct PlatformSpec {
 const PlatformSpec& platformSpec(Platform p);
 
 // Component names, as used by `kiln-hwsim flash` and `kiln-inventory`.
-inline constexpr std::array<const char*, 7> kComponents = {
-    "gpu_vbios", "hmc_bundle", "nic", "bmc", "sbios", "driver", "nvswitch"};
+inline constexpr std::array<const char*, 7> kComponents = {"gpu_vbios", "hmc_bundle", "nic",     "bmc",
+                                                           "sbios",     "driver",     "nvswitch"};
 bool isComponent(std::string_view name);
 
 // Per-link NVLink error counters as dcgmi reports them.

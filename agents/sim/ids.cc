@@ -26,8 +26,7 @@ double unitInterval(uint64_t hash) {
 std::string gpuSerial(std::string_view host, int gpu_index) {
   std::string seed = std::string(host) + "/gpu-serial/" + std::to_string(gpu_index);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "165%010llu",
-                static_cast<unsigned long long>(fnv1a64(seed) % 10000000000ULL));
+  std::snprintf(buf, sizeof buf, "165%010llu", static_cast<unsigned long long>(fnv1a64(seed) % 10000000000ULL));
   return buf;
 }
 
@@ -35,17 +34,18 @@ static std::string uuidBody(std::string_view seed) {
   uint64_t a = fnv1a64(std::string(seed) + "#a");
   uint64_t b = fnv1a64(std::string(seed) + "#b");
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx",
-                static_cast<unsigned long long>(a >> 32),
-                static_cast<unsigned long long>((a >> 16) & 0xffff),
-                static_cast<unsigned long long>(a & 0xffff),
-                static_cast<unsigned long long>(b >> 48),
-                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx", static_cast<unsigned long long>(a >> 32),
+                static_cast<unsigned long long>((a >> 16) & 0xffff), static_cast<unsigned long long>(a & 0xffff),
+                static_cast<unsigned long long>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
 }
 
-std::string gpuUuid(std::string_view seed) { return "GPU-" + uuidBody(seed); }
+std::string gpuUuid(std::string_view seed) {
+  return "GPU-" + uuidBody(seed);
+}
 
-std::string uuidFrom(std::string_view seed) { return uuidBody(seed); }
+std::string uuidFrom(std::string_view seed) {
+  return uuidBody(seed);
+}
 
 }  // namespace kiln::sim

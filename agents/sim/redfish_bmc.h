@@ -71,6 +71,8 @@ class RedfishBmc {
   const std::vector<std::string>& powerLog() const { return power_log_; }  // "On", "ForceOff", ...
   const std::map<std::string, std::string>& firmware() const { return config_.firmware; }
   std::size_t updatesPushed() const { return tasks_.size(); }
+  std::size_t sessionsOpen() const { return sessions_.size(); }
+  int sessionsMade() const { return next_session_ - 1; }
 
  private:
   bool authorized(const BmcRequest& r) const;

@@ -4,8 +4,8 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <iomanip>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -21,12 +21,23 @@ std::string xmlEscape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -59,7 +70,9 @@ class XmlWriter {
   std::vector<std::string> stack_;
 };
 
-const char* yesNo(bool b) { return b ? "Yes" : "No"; }
+const char* yesNo(bool b) {
+  return b ? "Yes" : "No";
+}
 
 std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
@@ -101,10 +114,7 @@ std::string renderDiagJson(const HostState& state, const DiagReport& report) {
   for (const DiagTest& test : report.tests) {
     nlohmann::json results = nlohmann::json::array();
     for (const DiagEntityResult& r : test.results) {
-      nlohmann::json jr{{"entity_group", "GPU"},
-                        {"entity_group_id", 1},
-                        {"entity_id", r.gpu},
-                        {"status", r.status}};
+      nlohmann::json jr{{"entity_group", "GPU"}, {"entity_group_id", 1}, {"entity_id", r.gpu}, {"status", r.status}};
       if (!r.warnings.empty()) {
         nlohmann::json warnings = nlohmann::json::array();
         for (const DiagWarning& w : r.warnings) {
@@ -117,9 +127,7 @@ std::string renderDiagJson(const HostState& state, const DiagReport& report) {
       }
       results.push_back(jr);
     }
-    nlohmann::json jt{{"name", test.name},
-                      {"results", results},
-                      {"test_summary", {{"status", test.summaryStatus()}}}};
+    nlohmann::json jt{{"name", test.name}, {"results", results}, {"test_summary", {{"status", test.summaryStatus()}}}};
     auto it = std::find_if(categories.begin(), categories.end(),
                            [&](const nlohmann::json& c) { return c["category"] == test.category; });
     if (it == categories.end()) {
@@ -130,24 +138,20 @@ std::string renderDiagJson(const HostState& state, const DiagReport& report) {
   }
   nlohmann::json entities = nlohmann::json::array();
   for (const GpuState& g : state.gpus) {
-    entities.push_back(
-        {{"entity_id", g.index}, {"serial_num", g.serial}, {"device_id", spec.dcgm_device_id}});
+    entities.push_back({{"entity_id", g.index}, {"serial_num", g.serial}, {"device_id", spec.dcgm_device_id}});
   }
   nlohmann::json doc{
       {"DCGM Diagnostic", {{"test_categories", categories}}},
       {"entity_groups",
-       nlohmann::json::array(
-           {{{"entity_group", "GPU"}, {"entity_group_id", 1}, {"entities", entities}}})},
+       nlohmann::json::array({{{"entity_group", "GPU"}, {"entity_group_id", 1}, {"entities", entities}}})},
       {"metadata",
        {{"version", kDcgmVersion},
-        {"Driver Version Detected", state.versions.count("driver") ? state.versions.at("driver")
-                                                                   : std::string()}}}};
+        {"Driver Version Detected", state.versions.count("driver") ? state.versions.at("driver") : std::string()}}}};
   return doc.dump(3) + "\n";
 }
 
 std::string renderDiagText(const DiagReport& report) {
-  const std::string hline =
-      "+---------------------------+------------------------------------------------+\n";
+  const std::string hline = "+---------------------------+------------------------------------------------+\n";
   auto row = [](const std::string& name, const std::string& info) {
     return "| " + pad(name, 26) + "| " + pad(info, 47) + "|\n";
   };
@@ -194,8 +198,8 @@ std::string renderDiagText(const DiagReport& report) {
 // ---- dcgmi nvlink ------------------------------------------------------------------------
 
 namespace {
-constexpr std::array<const char*, 4> kNvlinkCounterNames = {"CRC FLIT Error", "CRC Data Error",
-                                                            "Replay Error", "Recovery Error"};
+constexpr std::array<const char*, 4> kNvlinkCounterNames = {"CRC FLIT Error", "CRC Data Error", "Replay Error",
+                                                            "Recovery Error"};
 std::array<uint64_t, 4> counterValues(const LinkCounters& l) {
   return {l.crc_flit, l.crc_data, l.replay, l.recovery};
 }
@@ -211,8 +215,7 @@ std::string renderNvlinkErrorsJson(const GpuState& gpu) {
     }
     body["Link " + std::to_string(link)] = {{"children", children}};
   }
-  nlohmann::json doc{{"body", body},
-                     {"header", {"NVLINK Error Counts", "GPU " + std::to_string(gpu.index)}}};
+  nlohmann::json doc{{"body", body}, {"header", {"NVLINK Error Counts", "GPU " + std::to_string(gpu.index)}}};
   return doc.dump(3) + "\n";
 }
 
@@ -255,9 +258,8 @@ std::string renderNvlinkStatus(const HostState& state) {
 // ---- nvidia-smi --------------------------------------------------------------------------
 
 std::string cudaVersionFor(const std::string& driver) {
-  static const std::map<int, const char*> kBranches = {
-      {535, "12.2"}, {550, "12.4"}, {555, "12.5"}, {560, "12.6"},
-      {565, "12.7"}, {570, "12.8"}, {575, "12.9"}, {580, "13.0"}};
+  static const std::map<int, const char*> kBranches = {{535, "12.2"}, {550, "12.4"}, {555, "12.5"}, {560, "12.6"},
+                                                       {565, "12.7"}, {570, "12.8"}, {575, "12.9"}, {580, "13.0"}};
   int branch = std::atoi(driver.c_str());
   auto it = kBranches.upper_bound(branch);
   if (it == kBranches.begin()) return "12.2";
@@ -267,8 +269,7 @@ std::string cudaVersionFor(const std::string& driver) {
 std::string renderNvidiaSmiXml(const HostState& state, const std::string& timestamp) {
   const PlatformSpec& spec = platformSpec(state.platform);
   const std::string driver = state.versions.count("driver") ? state.versions.at("driver") : "";
-  const std::string vbios =
-      state.versions.count("gpu_vbios") ? state.versions.at("gpu_vbios") : "";
+  const std::string vbios = state.versions.count("gpu_vbios") ? state.versions.at("gpu_vbios") : "";
   XmlWriter x;
   x.raw("<?xml version=\"1.0\" ?>");
   x.raw("<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">");
@@ -304,8 +305,7 @@ std::string renderNvidiaSmiXml(const HostState& state, const std::string& timest
     x.leaf("multigpu_board", "No");
     x.leaf("board_id", "0x" + g.pci_bus_id.substr(4, 4) + "00");
     x.leaf("board_part_number", "N/A");
-    x.leaf("gpu_part_number",
-           std::string(spec.dcgm_device_id) + "-886-A1");
+    x.leaf("gpu_part_number", std::string(spec.dcgm_device_id) + "-886-A1");
     x.leaf("gpu_fru_part_number", "N/A");
     x.open("platformInfo");
     x.leaf("chassis_serial_number", "N/A");
@@ -316,8 +316,7 @@ std::string renderNvidiaSmiXml(const HostState& state, const std::string& timest
     x.leaf("module_id", std::to_string(g.index + 1));
     x.close();
     x.open("inforom_version");
-    x.leaf("img_version", state.platform == Platform::kClemente ? "G548.0210.00.02"
-                                                                 : "G548.0201.00.06");
+    x.leaf("img_version", state.platform == Platform::kClemente ? "G548.0210.00.02" : "G548.0201.00.06");
     x.leaf("oem_object", "2.1");
     x.leaf("ecc_object", "7.16");
     x.leaf("pwr_object", "N/A");
@@ -438,8 +437,7 @@ std::string renderNvidiaSmiXml(const HostState& state, const std::string& timest
     x.open("remapped_row_histogram");
     x.leaf("row_remap_histogram_max", "2560 bank(s)");
     x.leaf("row_remap_histogram_high", "0 bank(s)");
-    x.leaf("row_remap_histogram_partial",
-           std::to_string(g.remapped_rows_unc + g.remapped_rows_corr) + " bank(s)");
+    x.leaf("row_remap_histogram_partial", std::to_string(g.remapped_rows_unc + g.remapped_rows_corr) + " bank(s)");
     x.leaf("row_remap_histogram_low", "0 bank(s)");
     x.leaf("row_remap_histogram_none", "0 bank(s)");
     x.close();
@@ -493,7 +491,7 @@ std::string renderNvidiaSmiList(const HostState& state) {
 std::string renderMlxQuery(const HostState& state, const std::optional<std::string>& available) {
   const PlatformSpec& spec = platformSpec(state.platform);
   // What is burned in flash: a pending image already counts (mlxfwmanager queries the flash).
-  std::string current = state.pending.count("nic") ? state.pending.at("nic")
+  std::string current = state.pending.count("nic")    ? state.pending.at("nic")
                         : state.versions.count("nic") ? state.versions.at("nic")
                                                       : "N/A";
   std::ostringstream out;
@@ -503,10 +501,10 @@ std::string renderMlxQuery(const HostState& state, const std::optional<std::stri
     char pci[32];
     std::snprintf(pci, sizeof pci, "%04x:03:00.0", static_cast<unsigned>(i * 2));
     char guid[32];
-    std::snprintf(guid, sizeof guid, "%016llx",
-                  static_cast<unsigned long long>(
-                      fnv1a64(state.host + "/nic/" + std::to_string(i)) & 0xffffff0000ffffffULL) |
-                      0x0000000300000000ULL);
+    std::snprintf(
+        guid, sizeof guid, "%016llx",
+        static_cast<unsigned long long>(fnv1a64(state.host + "/nic/" + std::to_string(i)) & 0xffffff0000ffffffULL) |
+            0x0000000300000000ULL);
     std::string header = "Device #" + std::to_string(i + 1) + ":";
     out << header << "\n" << std::string(header.size(), '-') << "\n\n";
     out << "  Device Type:      " << spec.nic_type << "\n";
@@ -516,12 +514,9 @@ std::string renderMlxQuery(const HostState& state, const std::optional<std::stri
     out << "  PCI Device Name:  " << pci << "\n";
     out << "  Base GUID:        " << guid << "\n";
     out << "  Versions:         Current        Available     \n";
-    out << "     FW             " << pad(current, 15) << pad(available.value_or("N/A"), 14)
-        << "\n";
-    out << "     PXE            3.7.0500       " << pad(available ? "3.7.0500" : "N/A", 14)
-        << "\n";
-    out << "     UEFI           14.36.0016     " << pad(available ? "14.36.0016" : "N/A", 14)
-        << "\n\n";
+    out << "     FW             " << pad(current, 15) << pad(available.value_or("N/A"), 14) << "\n";
+    out << "     PXE            3.7.0500       " << pad(available ? "3.7.0500" : "N/A", 14) << "\n";
+    out << "     UEFI           14.36.0016     " << pad(available ? "14.36.0016" : "N/A", 14) << "\n\n";
     std::string status = "No matching image found";
     if (available) {
       status = *available == current ? "Up to date" : "Update required";
@@ -537,20 +532,15 @@ std::string renderMlxQuery(const HostState& state, const std::optional<std::stri
 }
 
 std::string renderNvfwupdShowVersion(const HostState& state) {
-  auto version = [&](const char* c) {
-    return state.versions.count(c) ? state.versions.at(c) : std::string("N/A");
-  };
-  auto pkg = [&](const char* c) {
-    return state.pending.count(c) ? state.pending.at(c) : std::string("N/A");
-  };
+  auto version = [&](const char* c) { return state.versions.count(c) ? state.versions.at(c) : std::string("N/A"); };
+  auto pkg = [&](const char* c) { return state.pending.count(c) ? state.pending.at(c) : std::string("N/A"); };
   std::vector<std::pair<std::string, const char*>> rows = {
       {"FW_BMC_0", "bmc"}, {"FW_UEFI_0", "sbios"}, {"HGX_FW_HMC_0", "hmc_bundle"}};
   for (size_t i = 0; i < state.gpus.size(); ++i) {
     rows.push_back({"HGX_FW_GPU_SXM_" + std::to_string(i + 1), "gpu_vbios"});
   }
   std::ostringstream out;
-  out << "System Model: "
-      << (state.platform == Platform::kClemente ? "GB300 NVL" : "GB200 NVL") << "\n";
+  out << "System Model: " << (state.platform == Platform::kClemente ? "GB300 NVL" : "GB200 NVL") << "\n";
   out << "Part number: 699-24764-0001-TS3\n";
   out << "Serial number: " << gpuSerial(state.host, 99) << "\n";
   out << "Packages: ['" << version("hmc_bundle") << "_custom']\n";
@@ -560,8 +550,8 @@ std::string renderNvfwupdShowVersion(const HostState& state) {
   out << pad("-------", 41) << pad("-----------", 41) << pad("-----------", 31) << "----------\n";
   for (const auto& [ap, comp] : rows) {
     std::string p = pkg(comp);
-    out << pad(ap, 41) << pad(version(comp), 41) << pad(p, 31)
-        << (p == "N/A" || p == version(comp) ? "Yes" : "No") << "\n";
+    out << pad(ap, 41) << pad(version(comp), 41) << pad(p, 31) << (p == "N/A" || p == version(comp) ? "Yes" : "No")
+        << "\n";
   }
   return out.str();
 }
@@ -583,17 +573,28 @@ std::string renderInventory(const HostState& state) {
 std::string xidDescription(int xid) {
   // docs/FACTS.md, "Xids that matter".
   switch (xid) {
-    case 48: return "An uncorrectable double bit error (DBE) has been detected on GPU.";
-    case 63: return "Row remapping pending: reset the GPU when convenient.";
-    case 64: return "Row remapping failure.";
-    case 74: return "NVLink error detected.";
-    case 79: return "GPU has fallen off the bus.";
-    case 94: return "Contained ECC error.";
-    case 95: return "Uncontained ECC error.";
-    case 119: return "Timeout after 6s of waiting for RPC response from GPU0 GSP!";
-    case 120: return "GSP task exception.";
-    case 154: return "GPU recovery action changed.";
-    default: return "";
+    case 48:
+      return "An uncorrectable double bit error (DBE) has been detected on GPU.";
+    case 63:
+      return "Row remapping pending: reset the GPU when convenient.";
+    case 64:
+      return "Row remapping failure.";
+    case 74:
+      return "NVLink error detected.";
+    case 79:
+      return "GPU has fallen off the bus.";
+    case 94:
+      return "Contained ECC error.";
+    case 95:
+      return "Uncontained ECC error.";
+    case 119:
+      return "Timeout after 6s of waiting for RPC response from GPU0 GSP!";
+    case 120:
+      return "GSP task exception.";
+    case 154:
+      return "GPU recovery action changed.";
+    default:
+      return "";
   }
 }
 
@@ -604,8 +605,8 @@ std::string renderXidLog(const HostState& state) {
     for (const GpuState& g : state.gpus) {
       if (g.index == x.gpu) pci = xidPci(g.pci_bus_id);
     }
-    out << "NVRM: Xid (PCI:" << pci << "): " << x.xid << ", pid='<unknown>', name=<unknown>, "
-        << xidDescription(x.xid) << "\n";
+    out << "NVRM: Xid (PCI:" << pci << "): " << x.xid << ", pid='<unknown>', name=<unknown>, " << xidDescription(x.xid)
+        << "\n";
   }
   return out.str();
 }

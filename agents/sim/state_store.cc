@@ -14,8 +14,7 @@ namespace {
 
 class FileLock {
  public:
-  explicit FileLock(const std::filesystem::path& path)
-      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+  explicit FileLock(const std::filesystem::path& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
     if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
       ::close(fd_);
       fd_ = -1;
@@ -90,7 +89,9 @@ Result<HostState> StateStore::update(const std::function<void(HostState&)>& muta
   return state;
 }
 
-Result<HostState> StateStore::read() { return update(nullptr); }
+Result<HostState> StateStore::read() {
+  return update(nullptr);
+}
 
 Status StateStore::reset(const HostState& state) {
   std::error_code ec;

@@ -16,8 +16,7 @@ ToolRun usage(const std::string& text, int code = 2) {
 }
 
 // Value following `flag` (or its long spelling) in args; "" when present without value.
-std::optional<std::string> option(const std::vector<std::string>& args,
-                                  std::initializer_list<const char*> names) {
+std::optional<std::string> option(const std::vector<std::string>& args, std::initializer_list<const char*> names) {
   for (size_t i = 0; i < args.size(); ++i) {
     for (const char* n : names) {
       const std::string name = n;
@@ -61,8 +60,9 @@ ToolRun runNvidiaSmi(HostSim& sim, const std::vector<std::string>& args, const T
   }
   // Also accept the combined short form "-qx".
   if (has(args, {"-qx", "-xq"})) return sim.nvidiaSmiQueryXml(ctx.timestamp);
-  return usage("kiln-hwsim nvidia-smi supports: -q -x, -L, -r -i N\n"
-               "Please run 'nvidia-smi -h' for help.\n");
+  return usage(
+      "kiln-hwsim nvidia-smi supports: -q -x, -L, -r -i N\n"
+      "Please run 'nvidia-smi -h' for help.\n");
 }
 
 ToolRun runDcgmi(HostSim& sim, const std::vector<std::string>& args) {
@@ -118,8 +118,7 @@ ToolRun runNvfwupd(HostSim& sim, const std::vector<std::string>& args, const Too
   // Real form: nvfwupd -t ip=BMC user=U password=P servertype=GB200 update_fw -p PKG [-y]
   //            nvfwupd -t ... show_version [-p PKG]
   auto cmd = std::find_if(args.begin(), args.end(), [](const std::string& a) {
-    return a == "update_fw" || a == "show_version" || a == "force_update" ||
-           a == "show_update_progress";
+    return a == "update_fw" || a == "show_version" || a == "force_update" || a == "show_update_progress";
   });
   if (cmd == args.end()) {
     return usage("usage: nvfwupd [-t TARGET ...] {show_version,update_fw,...}\n");

@@ -13,8 +13,7 @@ namespace kiln::sim {
 
 // Names the multi-call binary answers to (argv[0] basename or `kiln-hwsim TOOL`).
 inline constexpr std::array<const char*, 7> kToolNames = {
-    "nvidia-smi",  "dcgmi",          "nvfwupd",            "mlxfwmanager",
-    "kiln-reboot", "kiln-inventory", "kiln-driver-install"};
+    "nvidia-smi", "dcgmi", "nvfwupd", "mlxfwmanager", "kiln-reboot", "kiln-inventory", "kiln-driver-install"};
 bool isToolName(const std::string& name);
 
 struct ToolContext {

@@ -184,6 +184,21 @@ TEST_F(RedfishTest, KilnOobReadsPowerCyclesAndReadsTheFirmwareBackOverVerifiedTl
   EXPECT_EQ(items[1]["version"], "GB200-P4975_0004_250301.1.0");
 }
 
+// The password crosses the wire once per run: kiln-oob logs into a Redfish session, asks with its
+// X-Auth-Token, and logs out at the end; --auth basic sends the password with every request.
+TEST_F(RedfishTest, KilnOobLogsInOnceAsksWithTheSessionAndLogsOut) {
+  startBmc();
+  Ran cycle = oob({"power", "cycle"}, {"--ca", "", "--wait", "10"});
+  ASSERT_EQ(cycle.code, 0) << cycle.output;
+  std::string log = readFile(dir_ / "bmc.log");
+  EXPECT_NE(log.find("sessions made 1, open 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("sessions made 1, open 0"), std::string::npos) << log;
+  EXPECT_EQ(log.find("sessions made 2"), std::string::npos) << "one session for the whole run: " << log;
+  Ran basic = oob({"power", "status"}, {"--ca", "", "--auth", "basic"});
+  ASSERT_EQ(basic.code, 0) << basic.output;
+  EXPECT_EQ(readFile(dir_ / "bmc.log").find("sessions made 2"), std::string::npos);
+}
+
 // The attacker's angle: a BMC (or something in its place) whose certificate the site's CA does
 // not vouch for is not talked to, unless the operator says --insecure, which is said every time.
 TEST_F(RedfishTest, AnUnverifiedCertificateIsRefusedUnlessInsecureIsAskedForAndSaid) {
