@@ -13,7 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string hostPath(const std::string& id) { return std::string(kApiPrefix) + "/hosts/" + http::urlEncode(id); }
+std::string hostPath(const std::string& id) {
+  return std::string(kApiPrefix) + "/hosts/" + http::urlEncode(id);
+}
 
 std::string renderHostList(const json& page) {
   std::vector<std::vector<std::string>> rows;
@@ -25,9 +27,15 @@ std::string renderHostList(const json& page) {
 
 std::string renderHost(const json& host) {
   std::vector<std::pair<std::string, std::string>> pairs;
-  for (const char* key : {"id", "pod", "rack", "building", "site", "platform", "tray", "spare", "state",
-                          "state_since", "state_reason", "last_seen"})
+  for (const char* key : {"id", "pod", "rack", "building", "site", "platform", "tray", "spare", "state", "state_since",
+                          "state_reason", "last_seen"})
     pairs.emplace_back(key, field(host, key));
+  // The tray's BMC (issue 32): where the out-of-band runners reach it, and the credential's name.
+  if (const json b = host.value("bmc", json()); b.is_object())
+    pairs.emplace_back("bmc", field(b, "address") + ":" + field(b, "port") + " (" + field(b, "protocol") +
+                                  ", credential " + field(b, "credential") + ")");
+  else if (host.contains("bmc"))
+    pairs.emplace_back("bmc", "none in the fleet file");
   if (host.contains("allowed_actions")) {
     std::string actions;
     for (const auto& a : host["allowed_actions"]) actions += (actions.empty() ? "" : ", ") + cellText(a);
@@ -51,8 +59,8 @@ std::string renderHost(const json& host) {
 std::string renderEvents(const json& page) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : page.value("items", json::array()))
-    rows.push_back({field(e, "at"), field(e, "action"), field(e, "from"), field(e, "to"), field(e, "actor"),
-                    field(e, "reason")});
+    rows.push_back(
+        {field(e, "at"), field(e, "action"), field(e, "from"), field(e, "to"), field(e, "actor"), field(e, "reason")});
   return renderTable({"AT", "ACTION", "FROM", "TO", "ACTOR", "REASON"}, rows);
 }
 
@@ -119,8 +127,9 @@ int enrolToken(CommandContext& ctx) {
                                        {"reenroll", field(t, "reenroll")},
                                        {"expires_at", field(t, "expires_at")},
                                        {"token", field(t, "token")}});
-    return out + "The token is shown only this once and enrols only this host, once: hand it to the host's "
-                 "kiln-agent (--enroll-token-file).\n";
+    return out +
+           "The token is shown only this once and enrols only this host, once: hand it to the host's "
+           "kiln-agent (--enroll-token-file).\n";
   });
 }
 
@@ -134,37 +143,38 @@ CommandGroup hostsGroup() {
       {.name = "state", .value_name = "S", .help = "a host state: available, allocated, draining, quarantine, ..."},
   };
   for (auto& f : pagingFlags()) list_flags.push_back(std::move(f));
-  return {
-      .name = "hosts",
-      .summary = "Hosts: compute trays of 4 GPUs, and their lifecycle.",
-      .commands = {
-          {.name = "list", .summary = "List hosts", .flags = std::move(list_flags), .run = list},
-          {.name = "show",
-           .summary = "Show one host with its GPUs, component versions and the actions allowed now",
-           .positionals = {{"ID", "host id, e.g. prn-b01-p0001-h01"}},
-           .run = show},
-          {.name = "events",
-           .summary = "A host's lifecycle events, newest first",
-           .positionals = {{"ID", "host id"}},
-           .flags = pagingFlags(),
-           .run = events},
-          {.name = "action",
-           .summary = "Move a host through its lifecycle (operator; override needs admin, --reason and --to)",
-           .positionals = {{"ID", "host id"},
-                           {"ACTION", "allocate, release, drain, undrain, fail, repair, repair_complete, retire "
-                                      "or override"}},
-           .flags = {{.name = "reason", .value_name = "TEXT", .help = "why (recorded in the host's events)"},
-                     {.name = "to", .value_name = "STATE", .help = "target state (override only)"}},
-           .run = action},
-          {.name = "enrol-token",
-           .summary = "Issue an enrolment token for one host: used once by its agent's registration (operator)",
-           .positionals = {{"ID", "host id"}},
-           .flags = {{.name = "ttl", .value_name = "DURATION", .help = "how long it is valid: 60s to 168h (default 1h)"},
-                     {.name = "reenroll",
-                      .type = FlagType::kBool,
-                      .help = "replace the host's enrolled agent (its agent token is revoked when this one is used)"}},
-           .run = enrolToken},
-      }};
+  return {.name = "hosts",
+          .summary = "Hosts: compute trays of 4 GPUs, and their lifecycle.",
+          .commands = {
+              {.name = "list", .summary = "List hosts", .flags = std::move(list_flags), .run = list},
+              {.name = "show",
+               .summary = "Show one host with its GPUs, component versions and the actions allowed now",
+               .positionals = {{"ID", "host id, e.g. prn-b01-p0001-h01"}},
+               .run = show},
+              {.name = "events",
+               .summary = "A host's lifecycle events, newest first",
+               .positionals = {{"ID", "host id"}},
+               .flags = pagingFlags(),
+               .run = events},
+              {.name = "action",
+               .summary = "Move a host through its lifecycle (operator; override needs admin, --reason and --to)",
+               .positionals = {{"ID", "host id"},
+                               {"ACTION",
+                                "allocate, release, drain, undrain, fail, repair, repair_complete, retire "
+                                "or override"}},
+               .flags = {{.name = "reason", .value_name = "TEXT", .help = "why (recorded in the host's events)"},
+                         {.name = "to", .value_name = "STATE", .help = "target state (override only)"}},
+               .run = action},
+              {.name = "enrol-token",
+               .summary = "Issue an enrolment token for one host: used once by its agent's registration (operator)",
+               .positionals = {{"ID", "host id"}},
+               .flags =
+                   {{.name = "ttl", .value_name = "DURATION", .help = "how long it is valid: 60s to 168h (default 1h)"},
+                    {.name = "reenroll",
+                     .type = FlagType::kBool,
+                     .help = "replace the host's enrolled agent (its agent token is revoked when this one is used)"}},
+               .run = enrolToken},
+          }};
 }
 
 }  // namespace kiln::cli

@@ -20,6 +20,14 @@ std::string renderPodList(const json& page) {
   return renderTable({"ID", "PLATFORM", "STATE", "HEALTHY_GPUS", "HOSTS", "BUILDING", "SITE", "LABELS"}, rows);
 }
 
+// A device's BMC as "address:port (protocol, credential NAME)", "" when none (issue 32).
+std::string bmcText(const json& device) {
+  const json b = device.value("bmc", json());
+  if (!b.is_object()) return "";
+  return field(b, "address") + ":" + field(b, "port") + " (" + field(b, "protocol") + ", credential " +
+         field(b, "credential") + ")";
+}
+
 std::string renderPod(const json& pod) {
   std::string out = renderKeyValues({{"id", field(pod, "id")},
                                      {"site", field(pod, "site")},
@@ -31,12 +39,16 @@ std::string renderPod(const json& pod) {
                                      {"racks", field(pod, "rack_ids")},
                                      {"spares", field(pod, "spares")},
                                      {"switch_trays", std::to_string(pod.value("switch_trays", json::array()).size())},
-                                     {"labels", field(pod, "labels")}});
+                                     {"labels", field(pod, "labels")},
+                                     {"management", pod.value("management", json()).is_object()
+                                                        ? field(pod["management"], "protocol") + ", credential " +
+                                                              field(pod["management"], "credential")
+                                                        : std::string("none")}});
   std::vector<std::vector<std::string>> hosts;
   for (const auto& h : pod.value("hosts", json::array()))
     hosts.push_back({field(h, "id"), field(h, "tray"), h.value("spare", false) ? "spare" : "", field(h, "state"),
-                     field(h, "state_since"), field(h, "state_reason")});
-  out += "\nHosts:\n" + renderTable({"ID", "TRAY", "SPARE", "STATE", "SINCE", "REASON"}, hosts);
+                     field(h, "state_since"), field(h, "state_reason"), bmcText(h)});
+  out += "\nHosts:\n" + renderTable({"ID", "TRAY", "SPARE", "STATE", "SINCE", "REASON", "BMC"}, hosts);
   std::vector<std::vector<std::string>> versions;
   const json component_versions = pod.value("component_versions", json::object());
   for (const auto& [kind, by_version] : component_versions.items())
