@@ -25,20 +25,15 @@ std::vector<core::HostTransition> verdictTransitions(const RunRow& run, const Gr
     // one that failed the host both belong in what an SRE reads on the host.
     for (std::size_t i = 0; !passed && i < h.failures.size(); ++i) reason += (i == 0 ? ": " : "; ") + h.failures[i];
     if (reason.size() > 900) reason = reason.substr(0, 900) + "...";
-    // A host whose steps only lost their reports (lost_lease.h) is not known to be unhealthy: a
-    // pre-job check leaves it in the pool (an overloaded kilnd must not drain healthy nodes), and
-    // burn-in and quarantine validation leave it where it is, out of the pool, instead of
-    // sending a healthy tray to repair (a human ticket). The run's summary marks it `lost`.
-    if (!passed && onlyLostLeases(h.failures) &&
-        (run.purpose == "pre_job" || run.purpose == "burn_in" || run.purpose == "quarantine"))
-      continue;
     if (run.purpose == "burn_in")
       out.push_back(
           {h.host, passed ? core::HostAction::kBurnInPass : core::HostAction::kBurnInFail, std::nullopt, reason});
     else if (run.purpose == "quarantine")
       out.push_back({h.host, passed ? core::HostAction::kQuarantinePass : core::HostAction::kQuarantineFail,
                      std::nullopt, reason});
-    else if (run.purpose == "pre_job" && !passed)
+    // A host whose check only lost its reports (lost_lease.h) is not known to be unhealthy:
+    // it stays in the pool (an overloaded kilnd must not drain healthy nodes).
+    else if (run.purpose == "pre_job" && !passed && !onlyLostLeases(h.failures))
       out.push_back({h.host, core::HostAction::kFail, std::nullopt, reason});
   }
   return out;

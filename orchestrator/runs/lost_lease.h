@@ -2,9 +2,8 @@
 // A step whose report never came within its lease (the agent died, or the report waited past
 // the lease in an overloaded kilnd): the reason the engine records, and the rule that reads it.
 // Such a host's verdict says nothing about its health: a pre-job check does not fail it out of
-// the job pool for that, burn-in and quarantine validation do not send it to repair (it stays
-// out of the pool where it is; group_step.cc), the run's summary marks it `lost`
-// (run_service.cc), and kilnctl slurm prolog treats a check that failed only so as no verdict. A dead host is
+// the job pool for that (group_step.cc), the run's summary marks it `lost` (run_service.cc),
+// and kilnctl slurm prolog treats a check that failed only so as no verdict. A dead host is
 // caught by its heartbeats (--unreachable-after), not by a lost lease. Issue 35: an overloaded
 // kilnd once failed 761 healthy hosts of a 8,192-host check this way. Pure.
 

@@ -79,19 +79,9 @@ steps:
   ASSERT_EQ(moves.size(), 1u);
   EXPECT_EQ(moves[0].host, "h2");
   EXPECT_EQ(moves[0].action, core::HostAction::kFail);
-  // Burn-in and quarantine validation do not send a host that only lost its reports to repair
-  // either: it stays where it is, out of the pool. The host that failed a check goes to repair.
-  for (const char* purpose : {"quarantine", "burn_in"}) {
-    run.purpose = purpose;
-    auto out = verdictTransitions(run, g, {"h1", "h2"});
-    ASSERT_EQ(out.size(), 1u) << purpose;
-    EXPECT_EQ(out[0].host, "h2");
-    EXPECT_EQ(out[0].action, std::string(purpose) == "quarantine" ? core::HostAction::kQuarantineFail
-                                                                    : core::HostAction::kBurnInFail);
-  }
-  // A rollout's run still fails such a host's pod: a lost report mid-flash leaves its state unknown.
-  run.purpose = "rollout";
-  EXPECT_TRUE(verdictTransitions(run, g, {"h1", "h2"}).empty());  // rollouts move hosts themselves
+  // Only the pre-job check: quarantine validation still sends both back to repair.
+  run.purpose = "quarantine";
+  EXPECT_EQ(verdictTransitions(run, g, {"h1", "h2"}).size(), 2u);
 
   auto [state, summary] = runVerdict(run, {g});
   EXPECT_EQ(state, "failed");
