@@ -3,6 +3,7 @@
 // halt, pause and resume, abort, retry, skip, rollback, spares covering failed hosts, soak
 // between waves, and the durations and ETA of the view.
 
+#include "orchestrator/rollouts/consistency.h"
 #include "orchestrator/rollouts/rollout_service.h"
 
 #include <algorithm>
@@ -23,12 +24,12 @@
 namespace kiln::rollouts {
 namespace {
 
+using core::testing::FakeFleet;
 using nlohmann::json;
+using runs::testing::FakeRunStore;
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
-using core::testing::FakeFleet;
-using runs::testing::FakeRunStore;
 
 const core::Actor kSre{"t-1", "sre"};
 
@@ -76,7 +77,9 @@ class RolloutControllerTest : public ::testing::TestWithParam<int> {
 
   RolloutPodRow& pod(const std::string& p, const std::string& rollout = "ro-1") { return rollouts_.pod(rollout, p); }
   PodPhase phase(const std::string& p, const std::string& rollout = "ro-1") { return pod(p, rollout).phase; }
-  std::string state(const std::string& rollout = "ro-1") { return rolloutStateName(rollouts_.rollouts_.at(rollout).state); }
+  std::string state(const std::string& rollout = "ro-1") {
+    return rolloutStateName(rollouts_.rollouts_.at(rollout).state);
+  }
 
   static std::string host(const std::string& pod, int tray) {
     return pod + "-h" + (tray < 10 ? "0" : "") + std::to_string(tray);
@@ -166,12 +169,14 @@ class StagingTest : public RolloutControllerTest {
  protected:
   void SetUp() override {
     RolloutControllerTest::SetUp();
-    bundle_.components.push_back({"nic", "28.45.1200", "https://a/fw-ConnectX7-rel-28_45_1200.bin", std::string(64, 'b')});
-    auto put = room_.workflows.putWorkflow("artifact-stage",
-                                           "name: artifact-stage\nversion: \"1\"\ndescription: t\nscope: host\n"
-                                           "params:\n  nic_image: {type: artifact, default: \"\"}\n"
-                                           "steps:\n  - id: stage\n    run: [true, \"{{nic_image}}\"]\n    timeout: 1h\n",
-                                           kSre);
+    bundle_.components.push_back(
+        {"nic", "28.45.1200", "https://a/fw-ConnectX7-rel-28_45_1200.bin", std::string(64, 'b')});
+    auto put =
+        room_.workflows.putWorkflow("artifact-stage",
+                                    "name: artifact-stage\nversion: \"1\"\ndescription: t\nscope: host\n"
+                                    "params:\n  nic_image: {type: artifact, default: \"\"}\n"
+                                    "steps:\n  - id: stage\n    run: [true, \"{{nic_image}}\"]\n    timeout: 1h\n",
+                                    kSre);
     ASSERT_TRUE(put.ok()) << put.error();
   }
   std::string stageRun(const std::string& p) {
@@ -191,7 +196,8 @@ TEST_P(StagingTest, ThePodsArtifactsAreStagedBeforeAnyHostDrains) {
   const std::string stage = stageRun("b1-p1");
   ASSERT_FALSE(stage.empty());
   EXPECT_EQ(run_store_.runsOf("artifact-stage").size(), 1u) << "each pass finds the same run";
-  EXPECT_EQ(pod("b1-p1").waiting_reason, "staging artifacts on 18 hosts before the drain (artifact-stage " + stage + ")");
+  EXPECT_EQ(pod("b1-p1").waiting_reason,
+            "staging artifacts on 18 hosts before the drain (artifact-stage " + stage + ")");
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18) << "jobs keep running while the files arrive";
   EXPECT_TRUE(pod("b1-p1").run_id.empty());
   EXPECT_EQ(run_store_.runs_.at(stage).params.value("nic_image", ""),
@@ -214,7 +220,8 @@ TEST_P(StagingTest, AHostThatCannotGetItsFilesFailsThePodBeforeAnyDrain) {
   run_store_.finishRun(stage, {host("b1-p1", 7)});
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kFailed);
-  EXPECT_NE(pod("b1-p1").message.find("staging failed on " + host("b1-p1", 7)), std::string::npos) << pod("b1-p1").message;
+  EXPECT_NE(pod("b1-p1").message.find("staging failed on " + host("b1-p1", 7)), std::string::npos)
+      << pod("b1-p1").message;
   EXPECT_NE(pod("b1-p1").message.find("no host was drained"), std::string::npos);
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 18);
 }
@@ -302,7 +309,8 @@ TEST_P(RolloutControllerTest, ADrainedHostGoesToMaintenanceOnlyWhenTheSchedulers
   std::vector<std::string> reasons;
   auto& svc = service([&](const core::HostSummary& h, const std::string& reason) -> std::optional<std::string> {
     reasons.push_back(reason);
-    if (busy.count(h.id)) return "slurm node " + h.id + " is ALLOCATED+DRAIN (job 42 running): waiting for its jobs to leave";
+    if (busy.count(h.id))
+      return "slurm node " + h.id + " is ALLOCATED+DRAIN (job 42 running): waiting for its jobs to leave";
     return std::nullopt;
   });
   svc.tick();  // admits p1
@@ -471,7 +479,7 @@ TEST_P(RolloutControllerTest, APodAbortedRightAfterAdmissionSaysNoHostWasDrained
 TEST_P(RolloutControllerTest, AbortStopsPodsInFlightAtASafePointLeavesTheirHostsOutOfServiceAndStartsNoOther) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2", "b1-p3", "b1-p4"}, policy(2));
   auto& svc = service();
-  svc.tick();  // admits p1, p2
+  svc.tick();                                                      // admits p1, p2
   fleet_.setState(host("b1-p2", 5), core::HostState::kAllocated);  // a job landed on p2 before its drain
   svc.tick();
   ASSERT_EQ(phase("b1-p1"), PodPhase::kUpgrading);
@@ -581,7 +589,8 @@ TEST_P(RolloutControllerTest, AbortSendsNoHostToRepairWhoseValidationStepAStopWi
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kRepair), 0);
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kFailed), 0);
   EXPECT_NE(phase("b1-p1"), PodPhase::kFailed);
-  for (int t : {16, 17, 18}) EXPECT_NE(fleet_.state(host("b1-p1", t)), core::HostState::kAvailable) << t;  // not validated
+  for (int t : {16, 17, 18})
+    EXPECT_NE(fleet_.state(host("b1-p1", t)), core::HostState::kAvailable) << t;  // not validated
 }
 
 // ---- retry ----
@@ -934,6 +943,48 @@ TEST_P(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainst
   EXPECT_EQ(hostsIn("b1-p2", core::HostState::kAvailable), 15);
 }
 
+// Issue 32: a pod never returns to service on mixed versions of a component its bundle names.
+// One tray still reports the old driver after a "passed" upgrade, and a switch tray too: the
+// pod is held (no validated host serves), and the pod's message names the devices that differ.
+TEST_P(RolloutControllerTest, APodWhoseDevicesReportMixedVersionsIsHeldAndNamesThem) {
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1");
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  // What the trays read back after the upgrade: every one 580.1 but tray 7, and switch tray s2
+  // on an nvswitch version the bundle does not name (not judged).
+  auto& detail = fleet_.pods_.at("b1-p1");
+  detail.components.clear();
+  for (int t = 1; t <= 18; ++t) detail.components.push_back({host("b1-p1", t), "driver", t == 7 ? "570.1" : "580.1"});
+  detail.components.push_back({"b1-p1-s2", "nvswitch", "1.2"});
+  finishValidation("b1-p1");
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kFailed);
+  EXPECT_EQ(
+      pod("b1-p1").message,
+      "held: mixed versions after the upgrade, so no host returns to service: b1-p1-h07 driver 570.1 (bundle 580.1)");
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 0);
+  EXPECT_EQ(hostsIn("b1-p1", core::HostState::kValidating), 18);
+}
+
+TEST(ConsistencyTest, OnlyDevicesOfTheDomainAndKindsTheBundleNamesAreJudged) {
+  Bundle b;
+  b.components = {{"driver", "580.1", "", ""}, {"nvswitch", "1.4", "", ""}};
+  std::vector<core::ComponentVersion> components = {{"h1", "driver", "580.1"}, {"h2", "driver", "570.1"},
+                                                    {"h2", "nic", "old"},       // nic: not in the bundle
+                                                    {"h9", "driver", "570.1"},  // h9: not in the domain
+                                                    {"s1", "nvswitch", "1.4"}, {"s2", "nvswitch", "1.2"}};
+  auto mixed = mixedVersions(b, components, {"h1", "h2", "s1", "s2"});
+  ASSERT_EQ(mixed.size(), 2u);
+  EXPECT_EQ(mixed[0], (VersionMismatch{"h2", "driver", "570.1", "580.1"}));
+  EXPECT_EQ(mixed[1], (VersionMismatch{"s2", "nvswitch", "1.2", "1.4"}));
+  EXPECT_EQ(describeMismatches(mixed, 1), "h2 driver 570.1 (bundle 580.1) and 1 more");
+  EXPECT_TRUE(mixedVersions(b, components, {"h1", "s1"}).empty());
+}
+
 // ---- time ----
 
 TEST_P(RolloutControllerTest, AWaveStartsOnlyTheSoakAfterTheLastPodOfThePreviousWaveFinished) {
@@ -1046,7 +1097,9 @@ TEST_P(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaW
   auto& svc = service();
   svc.tick();
   EXPECT_EQ(phase("b1-p1"), PodPhase::kPending);
-  EXPECT_EQ(pod("b1-p1").waiting_reason.rfind("window: outside the maintenance windows (02:00-02:45); the next opens ", 0), 0u)
+  EXPECT_EQ(
+      pod("b1-p1").waiting_reason.rfind("window: outside the maintenance windows (02:00-02:45); the next opens ", 0),
+      0u)
       << pod("b1-p1").waiting_reason;
   clock_.advance(hours(2));
   svc.tick();  // 02:00: p1 starts
@@ -1060,9 +1113,11 @@ TEST_P(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaW
   ASSERT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
   // p2 would still be out of service when the window closes: it waits for tomorrow's.
   ASSERT_EQ(phase("b1-p2"), PodPhase::kPending);
-  EXPECT_EQ(pod("b1-p2").waiting_reason.rfind("window: the maintenance window closes ", 0), 0u) << pod("b1-p2").waiting_reason;
-  EXPECT_NE(pod("b1-p2").waiting_reason.find("sooner than this rollout's P90 pod time (30 min); the next long enough opens "),
-            std::string::npos)
+  EXPECT_EQ(pod("b1-p2").waiting_reason.rfind("window: the maintenance window closes ", 0), 0u)
+      << pod("b1-p2").waiting_reason;
+  EXPECT_NE(
+      pod("b1-p2").waiting_reason.find("sooner than this rollout's P90 pod time (30 min); the next long enough opens "),
+      std::string::npos)
       << pod("b1-p2").waiting_reason;
   // p2 tomorrow 02:00-02:30, p3 the day after (tomorrow's window has 15 minutes left then).
   auto view = svc.view("ro-1");
@@ -1080,7 +1135,8 @@ TEST_P(RolloutControllerTest, OutsideTheMaintenanceWindowNothingStartsAndTheEtaW
   svc.tick();
   EXPECT_EQ(phase("b1-p2"), PodPhase::kSucceeded);
   EXPECT_EQ(phase("b1-p3"), PodPhase::kPending);
-  EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("window: outside the maintenance windows", 0), 0u) << pod("b1-p3").waiting_reason;
+  EXPECT_EQ(pod("b1-p3").waiting_reason.rfind("window: outside the maintenance windows", 0), 0u)
+      << pod("b1-p3").waiting_reason;
 }
 
 INSTANTIATE_TEST_SUITE_P(ReconcileThreads, RolloutControllerTest, ::testing::Values(1, 4),
