@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "       kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V\n"
     "                --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait SECONDS] [...]\n";
 
-bool seconds(const std::string& text, int lo, int hi, int& out) {
+bool number(const std::string& text, int lo, int hi, int& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && end == text.data() + text.size() && out >= lo && out <= hi;
 }
@@ -82,15 +82,15 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
       if (v != "ipmi" && v != "redfish") return usage("--protocol: expected ipmi or redfish");
       options.protocol = v;
     } else if (a == "--cipher-suite") {
-      if (!seconds(v, 0, 17, cipher)) return usage("--cipher-suite: expected 0 to 17");
+      if (!number(v, 0, 17, cipher)) return usage("--cipher-suite: expected 0 to 17");
     } else if (a == "--timeout") {
-      if (!seconds(v, 1, 600, n)) return usage("--timeout: expected 1 to 600 seconds");
+      if (!number(v, 1, 600, n)) return usage("--timeout: expected 1 to 600 seconds");
       options.ipmi.timeout = std::chrono::seconds(n);
     } else if (a == "--last" || a == "--log") {
-      if (!seconds(v, 0, 1000, last)) return usage(a + ": expected 0 to 1000 entries");
+      if (!number(v, 0, 1000, last)) return usage(a + ": expected 0 to 1000 entries");
       if ((a == "--last") != is_log) return usage(a + (is_log ? " is for power commands" : " is for log list"));
     } else if (a == "--wait") {
-      if (!seconds(v, 0, 3600, wait_s)) return usage("--wait: expected 0 to 3600 seconds");
+      if (!number(v, 0, 3600, wait_s)) return usage("--wait: expected 0 to 3600 seconds");
     } else {
       return usage("unknown option '" + a + "'");
     }
