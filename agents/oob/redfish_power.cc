@@ -167,9 +167,9 @@ Result<json> RedfishPower::call(const BmcEndpoint& bmc, const BmcCredential& cre
       }
       if (s.location.empty()) s.location = odataId(*made);
       if (s.token.empty()) return unavailable("the BMC made a session but sent no X-Auth-Token");
-    } else if (made.error().message.find("HTTP 404") == std::string::npos &&
-               made.error().message.find("HTTP 405") == std::string::npos &&
-               made.error().message.find("HTTP 501") == std::string::npos) {
+    } else if (const auto st = made.error().details.find("http_status");
+               st == made.error().details.end() ||
+               (st->second != "404" && st->second != "405" && st->second != "501")) {
       return made.error();  // refused credentials, TLS, no answer: as any request's error
     }                       // else: no SessionService, HTTP Basic for this BMC
     it = sessions_.emplace(key, std::move(s)).first;
@@ -269,7 +269,8 @@ Result<json> RedfishPower::send(const BmcEndpoint& bmc, const BmcCredential& cre
     if (doc.is_object() && doc.contains("error") && doc["error"].is_object() && doc["error"].contains("message") &&
         doc["error"]["message"].is_string())
       msg = ": " + redact(doc["error"]["message"].get<std::string>().substr(0, 200), cred.password);
-    return unavailable(what + ": HTTP " + std::to_string(status) + msg);
+    return Error(unavailable(what + ": HTTP " + std::to_string(status) + msg))
+        .with("http_status", std::to_string(status));
   }
   if (!out.data.empty() && doc.is_discarded()) return unavailable(what + ": the BMC's answer is not JSON");
   return doc;

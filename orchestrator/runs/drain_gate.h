@@ -66,11 +66,11 @@ inline std::vector<std::string> holdAtDrainGate(GroupState& g, TimePoint now, bo
   return held;
 }
 
-// The hosts of the group the gate holds now.
+// The hosts of the group the gate holds now (not started, waiting_for set).
 inline std::vector<std::string> heldAtDrainGate(const GroupState& g) {
   std::vector<std::string> out;
   for (const auto& h : g.hosts)
-    if (!h.waiting_for.empty()) out.push_back(h.host);
+    if (notStarted(h) && !h.waiting_for.empty()) out.push_back(h.host);
   return out;
 }
 

@@ -136,6 +136,7 @@ Effects Engine::cancel(GroupState& g, const std::string& reason) const {
     h.assignment_id.clear();
     h.status = HostStatus::kCancelled;
     h.failures.push_back(reason);
+    h.waiting_for.clear();  // no longer waits for the drain gate: it is over
     fx.hosts_finished.push_back(h.host);
   }
   return fx;
@@ -196,6 +197,7 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
     host.failures.push_back("stopped at a safe point before step " +
                             (host.step_index < spec_.steps.size() ? stepAt(host.step_index).id : std::string("end")));
     host.not_before.reset();
+    host.waiting_for.clear();
     return true;
   }
   if (host.not_before && *host.not_before > now) return false;

@@ -33,7 +33,7 @@ struct RunServiceUnderTest {
   FakeFleet fleet;
   FakeRunStore store;
   core::FakeClock clock;
-  std::vector<std::string> told;   // on_work's hosts, in order
+  std::vector<std::string> told;            // on_work's hosts, in order
   std::vector<std::size_t> runs_when_told;  // how many runs the store held at each call
   RunsRoom room{fleet, store, clock, {}, [this](const std::string& host) {
                   told.push_back(host);
@@ -222,6 +222,30 @@ steps:
   ASSERT_EQ(started.dispatches.size(), 1u);
   EXPECT_EQ(started.dispatches[0].host, "h2");
   EXPECT_EQ(started.dispatches[0].step_id, "one");
+}
+
+// A held host whose run is cancelled (or stopped) is over: it no longer says it waits for the
+// gate, and the timer pass no longer asks about it.
+TEST(RunServiceTest, AHeldHostThatIsCancelledNoLongerWaitsForTheGate) {
+  auto spec = workflow::loadWorkflow(
+      "name: w\nversion: \"1\"\nscope: host\nsteps:\n  - id: s\n    run: [nvidia-smi]\n"
+      "    timeout: 10s\n",
+      "w.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  Engine e(*spec, {});
+  const TimePoint now = TimePoint{} + std::chrono::hours(1000);
+  for (bool stop : {false, true}) {
+    GroupState g = e.newGroup("r-4", "h1", {{"h1", {}}});
+    holdAtDrainGate(g, now, true, [](const std::string&) { return std::optional<std::string>("a job runs there"); });
+    ASSERT_EQ(heldAtDrainGate(g), std::vector<std::string>{"h1"});
+    if (stop)
+      e.stop(g, now + std::chrono::minutes(1));
+    else
+      e.cancel(g, "cancelled by alice");
+    EXPECT_EQ(g.hosts[0].status, HostStatus::kCancelled);
+    EXPECT_TRUE(g.hosts[0].waiting_for.empty()) << (stop ? "stop" : "cancel");
+    EXPECT_TRUE(heldAtDrainGate(g).empty());
+  }
 }
 
 TEST(RunServiceTest, StartingARunTellsOnWorkOfEachHostItGaveWorkAfterTheRunIsStored) {
