@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/runner_key.h"
+
 namespace kiln::agent {
 namespace {
 
@@ -74,7 +76,7 @@ Result<RunOptions> parseRunOptions(
       "--env-allow",     "--path-prepend", "--log-level",         "--stop-grace",
       "--live-output-interval", "--allowed-executables", "--artifact-cache", "--artifact-cache-max",
       "--artifact-rate-limit", "--artifact-ca-bundle", "--artifact-mirror", "--trusted-keys", "--client-cert",
-      "--client-key"};
+      "--client-key",    "--runner"};
   const std::set<std::string> known(kFlags.begin(), kFlags.end());
   // Values by flag, in order; environment first so that flags override it.
   std::map<std::string, std::vector<std::string>> values;
@@ -169,8 +171,16 @@ Result<RunOptions> parseRunOptions(
   }
   while (o.url.size() > 1 && o.url.back() == '/') o.url.pop_back();
   if (o.state_dir.empty()) return invalidArgument("--state-dir is required (or KILN_AGENT_STATE_DIR)");
-  if (o.host.empty()) return invalidArgument("--host is required: the hostname is unknown");
-  for (char c : o.host) {
+  if (auto runner = last("--runner")) {
+    // An out-of-band runner (issue 32, common/runner_key.h): it polls as runner:NAME.
+    if (last("--host")) return invalidArgument("give --host or --runner, not both");
+    if (!validRunnerName(*runner))
+      return invalidArgument("--runner '" + *runner + "': expected 1 to 63 of a-z 0-9 . _ -, starting with a letter or digit");
+    o.host = runnerKey(*runner);
+  } else if (o.host.empty()) {
+    return invalidArgument("--host is required: the hostname is unknown");
+  }
+  for (char c : isRunnerKey(o.host) ? std::string() : o.host) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
       return invalidArgument("--host '" + o.host + "' has a character other than A-Z a-z 0-9 - _ .");
     }

@@ -15,6 +15,7 @@ namespace kiln::agent {
 struct RunOptions {
   std::string url;                        // --url / KILN_AGENT_URL (required)
   std::string host;                       // --host / KILN_AGENT_HOST (default: hostname)
+                                          // --runner NAME: an out-of-band runner, host = "runner:NAME"
   std::string state_dir;                  // --state-dir / KILN_AGENT_STATE_DIR (required)
   std::string enroll_token_file;          // --enroll-token-file
   // --allowed-executables FILE: the only executables steps may run on this host
@@ -44,7 +45,7 @@ struct RunOptions {
 };
 
 inline constexpr const char* kUsage =
-    "usage: kiln-agent run --url URL [--host HOST] --state-dir DIR [--enroll-token-file F]\n"
+    "usage: kiln-agent run --url URL [--host HOST | --runner NAME] --state-dir DIR [--enroll-token-file F]\n"
     "                      [--ca-file F] [--client-cert F --client-key F]\n"
     "                      [--inventory-command CMD] [--boot-id-file F]\n"
     "                      [--poll-wait S] [--env-allow NAME[,NAME]]... [--path-prepend DIR]...\n"
@@ -66,7 +67,10 @@ inline constexpr const char* kUsage =
     "--artifact-mirror whose PREFIX starts the URL, then the URL itself, resuming broken\n"
     "downloads, at most --artifact-rate-limit (e.g. 100M), and checked against their sha256\n"
     "before any step uses them. With --trusted-keys (a keyring as `gpg --export` writes it)\n"
-    "every artifact must also be signed by one of those keys (checked with gpgv).\n";
+    "every artifact must also be signed by one of those keys (checked with gpgv).\n"
+    "--runner NAME makes this agent an out-of-band runner (it polls as runner:NAME and runs the\n"
+    "steps about the BMCs of the pods whose management block names it); its agent token comes\n"
+    "from an admin (POST /api/v1/tokens {role: agent, runner: NAME}) in STATE_DIR/agent_token.\n";
 
 // Parses the arguments after `run`. `getenv` looks up KILN_AGENT_* variables; `hostname` is
 // the default --host. kInvalidArgument with a one-line message on bad usage.

@@ -4,9 +4,11 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <random>
 #include <sstream>
 
 #include "agents/sim/redfish_bmc.h"
@@ -17,7 +19,8 @@ namespace {
 
 class BmcHandler final : public http::Handler {
  public:
-  explicit BmcHandler(BmcConfig config) : bmc_(std::move(config)) {}
+  BmcHandler(BmcConfig config, std::string boot_id_file)
+      : bmc_(std::move(config)), boot_id_file_(std::move(boot_id_file)) {}
   std::optional<http::Response> admit(const http::Request& head, std::optional<std::uint64_t> length) override {
     // Firmware images go to the push URI (up to 64 MiB); everything else is small JSON.
     const std::size_t limit = head.path == "/redfish/v1/UpdateService/update-multipart" ? (64u << 20) : 65536;
@@ -41,8 +44,12 @@ class BmcHandler final : public http::Handler {
         std::cerr << "bmc: update pushed (" << pushed_ << " so far)" << std::endl;
       }
       if (!bmc_.powerLog().empty() && bmc_.powerLog().size() != logged_) {
-        for (; logged_ < bmc_.powerLog().size(); ++logged_)
-          std::cerr << "bmc: reset " << bmc_.powerLog()[logged_] << std::endl;
+        for (; logged_ < bmc_.powerLog().size(); ++logged_) {
+          const std::string& type = bmc_.powerLog()[logged_];
+          std::cerr << "bmc: reset " << type << std::endl;
+          // The tray boots: a simulated host's agent (--boot-id-file) sees a new boot id.
+          if (!boot_id_file_.empty() && type != "ForceOff" && type != "GracefulShutdown") newBootId();
+        }
       }
     }
     http::Response resp;
@@ -55,8 +62,20 @@ class BmcHandler final : public http::Handler {
   }
 
  private:
+  void newBootId() {
+    std::random_device rd;
+    char id[40];
+    std::snprintf(id, sizeof id, "%08x-%04x-%04x-%04x-%08x%04x", rd(), rd() & 0xffff, rd() & 0xffff, rd() & 0xffff,
+                  rd(), rd() & 0xffff);
+    std::ofstream out(boot_id_file_ + ".tmp");
+    out << id << "\n";
+    out.close();
+    std::rename((boot_id_file_ + ".tmp").c_str(), boot_id_file_.c_str());
+  }
+
   std::mutex mu_;
   RedfishBmc bmc_;
+  std::string boot_id_file_;
   std::size_t logged_ = 0, pushed_ = 0, sessions_open_ = 0;
   int sessions_made_ = 0;
 };
@@ -69,13 +88,15 @@ int runBmcServer(const std::vector<std::string>& args) {
         << "kiln-hwsim bmc: " << why
         << "\nusage: kiln-hwsim bmc --listen HOST:PORT --user USER --password-file FILE [--tray NAME]\n"
            "                      [--tls-cert FILE --tls-key FILE] [--firmware ID=VERSION]... [--fault reset-ignored]\n"
-           "                      [--port-file FILE]\n";
+           "                      [--port-file FILE] [--boot-id-file FILE]\n"
+           "--boot-id-file: a new boot id is written there whenever the tray is reset on (a simulated\n"
+           "host's kiln-agent --boot-id-file sees it boot)\n";
     return 2;
   };
   BmcConfig config;
   http::ServerOptions options;
   options.threads = 1;
-  std::string listen, password_file, port_file;
+  std::string listen, password_file, port_file, boot_id_file;
   bool firmware_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -95,6 +116,8 @@ int runBmcServer(const std::vector<std::string>& args) {
       options.tls_key_file = v;
     else if (a == "--port-file")
       port_file = v;
+    else if (a == "--boot-id-file")
+      boot_id_file = v;
     else if (a == "--fault") {
       if (v != "reset-ignored" && v != "task-hangs" && v != "version-unchanged")
         return usage("unknown fault '" + v + "' (expected reset-ignored, task-hangs or version-unchanged)");
@@ -133,7 +156,7 @@ int runBmcServer(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  BmcHandler handler(std::move(config));
+  BmcHandler handler(std::move(config), boot_id_file);
   auto server = http::makeServer(options, handler);
   if (auto st = server->start(); !st.ok()) {
     std::cerr << "kiln-hwsim bmc: " << st.error().message << "\n";

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "common/runner_key.h"
 #include "common/yaml_json.h"
 
 namespace kiln::api {
@@ -172,7 +173,7 @@ Result<TokenBody> decodeTokenRequest(const json& body) {
     return fieldErrors("invalid token request", {{"", "expected a JSON object {role, name, host}"}}, /*one_field_detail=*/false);
   std::vector<FieldError> bad;
   for (const auto& [k, _] : body.items())
-    if (k != "role" && k != "name" && k != "host") bad.push_back({k, "unknown field"});
+    if (k != "role" && k != "name" && k != "host" && k != "runner") bad.push_back({k, "unknown field"});
   TokenBody out;
   std::optional<core::Role> role;
   if (body.contains("role") && body["role"].is_string()) role = core::parseRole(body["role"].get<std::string>());
@@ -184,6 +185,17 @@ Result<TokenBody> decodeTokenRequest(const json& body) {
   if (body.contains("host")) {
     if (!body["host"].is_string()) bad.push_back({"host", "expected a host id"});
     else out.host = body["host"].get<std::string>();
+  }
+  // An out-of-band runner's agent token (issue 32): bound to the key runner:NAME, no host.
+  if (body.contains("runner")) {
+    if (!body["runner"].is_string() || !validRunnerName(body["runner"].get_ref<const std::string&>()))
+      bad.push_back({"runner", "expected a runner's name: 1 to 63 of a-z 0-9 . _ -, starting with a letter or digit"});
+    else if (body.contains("host"))
+      bad.push_back({"runner", "give host or runner, not both"});
+    else if (role && *role != core::Role::kAgent)
+      bad.push_back({"runner", "only agent tokens act for a runner"});
+    else
+      out.host = runnerKey(body["runner"].get<std::string>());
   }
   if (!bad.empty()) return fieldErrors("invalid token request", std::move(bad), /*one_field_detail=*/false);
   out.role = *role;

@@ -105,7 +105,7 @@ class Validator {
     if (it == obj.end()) return m;
     const std::string p = join(path, "management");
     if (!it->is_object()) {
-      fail(p, "expected a map (protocol, credential, tray_bmc, switch_bmc)");
+      fail(p, "expected a map (protocol, credential, tray_bmc, switch_bmc, runner)");
       return m;
     }
     for (const auto& [k, v] : it->items()) {
@@ -117,7 +117,7 @@ class Validator {
       }
       const auto& keys = core::managementKeys();
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-        fail(join(p, k), "unknown field (expected protocol, credential, tray_bmc or switch_bmc)");
+        fail(join(p, k), "unknown field (expected protocol, credential, tray_bmc, switch_bmc or runner)");
         continue;
       }
       if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
@@ -128,6 +128,7 @@ class Validator {
       if (k == "protocol") m.protocol = s;
       else if (k == "credential") m.credential = s;
       else if (k == "tray_bmc") m.tray_bmc = s;
+      else if (k == "runner") m.runner = s;
       else m.switch_bmc = s;
     }
     return m;

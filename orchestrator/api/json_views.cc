@@ -64,6 +64,7 @@ json managementJson(const core::ManagementSpec& m) {
   json j = {{"protocol", m.protocol}, {"credential", m.credential}};
   j["tray_bmc"] = m.tray_bmc.empty() ? json() : json(m.tray_bmc);
   j["switch_bmc"] = m.switch_bmc.empty() ? json() : json(m.switch_bmc);
+  j["runner"] = m.runner.empty() ? json() : json(m.runner);
   return j;
 }
 

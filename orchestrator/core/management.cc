@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/runner_key.h"
+
 namespace kiln::core {
 namespace {
 
@@ -97,7 +99,7 @@ std::optional<BmcEndpointView> endpoint(const ManagementSpec& m, const std::stri
 }  // namespace
 
 const std::vector<std::string>& managementKeys() {
-  static const std::vector<std::string> keys = {"protocol", "credential", "tray_bmc", "switch_bmc"};
+  static const std::vector<std::string> keys = {"protocol", "credential", "tray_bmc", "switch_bmc", "runner"};
   return keys;
 }
 
@@ -124,6 +126,8 @@ std::vector<std::pair<std::string, std::string>> validateManagement(const Manage
   if (m.tray_bmc.empty() && m.switch_bmc.empty()) errors.push_back({"tray_bmc", "give tray_bmc, switch_bmc or both"});
   if (auto e = templateError(m.tray_bmc, {"host", "pod", "rack", "tray"})) errors.push_back({"tray_bmc", *e});
   if (auto e = templateError(m.switch_bmc, {"switch", "pod", "rack", "tray"})) errors.push_back({"switch_bmc", *e});
+  if (!m.runner.empty() && !validRunnerName(m.runner))
+    errors.push_back({"runner", "expected an out-of-band runner's name: 1 to 63 of a-z 0-9 . _ -, starting with a letter or digit"});
   return errors;
 }
 
@@ -132,12 +136,18 @@ ManagementSpec inheritManagement(ManagementSpec inner, const ManagementSpec& out
   if (inner.credential.empty()) inner.credential = outer.credential;
   if (inner.tray_bmc.empty()) inner.tray_bmc = outer.tray_bmc;
   if (inner.switch_bmc.empty()) inner.switch_bmc = outer.switch_bmc;
+  if (inner.runner.empty()) inner.runner = outer.runner;
   return inner;
 }
 
 std::optional<BmcEndpointView> trayBmcOf(const ManagementSpec& m, const std::string& host, const std::string& pod,
                                          const std::string& rack, int tray) {
   return endpoint(m, m.tray_bmc, {{"host", host}, {"pod", pod}, {"rack", rack}, {"tray", std::to_string(tray)}});
+}
+
+std::string bmcArgument(const BmcEndpointView& e) {
+  const bool v6 = e.address.find(':') != std::string::npos && e.address.front() != '[';
+  return (v6 ? "[" + e.address + "]" : e.address) + ":" + std::to_string(e.port);
 }
 
 std::optional<BmcEndpointView> switchBmcOf(const ManagementSpec& m, const std::string& switch_tray,

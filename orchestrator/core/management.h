@@ -11,6 +11,7 @@
 //     credential: tray-bmc                    # a name, never a password
 //     tray_bmc: "{host}-bmc.mgmt.prn.example" # {host} {pod} {rack} {tray}; optional ":PORT"
 //     switch_bmc: "{switch}-bmc.mgmt.prn.example"  # {switch} {pod} {rack} {tray}
+//     runner: oob-b01                         # the out-of-band runner that reaches these BMCs
 
 #include <map>
 #include <optional>
@@ -26,8 +27,13 @@ struct ManagementSpec {
   std::string credential;  // a credential name
   std::string tray_bmc;    // address template for compute trays
   std::string switch_bmc;  // address template for NVLink switch trays
+  // The out-of-band runner (a kiln-agent on a management host, common/runner_key.h) that runs
+  // the pod's steps about its BMCs; empty: none (such steps fail, a reboot is not recovered).
+  std::string runner;
 
-  bool empty() const { return protocol.empty() && credential.empty() && tray_bmc.empty() && switch_bmc.empty(); }
+  bool empty() const {
+    return protocol.empty() && credential.empty() && tray_bmc.empty() && switch_bmc.empty() && runner.empty();
+  }
   bool operator==(const ManagementSpec&) const = default;
 };
 
@@ -54,6 +60,9 @@ ManagementSpec inheritManagement(ManagementSpec inner, const ManagementSpec& out
 // it. Values: {host}/{switch} the device id, {pod}, {rack} the rack id, {tray} its tray number.
 std::optional<BmcEndpointView> trayBmcOf(const ManagementSpec& m, const std::string& host, const std::string& pod,
                                          const std::string& rack, int tray);
+// "HOST:PORT" as kiln-oob --bmc takes it ("[v6]:PORT" for an IPv6 literal).
+std::string bmcArgument(const BmcEndpointView& e);
+
 std::optional<BmcEndpointView> switchBmcOf(const ManagementSpec& m, const std::string& switch_tray,
                                            const std::string& pod, const std::string& rack, int tray);
 

@@ -252,6 +252,9 @@ class FleetReads {
   // Many hosts in one query: id -> host, for every id of `ids` that exists (an unknown id is
   // simply absent). A 8,192-host pre-job check read them one getHost at a time: ~25 s.
   virtual Result<std::map<std::string, HostSummary>> hostsById(const std::vector<std::string>& ids) = 0;
+  // The management blocks of many pods in one query (core/management.h): pod id -> block, for
+  // every pod of `ids` that exists and names one. A run whose steps reach BMCs reads them.
+  virtual Result<std::map<std::string, ManagementSpec>> podManagement(const std::vector<std::string>& ids) = 0;
 };
 
 // The host list, page by page (the API's host list, the Slurm driver's view of every host).

@@ -13,7 +13,7 @@ using runs::LiveOutput;
 using runs::LiveStream;
 
 constexpr const char* kLiveAssignment =
-    "SELECT host_id, state, lease, run_id, step_id, attempt FROM assignments WHERE id = $1";
+    "SELECT coalesce('runner:' || runner, host_id), state, lease, run_id, step_id, attempt FROM assignments WHERE id = $1";
 constexpr const char* kLiveCreate =
     "INSERT INTO step_live_output (assignment_id) VALUES ($1) ON CONFLICT (assignment_id) DO NOTHING";
 constexpr const char* kLiveLock =

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "common/runner_key.h"
 #include "orchestrator/core/enrolment.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/core/iso_time.h"
@@ -63,7 +64,7 @@ std::string assignmentColumns(const std::string& a) {
          "parse, " + a + "state, " + a + "attempt, " + a + "lease, " + a + "argv::text, " + a + "timeout_ms, " + a +
          "inventory_after, extract(epoch from " + a + "dispatched_at)::float8, extract(epoch from " + a +
          "lease_expires_at)::float8, extract(epoch from " + a + "finished_at)::float8, " + a + "result::text, " + a +
-         "artifacts::text";
+         "artifacts::text, coalesce(" + a + "runner, '')";
 }
 const std::string kAssignmentColumns = assignmentColumns("");
 
@@ -93,6 +94,7 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
     if (!artifacts.ok()) throw std::runtime_error(artifacts.error().message);
     a.artifacts = std::move(*artifacts);
   }
+  a.runner = r[18].as<std::string>();
   return a;
 }
 
@@ -115,7 +117,8 @@ const std::string kLockGroup = "SELECT " + runColumns("r.") +
                                " WHERE g.run_id = $1 AND g.group_key = $2 FOR UPDATE OF g";
 // Reported assignments with their groups, locked. An assignment's run, group and host never
 // change, so they are read with the lock.
-const std::string kReportLock = "SELECT a.id, a.host_id, a.group_key, " + runColumns("r.") +
+// The worker of each (common/runner_key.h): the runner's key for a step about a BMC.
+const std::string kReportLock = "SELECT a.id, coalesce('runner:' || a.runner, a.host_id), a.group_key, " + runColumns("r.") +
                                 ", g.state::text FROM assignments a"
                                 " JOIN run_groups g ON g.run_id = a.run_id AND g.group_key = a.group_key"
                                 " JOIN workflow_runs r ON r.id = a.run_id"
@@ -153,11 +156,11 @@ constexpr const char* kInsertRecords =
     " WITH ORDINALITY AS v(run_id, group_key, host_id, record, n) ORDER BY v.n";
 constexpr const char* kInsertAssignments =
     "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms, parse,"
-    " inventory_after, artifacts, state)"
+    " inventory_after, artifacts, runner, state)"
     " SELECT v.id, v.run_id, v.group_key, v.host_id, v.step_id, v.attempt, v.type, v.argv, v.timeout_ms, v.parse,"
-    " v.inventory_after, v.artifacts, 'pending' FROM jsonb_to_recordset($1::jsonb) AS v(id text, run_id text,"
-    " group_key text, host_id text, step_id text, attempt int, type text, argv jsonb, timeout_ms bigint, parse text,"
-    " inventory_after boolean, artifacts jsonb)";
+    " v.inventory_after, v.artifacts, NULLIF(v.runner, ''), 'pending' FROM jsonb_to_recordset($1::jsonb) AS v(id text,"
+    " run_id text, group_key text, host_id text, step_id text, attempt int, type text, argv jsonb, timeout_ms bigint,"
+    " parse text, inventory_after boolean, artifacts jsonb, runner text)";
 constexpr const char* kCancelAssignments =
     "UPDATE assignments SET state = 'cancelled', finished_at = now()"
     " WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb))) AND state IN ('pending', 'dispatched')";
@@ -165,19 +168,23 @@ constexpr const char* kCancelAssignments =
 // never reached the agent (kilnd died between the commit and the reply, or the agent gave up
 // on the poll), the same id and lease again with the lease counted from now (kiln-agent's
 // journal knows an id it already ran); else the host's oldest pending step with a new lease.
-// At most one per host; $1 is a JSON array of host ids.
-const std::string kClaim =
-    "UPDATE assignments a SET state = 'dispatched',"
-    " lease = CASE WHEN a.state = 'pending' THEN a.lease + 1 ELSE a.lease END,"
-    " dispatched_at = CASE WHEN a.state = 'pending' THEN now() ELSE a.dispatched_at END,"
-    " lease_expires_at = now() + (a.timeout_ms + $2) * interval '1 millisecond'"
-    " FROM (SELECT c.id FROM jsonb_array_elements_text($1::jsonb) AS h(host) CROSS JOIN LATERAL"
-    "   (SELECT id FROM assignments WHERE host_id = h.host"
-    "     AND (state = 'pending' OR (state = 'dispatched' AND lease_expires_at > now()))"
-    "     ORDER BY state = 'pending', CASE WHEN state = 'pending' THEN created_at ELSE dispatched_at END, id"
-    "     LIMIT 1 FOR UPDATE SKIP LOCKED) c) pick"
-    " WHERE a.id = pick.id RETURNING " +
-    assignmentColumns("a.");
+// At most one per host; $1 is a JSON array of host ids. A host's agent never gets a step about
+// its BMC (runner set): that is its out-of-band runner's (kClaimRunner, $1 runner names).
+std::string claimSql(const std::string& match) {
+  return "UPDATE assignments a SET state = 'dispatched',"
+         " lease = CASE WHEN a.state = 'pending' THEN a.lease + 1 ELSE a.lease END,"
+         " dispatched_at = CASE WHEN a.state = 'pending' THEN now() ELSE a.dispatched_at END,"
+         " lease_expires_at = now() + (a.timeout_ms + $2) * interval '1 millisecond'"
+         " FROM (SELECT c.id FROM jsonb_array_elements_text($1::jsonb) AS h(host) CROSS JOIN LATERAL"
+         "   (SELECT id FROM assignments WHERE " + match +
+         "     AND (state = 'pending' OR (state = 'dispatched' AND lease_expires_at > now()))"
+         "     ORDER BY state = 'pending', CASE WHEN state = 'pending' THEN created_at ELSE dispatched_at END, id"
+         "     LIMIT 1 FOR UPDATE SKIP LOCKED) c) pick"
+         " WHERE a.id = pick.id RETURNING " +
+         assignmentColumns("a.");
+}
+const std::string kClaim = claimSql("host_id = h.host AND runner IS NULL");
+const std::string kClaimRunner = claimSql("runner = h.host");
 const std::string kAssignmentById = "SELECT " + kAssignmentColumns + " FROM assignments WHERE id = $1";
 // An agent's inventory (writeInventory): $1 the host, $2 a JSON object kind -> version of its
 // own components. Rows already at the reported version are left out before the upsert locks
@@ -208,7 +215,8 @@ std::vector<PreparedStatement> runStatements() {
           {"insert_groups", kInsertGroups},     {"update_groups", kUpdateGroups},
           {"insert_records", kInsertRecords},   {"insert_assignments", kInsertAssignments},
           {"cancel_assignments", kCancelAssignments},
-          {"claim", kClaim},                    {"assignment_by_id", kAssignmentById},
+          {"claim", kClaim},                    {"claim_runner", kClaimRunner},
+          {"assignment_by_id", kAssignmentById},
           {"inventory_host", kInventoryHost},   {"inventory_switches", kInventorySwitches},
           {"inventory_at", kInventoryAt}};
 }
@@ -250,7 +258,8 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
       dispatches.push_back({{"id", d.assignment_id}, {"run_id", w.run->id}, {"group_key", w.group_key},
                             {"host_id", d.host}, {"step_id", d.step_id}, {"attempt", d.attempt}, {"type", d.type},
                             {"argv", d.argv}, {"timeout_ms", d.timeout_ms}, {"parse", d.parse},
-                            {"inventory_after", d.inventory_after}, {"artifacts", storedArtifacts(d.artifacts)}});
+                            {"inventory_after", d.inventory_after}, {"artifacts", storedArtifacts(d.artifacts)},
+                            {"runner", d.runner}});
     for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
   }
   if (!groups.empty()) {
@@ -796,6 +805,12 @@ class PgRunStore final : public runs::RunStore {
       if (changed.empty()) return false;
       auto update = fn(locked->first, std::move(locked->second));
       if (!update.ok()) return update.error();
+      // Kept dispatched on the same lease (a reboot whose host is being power-cycled).
+      for (const auto& [kept, until] : update->effects.extend_leases)
+        if (kept == id)
+          txn.exec_params("UPDATE assignments SET state = 'dispatched', finished_at = NULL,"
+                          " lease_expires_at = to_timestamp($2) WHERE id = $1",
+                          id, toEpoch(until));
       persistUpdate(txn, locked->first, peek[0][1].as<std::string>(), *update, {"system", "kilnd"}, false);
       return true;
     });
@@ -804,7 +819,8 @@ class PgRunStore final : public runs::RunStore {
   Result<std::vector<std::string>> hostsWithOpenWork() override {
     return pool_.transact<std::vector<std::string>>([&](pqxx::work& txn) -> Result<std::vector<std::string>> {
       std::vector<std::string> out;
-      for (const auto& r : txn.exec("SELECT DISTINCT host_id FROM assignments WHERE state IN ('pending', 'dispatched')"))
+      for (const auto& r : txn.exec("SELECT DISTINCT coalesce('runner:' || runner, host_id) FROM assignments"
+                                    " WHERE state IN ('pending', 'dispatched')"))
         out.push_back(r[0].as<std::string>());
       return out;
     });
@@ -1057,10 +1073,21 @@ class PgRunStore final : public runs::RunStore {
   static std::map<std::string, AssignmentRow> claim(pqxx::work& txn, const std::vector<std::string>& hosts,
                                                     std::int64_t grace_ms) {
     std::map<std::string, AssignmentRow> out;
-    for (const auto& r : txn.exec_prepared("claim", json(hosts).dump(), grace_ms)) {
-      AssignmentRow a = assignmentFromRow(r);
-      out.emplace(a.host, std::move(a));
+    std::vector<std::string> host_ids, runners;
+    for (const auto& key : hosts) {
+      if (isRunnerKey(key)) runners.push_back(runnerOfKey(key));
+      else host_ids.push_back(key);
     }
+    if (!host_ids.empty())
+      for (const auto& r : txn.exec_prepared("claim", json(host_ids).dump(), grace_ms)) {
+        AssignmentRow a = assignmentFromRow(r);
+        out.emplace(a.host, std::move(a));
+      }
+    if (!runners.empty())
+      for (const auto& r : txn.exec_prepared("claim_runner", json(runners).dump(), grace_ms)) {
+        AssignmentRow a = assignmentFromRow(r);
+        out.emplace(runnerKey(a.runner), std::move(a));
+      }
     return out;
   }
 

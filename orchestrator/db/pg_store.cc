@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/crypto.h"
+#include "common/runner_key.h"
 #include "orchestrator/core/fleet_model.h"
 #include "orchestrator/db/pg_audit.h"
 #include "orchestrator/db/pg_internal.h"
@@ -64,6 +65,7 @@ json managementJson(const core::ManagementSpec& m) {
   if (!m.credential.empty()) j["credential"] = m.credential;
   if (!m.tray_bmc.empty()) j["tray_bmc"] = m.tray_bmc;
   if (!m.switch_bmc.empty()) j["switch_bmc"] = m.switch_bmc;
+  if (!m.runner.empty()) j["runner"] = m.runner;
   return j;
 }
 
@@ -76,6 +78,7 @@ core::ManagementSpec managementFromText(const char* text) {
   m.credential = field("credential");
   m.tray_bmc = field("tray_bmc");
   m.switch_bmc = field("switch_bmc");
+  m.runner = field("runner");
   return m;
 }
 
@@ -288,6 +291,20 @@ class PgStore final : public core::Store {
     });
   }
 
+  Result<std::map<std::string, core::ManagementSpec>> podManagement(const std::vector<std::string>& ids) override {
+    using Blocks = std::map<std::string, core::ManagementSpec>;
+    if (ids.empty()) return Blocks{};
+    return pool_.transact<Blocks>([&](pqxx::work& txn) -> Result<Blocks> {
+      Blocks out;
+      for (const auto& r : txn.exec_params("SELECT id, management::text FROM pods"
+                                           " WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))"
+                                           " AND management <> '{}'",
+                                           json(ids).dump()))
+        out[r[0].as<std::string>()] = managementFromText(r[1].c_str());
+      return out;
+    });
+  }
+
   Result<std::map<std::string, core::HostSummary>> hostsById(const std::vector<std::string>& ids) override {
     using Hosts = std::map<std::string, core::HostSummary>;
     if (ids.empty()) return Hosts{};
@@ -484,8 +501,9 @@ class PgStore final : public core::Store {
                                      const std::string& host, const core::Actor& actor) override {
     return pool_.transact<core::NewToken>([&](pqxx::work& txn) -> Result<core::NewToken> {
       if (role == core::Role::kAgent) {
-        if (host.empty()) return invalidContent("an agent token needs a host");
-        if (txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host).empty())
+        if (host.empty()) return invalidContent("an agent token needs a host or a runner");
+        // A runner's key names no host row (common/runner_key.h).
+        if (!isRunnerKey(host) && txn.exec_params("SELECT 1 FROM hosts WHERE id = $1", host).empty())
           return invalidContent("no host '" + host + "'");
       } else if (!host.empty()) {
         return invalidContent("only agent tokens are bound to a host");

@@ -59,6 +59,12 @@ json storedGroup(const runs::GroupState& g, Records records) {
               {"leader_outcomes", shared}};
     j["not_before_ms"] = h.not_before ? json(toMillis(*h.not_before)) : json();
     if (!h.waiting_for.empty()) j["waiting_for"] = h.waiting_for;  // absent before issue 35's gate
+    // A reboot's recovery through the BMC (issue 32): only while it has begun.
+    if (h.power_cycles != 0) j["power_cycles"] = h.power_cycles;
+    if (!h.recovery_assignment.empty()) {
+      j["recovery_assignment"] = h.recovery_assignment;
+      j["recovery_step"] = h.recovery_step;
+    }
     if (h.retest)
       j["retest"] = {{"step_index", h.retest->step_index},
                      {"from_index", h.retest->from_index},
@@ -115,6 +121,9 @@ Result<runs::GroupState> groupFromStored(const json& j) {
       h.dispatched_at = fromMillis(hj.at("dispatched_at_ms").get<std::int64_t>());
       if (!hj.at("not_before_ms").is_null()) h.not_before = fromMillis(hj.at("not_before_ms").get<std::int64_t>());
       h.waiting_for = hj.value("waiting_for", std::string());
+      h.power_cycles = hj.value("power_cycles", 0);
+      h.recovery_assignment = hj.value("recovery_assignment", std::string());
+      h.recovery_step = hj.value("recovery_step", std::size_t{0});
       for (const auto& [k, v] : hj.at("parsed").items()) h.parsed[k] = v;
       h.soft_failed = hj.at("soft_failed").get<bool>();
       h.failures = hj.at("failures").get<std::vector<std::string>>();

@@ -69,6 +69,30 @@ Result<std::optional<workflow::ParamValues>> argvParams(const workflow::Workflow
   return std::optional<workflow::ParamValues>(std::move(out));
 }
 
+// A record of the host's current attempt at `step_id`, for `assignment_id`, with what `r` (if
+// any) reported of the process.
+StepRecord newRecord(const HostRun& host, const std::string& step_id, TimePoint now, const std::string& assignment_id,
+                     const StepResult* r = nullptr) {
+  StepRecord rec;
+  rec.step_id = step_id;
+  rec.pass = host.pass;
+  rec.attempt = host.attempt;
+  rec.retest_round = host.retest ? host.retest->round : 0;
+  if (r) {
+    rec.exit_code = r->exit_code;
+    rec.duration_ms = r->duration_ms;
+  }
+  rec.finished_at = now;
+  rec.assignment_id = assignment_id;
+  return rec;
+}
+
+// "<run>:<host>:<seq>", and "@<runner>" after it for a step an out-of-band runner holds (so
+// that whoever withdraws it knows whom to tell: notifyWork).
+std::string assignmentId(GroupState& g, const std::string& host, const std::string& runner) {
+  return g.run_id + ":" + host + ":" + std::to_string(g.next_seq++) + (runner.empty() ? "" : "@" + runner);
+}
+
 }  // namespace
 
 const char* hostStatusName(HostStatus s) {
@@ -133,7 +157,9 @@ Effects Engine::cancel(GroupState& g, const std::string& reason) const {
   for (auto& h : g.hosts) {
     if (isTerminal(h.status)) continue;
     if (!h.assignment_id.empty()) fx.cancel_assignments.push_back(h.assignment_id);
+    if (!h.recovery_assignment.empty()) fx.cancel_assignments.push_back(h.recovery_assignment);
     h.assignment_id.clear();
+    h.recovery_assignment.clear();
     h.status = HostStatus::kCancelled;
     h.failures.push_back(reason);
     h.waiting_for.clear();  // no longer waits for the drain gate: it is over
@@ -191,7 +217,8 @@ void Engine::failHost(HostRun& host, const std::string& reason) const {
 
 bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& fx) const {
   HostRun& host = g.hosts[h];
-  if (isTerminal(host.status) || !host.assignment_id.empty()) return false;
+  // A power cycle still out (its outcome decides the reboot's) holds the host too.
+  if (isTerminal(host.status) || !host.assignment_id.empty() || !host.recovery_assignment.empty()) return false;
   if (g.stopping) {
     host.status = HostStatus::kCancelled;
     host.failures.push_back("stopped at a safe point before step " +
@@ -318,7 +345,20 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
     return true;
   }
   Dispatch d;
-  d.assignment_id = g.run_id + ":" + host.host + ":" + std::to_string(g.next_seq++);
+  if (step.target == workflow::Target::kBmc) {
+    // About the host's BMC: the pod's out-of-band runner runs it, never the host's agent.
+    auto field = [&](const char* name) {
+      auto it = host.fields.find(name);
+      return it == host.fields.end() ? std::string() : it->second;
+    };
+    d.runner = field("host.runner");
+    if (d.runner.empty() || field("host.bmc").empty()) {
+      failHost(host, step.id + ": targets the host's BMC, but pod " + field("host.pod") + "'s management block names " +
+                         (d.runner.empty() ? "no out-of-band runner (management.runner)" : "no BMC address for it (management.tray_bmc)"));
+      return true;
+    }
+  }
+  d.assignment_id = assignmentId(g, host.host, d.runner);
   d.host = host.host;
   d.step_id = step.id;
   d.attempt = host.attempt;
@@ -330,36 +370,154 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
   d.artifacts = std::move(artifacts);
   host.assignment_id = d.assignment_id;
   host.dispatched_at = now;
+  host.power_cycles = 0;
   fx.dispatches.push_back(std::move(d));
   return true;
+}
+
+bool Engine::startRecovery(GroupState& g, std::size_t h, const std::string& assignment_id, TimePoint now, Effects& fx,
+                           std::string& why_not) const {
+  HostRun& host = g.hosts[h];
+  const auto& step = stepAt(host.step_index);
+  if (step.type != StepType::kReboot || !step.recover || g.cancelled || g.stopping) return false;
+  auto field = [&](const char* name) {
+    auto it = host.fields.find(name);
+    return it == host.fields.end() ? std::string() : it->second;
+  };
+  const int allowed = step.recover->power_cycles;
+  if (!host.recovery_assignment.empty()) {
+    // The power cycle itself never answered (its runner is gone): no second one over it.
+    fx.cancel_assignments.push_back(host.recovery_assignment);
+    host.recovery_assignment.clear();
+    why_not = "the power cycle through its BMC did not report either";
+    return false;
+  }
+  if (host.power_cycles >= allowed) {
+    why_not = "did not come back after " + std::to_string(host.power_cycles) + " power cycle" +
+              (host.power_cycles == 1 ? "" : "s") + " through its BMC";
+    return false;
+  }
+  const std::string runner = field("host.runner"), bmc = field("host.bmc");
+  if (runner.empty() || bmc.empty()) {
+    why_not = std::string("no power cycle: pod ") + field("host.pod") + "'s management block names " +
+              (runner.empty() ? "no out-of-band runner" : "no BMC address for the host");
+    return false;
+  }
+  auto step_timeout = workflow::resolveDuration(step.timeout, params_);
+  const auto cycle = step.recover->timeout.value;
+  const auto cycle_s = std::chrono::duration_cast<std::chrono::seconds>(cycle).count();
+  Dispatch d;
+  d.assignment_id = assignmentId(g, host.host, runner);
+  d.host = host.host;
+  d.runner = runner;
+  d.step_id = step.id;
+  d.attempt = host.attempt;
+  d.type = "run";
+  // kiln-oob waits for the BMC to report the tray on again, within the cycle's bound less the
+  // time to read the event log back; the BMC's newest entries go into the step's output.
+  d.argv = {"kiln-oob", "power", "cycle", "--bmc", bmc, "--credential", field("host.bmc_credential"),
+            "--protocol", field("host.bmc_protocol").empty() ? std::string("redfish") : field("host.bmc_protocol"),
+            "--wait", std::to_string(std::max<std::int64_t>(1, cycle_s - 10)), "--log", "20"};
+  d.timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(cycle).count();
+  d.parse = "json";
+  ++host.power_cycles;
+  host.recovery_assignment = d.assignment_id;
+  host.recovery_step = host.step_index;
+  host.assignment_id = assignment_id;  // still open: the agent's report of its new boot is taken
+  fx.extend_leases.push_back({assignment_id, now + cycle + (step_timeout.ok() ? step_timeout->value : cycle)});
+  fx.dispatches.push_back(std::move(d));
+  return true;
+}
+
+Result<Effects> Engine::onRecoveryResult(GroupState& g, std::size_t h, const StepResult& r, TimePoint now) const {
+  const auto before = terminalMask(g);
+  HostRun& host = g.hosts[h];
+  // The reboot it is for: the host is still at it, or past it when its report came first.
+  const auto& step = stepAt(std::min(host.recovery_step, spec_.steps.size() - 1));
+  const int allowed = step.recover ? step.recover->power_cycles : 1;
+  StepRecord rec = newRecord(host, step.id, now, host.recovery_assignment, &r);
+  host.recovery_assignment.clear();
+  std::string why;
+  if (r.lost) why = "the out-of-band runner did not report the power cycle within its lease";
+  else if (!r.started) why = "could not start kiln-oob: " + r.spawn_error;
+  else if (r.cancelled) why = "cancelled";
+  else if (r.timed_out) why = "timed out after " + std::to_string(r.duration_ms) + " ms";
+  else if (r.exit_code != 0) why = "exit code " + std::to_string(r.exit_code) + (lastLine(r.stderr_tail).empty() ? "" : ": " + lastLine(r.stderr_tail));
+  else if (!r.parsed.is_object() || r.parsed.value("power", std::string()) != "on")
+    why = "the BMC does not report the tray on after the cycle";
+  const std::string cycle_text = "power cycle " + std::to_string(host.power_cycles) + " of " + std::to_string(allowed);
+  if (why.empty()) {
+    rec.outcome = "warned";
+    rec.message = "no report within the lease: " + cycle_text + " through the BMC done; waiting for the host to boot";
+    host.warnings.push_back(step.id + ": did not come back from the reboot within its lease; " + cycle_text +
+                            " through its BMC");
+    host.history.push_back(std::move(rec));
+    return advance(g, now, before);  // the reboot's assignment is still open, or it reported meanwhile
+  }
+  rec.outcome = "failed";
+  rec.message = cycle_text + " through the BMC failed: " + why;
+  host.history.push_back(std::move(rec));
+  if (host.assignment_id.empty()) return advance(g, now, before);  // the reboot reported meanwhile: its record decides
+  // The reboot fails: the host was silent for its lease and could not be power-cycled.
+  Effects fx;
+  fx.cancel_assignments.push_back(host.assignment_id);
+  StepRecord failed = newRecord(host, step.id, now, host.assignment_id);
+  host.assignment_id.clear();
+  finishStep(g, h, std::move(failed), false,
+             "did not come back from the reboot within its lease, and " + cycle_text + " through its BMC failed: " + why,
+             {}, false, now);
+  Effects more = advance(g, now, before);
+  more.cancel_assignments.insert(more.cancel_assignments.begin(), fx.cancel_assignments.begin(), fx.cancel_assignments.end());
+  return more;
 }
 
 Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id, const StepResult& r,
                                  TimePoint now) const {
   std::size_t h = g.hosts.size();
-  for (std::size_t i = 0; i < g.hosts.size(); ++i)
-    if (g.hosts[i].assignment_id == assignment_id && !isTerminal(g.hosts[i].status)) h = i;
+  for (std::size_t i = 0; i < g.hosts.size(); ++i) {
+    if (isTerminal(g.hosts[i].status)) continue;
+    if (g.hosts[i].assignment_id == assignment_id) h = i;
+    if (!assignment_id.empty() && g.hosts[i].recovery_assignment == assignment_id) return onRecoveryResult(g, i, r, now);
+  }
   if (h == g.hosts.size()) return notFound("no host of this run waits for assignment " + assignment_id);
   const auto before = terminalMask(g);
   HostRun& host = g.hosts[h];
   host.assignment_id.clear();
   const auto& step = stepAt(host.step_index);
+  std::string no_recovery;
+  if (r.lost && step.type == StepType::kReboot && step.recover) {
+    Effects fx;
+    if (startRecovery(g, h, assignment_id, now, fx, no_recovery)) return fx;
+    // No (more) power cycles: fall through to the reboot's failure, saying why, with any
+    // cancellation startRecovery asked for.
+    if (!fx.cancel_assignments.empty()) {
+      auto rest = onResultAfterRecovery(g, h, assignment_id, r, now, before, no_recovery);
+      if (rest.ok()) rest->cancel_assignments.insert(rest->cancel_assignments.begin(), fx.cancel_assignments.begin(),
+                                                     fx.cancel_assignments.end());
+      return rest;
+    }
+  }
+  return onResultAfterRecovery(g, h, assignment_id, r, now, before, no_recovery);
+}
 
-  StepRecord rec;
-  rec.step_id = step.id;
-  rec.pass = host.pass;
-  rec.attempt = host.attempt;
-  rec.retest_round = host.retest ? host.retest->round : 0;
-  rec.exit_code = r.exit_code;
-  rec.duration_ms = r.duration_ms;
-  rec.finished_at = now;
-  rec.assignment_id = assignment_id;
+Result<Effects> Engine::onResultAfterRecovery(GroupState& g, std::size_t h, const std::string& assignment_id,
+                                              const StepResult& r, TimePoint now, const std::vector<bool>& before,
+                                              const std::string& no_recovery) const {
+  HostRun& host = g.hosts[h];
+  const auto& step = stepAt(host.step_index);
+
+  StepRecord rec = newRecord(host, step.id, now, assignment_id, &r);
 
   std::vector<std::string> reasons;
   std::vector<std::string> failed_at;
   bool check_failure = false;
   bool ran = true;
-  if (r.lost) {
+  if (r.lost && !no_recovery.empty()) {
+    // A reboot that asked for recovery: what the power cycles did is the reason, which is not
+    // a plain lost lease (the host is silent after its BMC cycled it: it is not healthy).
+    reasons.push_back(no_recovery + " (" + std::string(kLostLeaseReason) + ")");
+    ran = false;
+  } else if (r.lost) {
     reasons.push_back(std::string(kLostLeaseReason) + (r.note.empty() ? "" : ": " + r.note));
     ran = false;
   } else if (!r.started) {
@@ -412,7 +570,13 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   const std::size_t index = host.history.size();
   finishStep(g, h, std::move(rec), reasons.empty(), why, failed_at, only_checks, now);
   noteLeaderOutcome(g.hosts[h], index);  // as finishStep left it (warned, retesting)
-  return advance(g, now, before);
+  Effects fx = advance(g, now, before);
+  // The host is over while a power cycle is still out: withdraw it.
+  if (HostRun& over = g.hosts[h]; isTerminal(over.status) && !over.recovery_assignment.empty()) {
+    fx.cancel_assignments.push_back(over.recovery_assignment);
+    over.recovery_assignment.clear();
+  }
+  return fx;
 }
 
 void Engine::noteLeaderOutcome(HostRun& host, std::size_t index) const {

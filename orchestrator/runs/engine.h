@@ -119,6 +119,13 @@ struct HostRun {
   std::string waiting_for;
   std::string assignment_id;            // the outstanding dispatch, if any
   TimePoint dispatched_at;
+  // A reboot step's recovery through the host's BMC (workflow::Recover, issue 32): the power
+  // cycles made for the outstanding reboot dispatch, and the power cycle on the out-of-band
+  // runner not reported yet. While it is out the reboot's own assignment stays open (its lease
+  // kept, Effects::extend_leases) and the host starts nothing else.
+  int power_cycles = 0;
+  std::string recovery_assignment;
+  std::size_t recovery_step = 0;  // the reboot step it is for (the host may be past it already)
   std::map<std::string, nlohmann::json> parsed;  // newest parsed output by step id, of delta baselines only
   bool soft_failed = false;
   std::vector<std::string> failures;  // reasons, for the verdict
@@ -148,10 +155,12 @@ struct GroupState {
   bool operator==(const GroupState&) const = default;
 };
 
-// An assignment the caller must store and make available to the host's agent.
+// An assignment the caller must store and make available to the host's agent, or, with
+// `runner`, to that out-of-band runner (a step about the host's BMC, issue 32).
 struct Dispatch {
   std::string assignment_id;
   std::string host;
+  std::string runner;  // empty: the host's own agent
   std::string step_id;
   int attempt = 1;
   std::string type;  // run | reboot
@@ -168,6 +177,10 @@ struct Effects {
   std::vector<Dispatch> dispatches;
   std::vector<std::string> cancel_assignments;
   std::vector<std::string> hosts_finished;  // hosts that reached a verdict in this call
+  // Assignments whose lease ran out that the caller keeps dispatched, on the same lease, until
+  // the time given, instead of losing them: a reboot whose host is being power-cycled, so that
+  // the agent's report of its new boot is still taken.
+  std::vector<std::pair<std::string, TimePoint>> extend_leases;
   std::optional<TimePoint> next_wakeup;     // earliest timer the caller must tick at
 };
 
@@ -209,6 +222,16 @@ class Engine {
   // leader step (the followers share it).
   void noteLeaderOutcome(HostRun& host, std::size_t index) const;
   void applyOnFailure(HostRun& host, const workflow::StepSpec& step, const std::string& why) const;
+  // A reboot's lease ran out: a power cycle through the host's BMC when its step has `recover`
+  // and cycles are left (true: dispatched, the reboot stays open); else false, with `why_not`
+  // saying why there was none when the step asked for it.
+  bool startRecovery(GroupState& g, std::size_t h, const std::string& assignment_id, TimePoint now, Effects& fx,
+                     std::string& why_not) const;
+  Result<Effects> onRecoveryResult(GroupState& g, std::size_t h, const StepResult& r, TimePoint now) const;
+  // onResult once the recovery had its say (`no_recovery`: why there was no power cycle).
+  Result<Effects> onResultAfterRecovery(GroupState& g, std::size_t h, const std::string& assignment_id,
+                                        const StepResult& r, TimePoint now, const std::vector<bool>& before,
+                                        const std::string& no_recovery) const;
   void failHost(HostRun& host, const std::string& reason) const;
   std::optional<std::size_t> leaderOf(const GroupState& g) const;
   bool inRetestRange(const HostRun& host) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/runner_key.h"
 #include "orchestrator/runs/lost_lease.h"
 
 namespace kiln::runs {
@@ -58,9 +59,14 @@ void notifyWork(const std::function<void(const std::string&)>& on_work, const Ef
   if (!on_work) return;
   std::set<std::string> hosts;
   for (const auto& d : fx.dispatches)
-    if (d.assignment_id != delivered) hosts.insert(d.host);
+    if (d.assignment_id != delivered) hosts.insert(workerKey(d.host, d.runner));
   for (const auto& id : fx.cancel_assignments) {
-    // "<run>:<host>:<seq>"
+    // "<run>:<host>:<seq>", or "<run>:<host>:<seq>@<runner>" for a step its runner holds.
+    const auto at = id.find('@');
+    if (at != std::string::npos) {
+      hosts.insert(runnerKey(id.substr(at + 1)));
+      continue;
+    }
     auto a = id.find(':'), b = id.rfind(':');
     if (a != std::string::npos && b > a) hosts.insert(id.substr(a + 1, b - a - 1));
   }

@@ -14,6 +14,24 @@
 namespace kiln::runs {
 using nlohmann::json;
 
+namespace {
+
+// Whether a workflow reaches its hosts' BMCs (issue 32): a step about the BMC, a reboot it may
+// recover with a power cycle, or a template naming host.bmc* or host.runner.
+bool reachesBmcs(const workflow::WorkflowSpec& sp) {
+  auto names = [](const std::string& text) {
+    return text.find("host.bmc") != std::string::npos || text.find("host.runner") != std::string::npos;
+  };
+  for (const auto& st : sp.steps) {
+    if (st.target == workflow::Target::kBmc || st.recover || names(st.when)) return true;
+    for (const auto& a : st.run)
+      if (names(a)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 const std::vector<std::string>& runStates() {
   static const std::vector<std::string> all = {"running", "passed", "failed", "cancelled"};  // workflow_runs CHECK
   return all;
@@ -167,6 +185,17 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
   nr.run.owner = req.owner;
   nr.claim = req.claim;
   nr.start_transitions = std::move(start_transitions);
+  // The hosts' BMCs, for a workflow that reaches them (issue 32): one read for every pod.
+  std::map<std::string, core::ManagementSpec> management;
+  const bool reaches_bmcs = reachesBmcs(sp);
+  if (reaches_bmcs) {
+    std::vector<std::string> pods;
+    for (const auto& t : targets)
+      if (!t.hosts.empty() && (pods.empty() || pods.back() != t.hosts.front().pod)) pods.push_back(t.hosts.front().pod);
+    auto found = fleet_.podManagement(pods);
+    if (!found.ok()) return found.error();
+    management = std::move(*found);
+  }
   Engine engine(sp, *params);
   const auto now = clock_.now();
   Effects all;
@@ -180,6 +209,20 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
                        {{"host.id", h.id}, {"host.name", h.id}, {"host.pod", h.pod}, {"host.rack", h.rack},
                         {"host.tray", std::to_string(h.tray)}, {"host.platform", h.platform}, {"pod.id", h.pod},
                         {"pod.name", h.pod}, {"pod.hosts", pod_list}}});
+      if (reaches_bmcs) {
+        // Empty when the pod names none: a step about the BMC then fails saying so.
+        auto& fields = hosts.back().second;
+        for (const char* f : {"host.runner", "host.bmc", "host.bmc_protocol", "host.bmc_credential"}) fields[f] = "";
+      }
+      if (auto m = management.find(h.pod); m != management.end()) {
+        auto& fields = hosts.back().second;
+        fields["host.runner"] = m->second.runner;
+        if (auto bmc = core::trayBmcOf(m->second, h.id, h.pod, h.rack, h.tray)) {
+          fields["host.bmc"] = core::bmcArgument(*bmc);
+          fields["host.bmc_protocol"] = bmc->protocol;
+          fields["host.bmc_credential"] = bmc->credential;
+        }
+      }
       ids.push_back(h.id);
     }
     GroupState g = engine.newGroup(nr.run.id, t.group, std::move(hosts));

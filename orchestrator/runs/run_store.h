@@ -78,6 +78,10 @@ struct NewRun {
 
 struct AssignmentRow {
   std::string id, run_id, group_key, host, step_id, type, parse, state;
+  // The out-of-band runner that runs it (a step about the host's BMC), or empty: the host's
+  // agent. Whoever runs it is its worker (common/runner_key.h workerKey): only that key's
+  // token claims and reports it.
+  std::string runner;
   int attempt = 1;
   int lease = 0;
   std::vector<std::string> argv;

@@ -1,5 +1,6 @@
 #include "orchestrator/runs/run_timers.h"
 
+#include "common/runner_key.h"
 #include "orchestrator/runs/group_step.h"
 #include "orchestrator/runs/run_service.h"
 
@@ -56,7 +57,7 @@ int RunTimers::tick() {
       if (auto r = store_.expireLease(a.id, a.lease, fn); r.ok() && *r) {
         notifyWork(on_work_, produced);
         // A poll parked with running=<this step> learns that its lease is gone.
-        if (on_work_) on_work_(a.host);
+        if (on_work_) on_work_(workerKey(a.host, a.runner));
         ++did;
       }
     }

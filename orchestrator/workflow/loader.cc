@@ -429,7 +429,8 @@ class Validator {
     s.mark = {n.Mark().line + 1, n.Mark().column + 1};
     Entries e = entries(n, path,
                         {"id", "description", "type", "run", "timeout", "retries", "expect_exit",
-                         "parse", "checks", "on_failure", "run_on", "when", "retest", "artifacts"});
+                         "parse", "checks", "on_failure", "run_on", "when", "retest", "artifacts",
+                         "target", "recover"});
     if (auto* id = required(e, "id", n, path)) {
       if (auto v = text(id->value, path + ".id")) {
         s.id = *v;
@@ -549,7 +550,51 @@ class Validator {
     if (s.type == StepType::kRun) {
       if (auto* r = optional(e, "retest")) s.retest = retest(r->value, path + ".retest", index);
     }
+    if (auto* t = optional(e, "target")) {
+      if (auto v = text(t->value, path + ".target")) {
+        if (*v == "host") {
+          s.target = Target::kHost;
+        } else if (*v == "bmc") {
+          s.target = Target::kBmc;
+          if (s.type != StepType::kRun)
+            error(t->value.Mark(), path + ".target", "target: bmc is for run steps (a tool like kiln-oob on the out-of-band runner)");
+          else if (s.run_on == RunOn::kLeader)
+            error(t->value.Mark(), path + ".target", "target: bmc runs once per host's BMC: it cannot be run_on: leader");
+        } else {
+          error(t->value.Mark(), path + ".target", "expected host or bmc, got " + quoteText(*v));
+        }
+      }
+    }
+    if (auto* r = optional(e, "recover")) {
+      if (s.type != StepType::kReboot)
+        error(r->key.Mark(), path + ".recover", "recover is for reboot steps (a power cycle through the host's BMC)");
+      else
+        s.recover = recover(r->value, path + ".recover");
+    }
     return s;
+  }
+
+  // A reboot step's `recover: {power_cycles, timeout}`.
+  std::optional<Recover> recover(const YAML::Node& n, const std::string& path) {
+    if (!n.IsMap()) {
+      error(n.Mark(), path, "expected {power_cycles, timeout}, got " + describeNode(n));
+      return std::nullopt;
+    }
+    Recover r;
+    Entries e = entries(n, path, {"power_cycles", "timeout"});
+    if (auto* c = optional(e, "power_cycles")) {
+      if (auto v = integer(c->value, path + ".power_cycles", 1, 5)) r.power_cycles = static_cast<int>(*v);
+    }
+    if (auto* t = optional(e, "timeout")) {
+      auto v = durationValue(t->value, path + ".timeout");
+      if (v && !v->param.empty())
+        error(t->value.Mark(), path + ".timeout", "expected a literal duration like 5m (not a parameter)");
+      else if (v && (v->literal.value < std::chrono::seconds(10) || v->literal.value > std::chrono::hours(1)))
+        error(t->value.Mark(), path + ".timeout", "expected a duration from 10s to 1h");
+      else if (v)
+        r.timeout = v->literal;
+    }
+    return r;
   }
 
   // A stage step's `artifacts`: names of declared params of type artifact, each once.

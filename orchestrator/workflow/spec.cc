@@ -97,6 +97,8 @@ const char* onFailureName(OnFailure f) {
 
 const char* runOnName(RunOn r) { return r == RunOn::kEach ? "each" : "leader"; }
 
+const char* targetName(Target t) { return t == Target::kHost ? "host" : "bmc"; }
+
 const char* checkOpName(CheckOp op) {
   switch (op) {
     case CheckOp::kEq: return "eq";
@@ -121,7 +123,8 @@ const std::vector<std::string>& knownParseFormats() {
 const std::vector<std::string>& knownContextFields() {
   static const std::vector<std::string> kFields = {
       "host.id", "host.name", "host.pod", "host.rack", "host.tray", "host.platform",
-      "pod.id",  "pod.name",  "pod.hosts"};
+      "pod.id",  "pod.name",  "pod.hosts", "host.bmc", "host.bmc_protocol", "host.bmc_credential",
+      "host.runner"};
   return kFields;
 }
 
@@ -272,6 +275,9 @@ nlohmann::json stepJson(const StepSpec& s) {
   j["checks"] = std::move(checks);
   j["on_failure"] = onFailureName(s.on_failure);
   j["run_on"] = runOnName(s.run_on);
+  if (s.target != Target::kHost) j["target"] = targetName(s.target);
+  if (s.recover)
+    j["recover"] = {{"power_cycles", s.recover->power_cycles}, {"timeout", formatDuration(s.recover->timeout)}};
   if (!s.when.empty()) j["when"] = s.when;
   if (s.retest) j["retest"] = {{"from", s.retest->from}, {"times", s.retest->times}};
   return j;

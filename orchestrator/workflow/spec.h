@@ -22,7 +22,10 @@ using ParamValues = std::map<std::string, std::string>;
 
 // Values of `{{host.*}}` / `{{pod.*}}` references for one host, keyed by the full dotted name:
 // "host.id", "host.name", "host.pod", "host.rack", "host.tray", "host.platform", "pod.id",
-// "pod.name", "pod.hosts" (comma-joined host names of the pod, pod-scope workflows only).
+// "pod.name", "pod.hosts" (comma-joined host names of the pod, pod-scope workflows only), and
+// the host's BMC from its pod's management block (issue 32; empty when the pod names none):
+// "host.bmc" (address[:port]), "host.bmc_protocol", "host.bmc_credential" (a credential's
+// name in the runner's store, never a secret), "host.runner" (the out-of-band runner).
 using ContextFields = std::map<std::string, std::string>;
 
 // A length of time written like "90s", "15m", "1h30m", "500ms" or "0s".
@@ -68,6 +71,11 @@ enum class OnFailure { kFail, kContinue, kWarn };
 // and share its outcome (it acts as a barrier on both sides). Used for pod-wide tools like
 // `dcgmi mndiag --hostList {{pod.hosts}}`.
 enum class RunOn { kEach, kLeader };
+// Where a run step executes (issue 32): host = on the host's own agent (default); bmc = on the
+// out-of-band runner that serves the host's pod (the pod's management block names it), about
+// the host's BMC: `{{host.bmc}}`, `{{host.bmc_protocol}}` and `{{host.bmc_credential}}` name it
+// for a tool like kiln-oob. The host's agent never sees such a step.
+enum class Target { kHost, kBmc };
 // Check operators. kMaxIncrease is the delta form (`delta_from` + `max_increase`).
 enum class CheckOp { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn, kMatches, kExists, kMaxIncrease };
 
@@ -76,6 +84,7 @@ const char* paramTypeName(ParamType t);
 const char* stepTypeName(StepType t);
 const char* onFailureName(OnFailure f);
 const char* runOnName(RunOn r);
+const char* targetName(Target t);
 const char* checkOpName(CheckOp op);  // the YAML key: "eq", ..., "max_increase"
 
 // The `parse` formats the agent's parsers understand (kept as a list here on purpose: this
@@ -134,6 +143,17 @@ struct Retest {
   bool operator==(const Retest&) const = default;
 };
 
+// A reboot step's recovery through the host's BMC (issue 32): when the host is silent for the
+// step's whole lease (it went down and did not come back), the pod's out-of-band runner
+// power-cycles it (`kiln-oob power cycle`, the BMC's power state and newest event log entries
+// in the step's output), at most `power_cycles` times, each bounded by `timeout`; after each
+// cycle the host has the step's timeout again to report its new boot. Only then does it fail.
+struct Recover {
+  int power_cycles = 1;
+  Duration timeout{std::chrono::minutes(5)};
+  bool operator==(const Recover&) const = default;
+};
+
 struct StepSpec {
   std::string id;
   std::string description;
@@ -146,6 +166,8 @@ struct StepSpec {
   std::vector<Check> checks;  // non-empty only with a parse
   OnFailure on_failure = OnFailure::kFail;
   RunOn run_on = RunOn::kEach;
+  Target target = Target::kHost;    // run steps only
+  std::optional<Recover> recover;   // reboot steps only
   std::string when;  // template; empty, "false" or "0" after substitution = skip the step
   std::optional<Retest> retest;
   std::vector<std::string> artifacts;  // stage steps: the artifact params to fetch (non-empty)

@@ -91,6 +91,13 @@ class FakeFleet final : public core::HostLifecycle,
     }
     return d;
   }
+  Result<std::map<std::string, core::ManagementSpec>> podManagement(const std::vector<std::string>& ids) override {
+    core::testing::FakesLock fakes_lock;
+    std::map<std::string, core::ManagementSpec> out;
+    for (const auto& id : ids)
+      if (auto it = pods_.find(id); it != pods_.end() && !it->second.management.empty()) out[id] = it->second.management;
+    return out;
+  }
   Result<std::map<std::string, std::vector<core::HostSummary>>> hostsOfPods(
       const std::vector<std::string>& ids) override {
     core::testing::FakesLock fakes_lock;

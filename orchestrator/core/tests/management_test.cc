@@ -78,5 +78,25 @@ TEST(ManagementTest, ABlockThatIsNotAnAddressTemplateOrNamesASecretIsRefused) {
   for (const auto& k : managementKeys()) EXPECT_FALSE(secretLikeKey(k)) << k;
 }
 
+// Issue 32: the runner that reaches the pod's BMCs is inherited like the rest and must be a
+// runner's name; a BMC's address reaches kiln-oob as HOST:PORT.
+TEST(ManagementTest, TheRunnerIsInheritedAndMustBeAName) {
+  ManagementSpec building = spec();
+  building.runner = "oob-b01";
+  ManagementSpec pod;
+  pod.tray_bmc = "10.1.{tray}.2";
+  EXPECT_EQ(inheritManagement(pod, building).runner, "oob-b01");
+  pod.runner = "oob-b01-east";
+  EXPECT_EQ(inheritManagement(pod, building).runner, "oob-b01-east");
+  EXPECT_TRUE(validateManagement(building).empty());
+  ManagementSpec bad = building;
+  bad.runner = "runner:oob";
+  auto errors = validateManagement(bad);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first, "runner");
+  EXPECT_EQ(bmcArgument({"10.1.3.2", 443, "redfish", "tray-bmc"}), "10.1.3.2:443");
+  EXPECT_EQ(bmcArgument({"fd00::7", 623, "ipmi", "tray-bmc"}), "[fd00::7]:623");
+}
+
 }  // namespace
 }  // namespace kiln::core

@@ -117,6 +117,24 @@ TEST(RunStateCodecTest, AHostHeldAtTheDrainGateKeepsWhyAndOthersAreWrittenAsBefo
   EXPECT_TRUE(back->hosts[0].waiting_for.empty());
 }
 
+// Issue 32: a reboot under recovery keeps its power cycles and the cycle still out across a
+// restart of kilnd; a host with none is written as before.
+TEST(RunStateCodecTest, ARebootUnderRecoveryKeepsItsPowerCycleAcrossARestart) {
+  GroupState g = everyField();
+  g.hosts[1].power_cycles = 2;
+  g.hosts[1].recovery_assignment = "r-1:h2:9@oob-b01";
+  g.hosts[1].recovery_step = 3;
+  const json stored = storedGroup(g, Records::kWith);
+  EXPECT_FALSE(stored["hosts"][0].contains("power_cycles"));
+  EXPECT_FALSE(stored["hosts"][0].contains("recovery_assignment"));
+  auto back = groupFromStored(stored);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->hosts[1].power_cycles, 2);
+  EXPECT_EQ(back->hosts[1].recovery_assignment, "r-1:h2:9@oob-b01");
+  EXPECT_EQ(back->hosts[1].recovery_step, 3u);
+  EXPECT_EQ(back->hosts[0].power_cycles, 0);
+}
+
 // A state written before the step log embeds every record and no leader outcomes (nor, older
 // still, `stopping`): it loads with its records pending (the store's next write moves them) and
 // the outcomes taken from the initial run's records, so a follower still behind a leader step

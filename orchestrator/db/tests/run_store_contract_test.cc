@@ -59,6 +59,8 @@ class Backend {
   virtual void setHostState(const std::string& host, core::HostState state) = 0;
   // The audit records of `action` on `target`, oldest first.
   virtual std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) = 0;
+  // The pod's management block (issue 32), as an import sets it.
+  virtual void setManagement(const core::ManagementSpec& m) = 0;
 
  protected:
   // PostgreSQL stamps leases with its own now(): the clock starts at the wall time.
@@ -76,6 +78,7 @@ class FakeBackend final : public Backend {
   const std::string& pod() const override { return pod_; }
   const std::vector<std::string>& hosts() const override { return hosts_; }
   void setHostState(const std::string& host, core::HostState state) override { fleet_.setState(host, state); }
+  void setManagement(const core::ManagementSpec& m) override { fleet_.setManagement(pod_, m); }
   std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) override {
     std::vector<core::AuditRecord> out;
     for (const auto& a : fleet_.audits())
@@ -107,6 +110,10 @@ class PgBackend final : public Backend {
   const std::vector<std::string>& hosts() const override { return hosts_; }
   void setHostState(const std::string& host, core::HostState state) override {
     db_.query("UPDATE hosts SET state = '" + std::string(core::hostStateName(state)) + "' WHERE id = '" + host + "'");
+  }
+  void setManagement(const core::ManagementSpec& m) override {
+    db_.query("UPDATE pods SET management = '{\"protocol\": \"" + m.protocol + "\", \"credential\": \"" + m.credential +
+              "\", \"tray_bmc\": \"" + m.tray_bmc + "\", \"runner\": \"" + m.runner + "\"}' WHERE id = '" + pod_ + "'");
   }
   std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) override {
     auto page = fleet_->listAudit({.action = action, .target = target, .limit = 1000});
@@ -657,6 +664,59 @@ TEST_P(RunStoreContractTest, ALeaseThatRanOutLosesItsStepOnceAndItsLateReportIsS
   ASSERT_TRUE(late[0].ok());
   EXPECT_EQ(late[0]->outcome, ReportOutcome::kStale);
   EXPECT_FALSE(late[0]->next.has_value());
+}
+
+// --- out-of-band runners (issue 32) ---
+
+// A step about a host's BMC goes to the pod's runner: only the runner's key claims and reports
+// it, the host's agent never sees it; a reboot whose lease runs out is kept open while the runner
+// power-cycles the host, and the agent's late report of its new boot is accepted.
+TEST_P(RunStoreContractTest, AStepAboutABmcIsTheRunnersAndARebootUnderRecoveryKeepsItsLease) {
+  backend_->setManagement({"redfish", "tray-bmc", "{host}-bmc.mgmt:443", "", "oob-b01"});
+  ASSERT_TRUE(service_->workflows
+                  .putWorkflow("oob",
+                               "name: oob\nversion: \"1\"\nscope: host\nsteps:\n"
+                               "  - id: status\n    target: bmc\n    run: [kiln-oob, power, status, --bmc, \"{{host.bmc}}\"]\n"
+                               "    timeout: 1m\n"
+                               "  - id: reboot\n    type: reboot\n    timeout: 10m\n"
+                               "    recover: {power_cycles: 1, timeout: 2m}\n",
+                               kAdmin)
+                  .ok());
+  start("oob", {host(0)});
+  const std::string runner = "runner:oob-b01";
+  EXPECT_EQ(openWork(), (std::set<std::string>{runner}));
+  auto host_claim = service_->agent_work.claimWork(host(0));
+  ASSERT_TRUE(host_claim.ok());
+  EXPECT_FALSE(host_claim->has_value()) << "the host's agent never gets a step about its BMC";
+  const protocol::Assignment status = claim(runner);
+  EXPECT_EQ(status.step_id, "status");
+  EXPECT_EQ(status.argv[4], host(0) + "-bmc.mgmt:443");
+  EXPECT_EQ(assignment(status.id).runner, "oob-b01");
+  EXPECT_EQ(assignment(status.id).host, host(0));
+  // The host's agent cannot report it; the runner can, and gets nothing of the host's next.
+  auto forged = service_->agent_work.reportBatch({report(host(0), status)});
+  ASSERT_FALSE(forged[0].ok());
+  EXPECT_EQ(forged[0].error().code, ErrorCode::kPermissionDenied);
+  auto done = service_->agent_work.reportBatch({report(runner, status)});
+  ASSERT_TRUE(done[0].ok()) << done[0].error().message;
+  EXPECT_EQ(done[0]->outcome, ReportOutcome::kAccepted);
+  EXPECT_FALSE(done[0]->next.has_value()) << "the reboot is the host's";
+
+  const protocol::Assignment reboot = claim(host(0));
+  EXPECT_EQ(reboot.step_id, "reboot");
+  clock().advance(milliseconds(10 * 60 * 1000 + kGraceMs) + minutes(1));
+  service_->timers.tick();  // the host is silent: a power cycle on the runner
+  EXPECT_EQ(assignment(reboot.id).state, "dispatched") << "kept on its lease, not lost";
+  const protocol::Assignment cycle = claim(runner);
+  EXPECT_EQ(cycle.argv[0], "kiln-oob");
+  EXPECT_EQ(cycle.argv[2], "cycle");
+  auto cycled = report(runner, cycle);
+  cycled.body["parsed"] = {{"power", "on"}};
+  ASSERT_TRUE(service_->agent_work.reportBatch({cycled})[0].ok());
+  // The host booted: its agent reports the reboot on the lease it had.
+  auto late = service_->agent_work.reportBatch({report(host(0), reboot)});
+  ASSERT_TRUE(late[0].ok()) << late[0].error().message;
+  EXPECT_EQ(late[0]->outcome, ReportOutcome::kAccepted);
 }
 
 // --- workflows ---

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/runner_key.h"
 #include "orchestrator/core/clock.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/core/store.h"
@@ -367,7 +368,7 @@ class FakeRunStore final : public runs::RunStore {
     std::map<std::string, runs::LockedAssignment> rows;
     for (const auto& it : items)
       if (const auto* a = findAssignment(it.assignment_id))
-        rows[a->id] = {a->host, a->run_id, a->group_key, a->state, a->lease};
+        rows[a->id] = {kiln::workerKey(a->host, a->runner), a->run_id, a->group_key, a->state, a->lease};
     const runs::ReportDecision decision = runs::decideReports(items, rows);
     for (std::size_t i = 0; i < items.size(); ++i) {
       const auto v = decision.verdicts[i];
@@ -437,6 +438,13 @@ class FakeRunStore final : public runs::RunStore {
     if (!update.ok()) return update.error();
     a->state = "lost";
     a->finished_at = now();
+    // Kept dispatched on the same lease (a reboot under recovery), as the store does.
+    for (const auto& [kept, until] : update->effects.extend_leases)
+      if (kept == id) {
+        a->state = "dispatched";
+        a->finished_at.reset();
+        a->lease_expires_at = until;
+      }
     const std::string run_id = a->run_id, group = a->group_key;
     persist(runs_.at(run_id), group, *update, {"system", "kilnd"});
     return true;
@@ -446,7 +454,7 @@ class FakeRunStore final : public runs::RunStore {
     ++hosts_with_open_work_calls;
     std::set<std::string> hosts;
     for (const auto& a : assignments_)
-      if (a.state == "pending" || a.state == "dispatched") hosts.insert(a.host);
+      if (a.state == "pending" || a.state == "dispatched") hosts.insert(kiln::workerKey(a.host, a.runner));
     return std::vector<std::string>(hosts.begin(), hosts.end());
   }
   Result<std::optional<runs::AssignmentRow>> assignment(const std::string& id) override {
@@ -618,6 +626,7 @@ class FakeRunStore final : public runs::RunStore {
       a.run_id = run.id;
       a.group_key = group;
       a.host = d.host;
+      a.runner = d.runner;
       a.step_id = d.step_id;
       a.attempt = d.attempt;
       a.type = d.type;
@@ -649,7 +658,7 @@ class FakeRunStore final : public runs::RunStore {
     for (const auto& host : hosts) {
       runs::AssignmentRow* pick = nullptr;
       for (auto& a : assignments_) {
-        if (a.host != host) continue;
+        if (kiln::workerKey(a.host, a.runner) != host) continue;
         if (a.state == "dispatched" && a.lease_expires_at && *a.lease_expires_at > at) {
           if (!pick || pick->state == "pending" || *a.dispatched_at < *pick->dispatched_at) pick = &a;
         } else if (a.state == "pending" && !pick) {

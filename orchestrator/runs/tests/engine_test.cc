@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "orchestrator/runs/lost_lease.h"
 #include "orchestrator/workflow/loader.h"
 
 namespace kiln::runs {
@@ -592,6 +593,192 @@ TEST_F(EngineTest, LostAssignmentCountsAsAFailedAttempt) {
   EXPECT_EQ(g.hosts[0].status, HostStatus::kRunning);  // retried after the backoff
   EXPECT_EQ(g.hosts[0].history.back().outcome, "failed");
   EXPECT_NE(g.hosts[0].history.back().message.find("lease"), std::string::npos);
+}
+
+// ---- Steps about the host's BMC and a reboot's recovery (issue 32) ----
+
+constexpr const char* kRebootWithRecovery = R"(
+name: reboot-recover
+version: "1"
+scope: host
+steps:
+  - id: reboot
+    type: reboot
+    timeout: 10m
+    recover: {power_cycles: 2, timeout: 2m}
+  - id: after
+    run: ["true"]
+    timeout: 1m
+)";
+
+class RecoveryTest : public EngineTest {
+ protected:
+  workflow::WorkflowSpec spec_ = load(kRebootWithRecovery);
+  Engine e_{spec_, params_};
+  GroupState g_;
+  std::string reboot_;
+
+  void SetUp() override {
+    g_ = e_.newGroup("r1", "h1", {{"h1", {{"host.id", "h1"}, {"host.pod", "p1"}, {"host.bmc", "h1-bmc.mgmt:443"},
+                                          {"host.bmc_protocol", "redfish"}, {"host.bmc_credential", "tray-bmc"},
+                                          {"host.runner", "oob-b01"}}}});
+    auto fx = e_.start(g_, now_);
+    ASSERT_EQ(fx.dispatches.size(), 1u);
+    EXPECT_TRUE(fx.dispatches[0].runner.empty());  // the reboot itself is the host's
+    reboot_ = fx.dispatches[0].assignment_id;
+  }
+  static StepResult lost() {
+    StepResult r;
+    r.lost = true;
+    r.started = false;
+    return r;
+  }
+  static StepResult cycled(const std::string& power = "on") {
+    return exited(0, {{"bmc", "h1-bmc.mgmt:443"}, {"action", "cycle"}, {"power", power}});
+  }
+};
+
+TEST_F(RecoveryTest, ASilentRebootIsPowerCycledOnTheRunnerAndItsLateReportStillCounts) {
+  auto fx = e_.onResult(g_, reboot_, lost(), now_);
+  ASSERT_TRUE(fx.ok());
+  ASSERT_EQ(fx->dispatches.size(), 1u);
+  const Dispatch cycle = fx->dispatches[0];
+  EXPECT_EQ(cycle.runner, "oob-b01");
+  EXPECT_EQ(cycle.host, "h1");
+  EXPECT_NE(cycle.assignment_id.find("@oob-b01"), std::string::npos);  // whom to tell if it is withdrawn
+  EXPECT_EQ(cycle.argv, (std::vector<std::string>{"kiln-oob", "power", "cycle", "--bmc", "h1-bmc.mgmt:443",
+                                                  "--credential", "tray-bmc", "--protocol", "redfish", "--wait",
+                                                  "110", "--log", "20"}));
+  EXPECT_EQ(cycle.parse, "json");
+  EXPECT_EQ(cycle.timeout_ms, 120000);
+  // The reboot's assignment stays open: its lease runs on for the cycle and the step's timeout.
+  ASSERT_EQ(fx->extend_leases.size(), 1u);
+  EXPECT_EQ(fx->extend_leases[0].first, reboot_);
+  EXPECT_EQ(fx->extend_leases[0].second, now_ + minutes(2) + minutes(10));
+  EXPECT_EQ(g_.hosts[0].assignment_id, reboot_);
+  EXPECT_EQ(g_.hosts[0].power_cycles, 1);
+  EXPECT_EQ(g_.hosts[0].status, HostStatus::kRunning);
+
+  fx = e_.onResult(g_, cycle.assignment_id, cycled(), now_ + seconds(40));
+  ASSERT_TRUE(fx.ok());
+  EXPECT_TRUE(fx->dispatches.empty());  // waiting for the host to boot
+  EXPECT_EQ(g_.hosts[0].history.back().outcome, "warned");
+  EXPECT_EQ(g_.hosts[0].history.back().assignment_id, cycle.assignment_id);  // its output: the BMC's log
+
+  // The agent comes back and reports the reboot on the lease it had.
+  fx = e_.onResult(g_, reboot_, exited(0), now_ + minutes(3));
+  ASSERT_TRUE(fx.ok());
+  ASSERT_EQ(fx->dispatches.size(), 1u);
+  EXPECT_EQ(fx->dispatches[0].step_id, "after");
+  fx = e_.onResult(g_, fx->dispatches[0].assignment_id, exited(0), now_ + minutes(4));
+  EXPECT_EQ(g_.hosts[0].status, HostStatus::kPassed);
+  ASSERT_EQ(g_.hosts[0].warnings.size(), 1u);
+  EXPECT_NE(g_.hosts[0].warnings[0].find("power cycle 1 of 2"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, AHostStillSilentAfterEveryCycleFailsAndIsNotCountedAsAMereLostLease) {
+  auto fx = e_.onResult(g_, reboot_, lost(), now_);
+  ASSERT_TRUE(e_.onResult(g_, fx->dispatches[0].assignment_id, cycled(), now_).ok());
+  fx = e_.onResult(g_, reboot_, lost(), now_ + minutes(12));  // silent again: the second cycle
+  ASSERT_TRUE(fx.ok());
+  ASSERT_EQ(fx->dispatches.size(), 1u);
+  EXPECT_EQ(fx->dispatches[0].runner, "oob-b01");
+  ASSERT_TRUE(e_.onResult(g_, fx->dispatches[0].assignment_id, cycled(), now_ + minutes(13)).ok());
+  fx = e_.onResult(g_, reboot_, lost(), now_ + minutes(25));  // bounded: no third
+  ASSERT_TRUE(fx.ok());
+  EXPECT_TRUE(fx->dispatches.empty());
+  EXPECT_TRUE(fx->extend_leases.empty());
+  EXPECT_EQ(g_.hosts[0].status, HostStatus::kFailed);
+  ASSERT_FALSE(g_.hosts[0].failures.empty());
+  EXPECT_NE(g_.hosts[0].failures.back().find("did not come back after 2 power cycles"), std::string::npos);
+  EXPECT_FALSE(onlyLostLeases(g_.hosts[0].failures));  // a verdict on the host, not on kilnd
+}
+
+TEST_F(RecoveryTest, ABmcThatCannotCycleFailsTheRebootWithItsReasonAndWithdrawsTheReboot) {
+  auto fx = e_.onResult(g_, reboot_, lost(), now_);
+  StepResult refused = exited(1);
+  refused.stderr_tail = "kiln-oob: h1-bmc.mgmt:443: HTTP 401: the BMC refused the credential\n";
+  fx = e_.onResult(g_, fx->dispatches[0].assignment_id, refused, now_ + seconds(5));
+  ASSERT_TRUE(fx.ok());
+  EXPECT_EQ(g_.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g_.hosts[0].failures.back().find("HTTP 401"), std::string::npos);
+  EXPECT_NE(std::find(fx->cancel_assignments.begin(), fx->cancel_assignments.end(), reboot_),
+            fx->cancel_assignments.end());
+  // The reboot's late report changes nothing now.
+  EXPECT_FALSE(e_.onResult(g_, reboot_, exited(0), now_ + minutes(1)).ok());
+}
+
+TEST_F(RecoveryTest, ATrayTheBmcDoesNotReportOnCountsAsAFailedCycle) {
+  auto fx = e_.onResult(g_, reboot_, lost(), now_);
+  fx = e_.onResult(g_, fx->dispatches[0].assignment_id, cycled("off"), now_ + seconds(5));
+  EXPECT_EQ(g_.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g_.hosts[0].failures.back().find("does not report the tray on"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, TheHostWaitsForAPowerCycleStillOutEvenWhenItsRebootReportsFirst) {
+  auto fx = e_.onResult(g_, reboot_, lost(), now_);
+  const std::string cycle = fx->dispatches[0].assignment_id;
+  fx = e_.onResult(g_, reboot_, exited(0), now_ + seconds(10));  // it came back on its own
+  ASSERT_TRUE(fx.ok());
+  EXPECT_TRUE(fx->dispatches.empty());  // no next step under a power cycle
+  fx = e_.onResult(g_, cycle, cycled(), now_ + seconds(40));
+  ASSERT_TRUE(fx.ok());
+  ASSERT_EQ(fx->dispatches.size(), 1u);
+  EXPECT_EQ(fx->dispatches[0].step_id, "after");
+  EXPECT_EQ(g_.hosts[0].history.back().step_id, "reboot");  // the cycle's record is the reboot's
+}
+
+TEST_F(RecoveryTest, CancelWithdrawsThePowerCycleToo) {
+  auto fx = e_.onResult(g_, reboot_, lost(), now_);
+  const std::string cycle = fx->dispatches[0].assignment_id;
+  auto c = e_.cancel(g_, "operator");
+  EXPECT_NE(std::find(c.cancel_assignments.begin(), c.cancel_assignments.end(), cycle), c.cancel_assignments.end());
+  EXPECT_NE(std::find(c.cancel_assignments.begin(), c.cancel_assignments.end(), reboot_), c.cancel_assignments.end());
+}
+
+TEST_F(EngineTest, WithoutARunnerALostRebootFailsSayingWhyNoCycleWasTried) {
+  auto spec = load(kRebootWithRecovery);
+  Engine e(spec, params_);
+  auto g = e.newGroup("r1", "h1", {{"h1", {{"host.id", "h1"}, {"host.pod", "p1"}, {"host.bmc", ""}, {"host.runner", ""}}}});
+  auto fx = e.start(g, now_);
+  StepResult lost;
+  lost.lost = true;
+  auto after = e.onResult(g, fx.dispatches[0].assignment_id, lost, now_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->dispatches.empty());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[0].failures.back().find("names no out-of-band runner"), std::string::npos);
+}
+
+constexpr const char* kBmcStep = R"(
+name: bmc-step
+version: "1"
+scope: host
+steps:
+  - id: power
+    target: bmc
+    run: [kiln-oob, power, status, --bmc, "{{host.bmc}}", --credential, "{{host.bmc_credential}}"]
+    parse: json
+    timeout: 1m
+)";
+
+TEST_F(EngineTest, AStepAboutTheBmcGoesToThePodsRunnerNeverToTheHost) {
+  auto spec = load(kBmcStep);
+  Engine e(spec, params_);
+  auto g = e.newGroup("r1", "h1", {{"h1", {{"host.id", "h1"}, {"host.pod", "p1"}, {"host.bmc", "10.0.0.9:443"},
+                                           {"host.bmc_credential", "tray-bmc"}, {"host.runner", "oob-b01"}}}});
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u);
+  EXPECT_EQ(fx.dispatches[0].runner, "oob-b01");
+  EXPECT_EQ(fx.dispatches[0].argv[4], "10.0.0.9:443");
+  EXPECT_FALSE(fx.dispatches[0].inventory_after);
+
+  auto none = e.newGroup("r1", "h2", {{"h2", {{"host.id", "h2"}, {"host.pod", "p2"}, {"host.bmc", ""},
+                                             {"host.bmc_credential", ""}, {"host.runner", ""}}}});
+  fx = e.start(none, now_);
+  EXPECT_TRUE(fx.dispatches.empty());
+  EXPECT_EQ(none.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(none.hosts[0].failures[0].find("pod p2's management block names no out-of-band runner"), std::string::npos);
 }
 
 }  // namespace

@@ -119,6 +119,46 @@ TEST(WorkflowLoaderTest, UnknownKeyNamesFileLineColumnAndPath) {
       << e.message;
 }
 
+// Issue 32: steps about the host's BMC, and a reboot's recovery through it.
+TEST(WorkflowLoaderTest, TargetAndRecoverAreReadAndCheckedWhereTheyBelong) {
+  const char* ok = R"(name: oob
+version: "1"
+scope: host
+steps:
+  - id: status
+    target: bmc
+    run: [kiln-oob, power, status, --bmc, "{{host.bmc}}", --credential, "{{host.bmc_credential}}"]
+    parse: json
+    timeout: 1m
+  - id: reboot
+    type: reboot
+    timeout: 15m
+    recover: {power_cycles: 2, timeout: 5m}
+)";
+  auto spec = loadWorkflow(ok, "oob.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->steps[0].target, Target::kBmc);
+  EXPECT_FALSE(spec->steps[0].recover);
+  ASSERT_TRUE(spec->steps[1].recover);
+  EXPECT_EQ(spec->steps[1].recover->power_cycles, 2);
+  EXPECT_EQ(spec->steps[1].recover->timeout.value, std::chrono::minutes(5));
+  EXPECT_EQ(toJson(*spec)["steps"][0]["target"], "bmc");
+  EXPECT_EQ(toJson(*spec)["steps"][1]["recover"]["timeout"], "5m");
+
+  Error e = errorsOf(replaced(ok, "    target: bmc\n", "    target: switch\n"));
+  EXPECT_TRUE(hasField(e, "steps[0].target", "expected host or bmc")) << e.message;
+  e = errorsOf(replaced(ok, "    type: reboot\n", "    type: reboot\n    target: bmc\n"));
+  EXPECT_TRUE(hasField(e, "steps[1].target", "for run steps")) << e.message;
+  e = errorsOf(replaced(ok, "    parse: json\n", "    parse: json\n    recover: {power_cycles: 1}\n"));
+  EXPECT_TRUE(hasField(e, "steps[0].recover", "for reboot steps")) << e.message;
+  e = errorsOf(replaced(ok, "power_cycles: 2", "power_cycles: 9"));
+  EXPECT_TRUE(hasField(e, "steps[1].recover.power_cycles", "")) << e.message;
+  e = errorsOf(replaced(ok, "timeout: 5m}", "timeout: 2s}"));
+  EXPECT_TRUE(hasField(e, "steps[1].recover.timeout", "from 10s to 1h")) << e.message;
+  e = errorsOf(replaced(ok, "timeout: 5m}", "timeout: 5m, attempts: 3}"));
+  EXPECT_TRUE(hasField(e, "steps[1].recover.attempts", "unknown key")) << e.message;
+}
+
 // Found by tests/fuzz (workflow_yaml): a byte that is not UTF-8 in a string made the loader's
 // error quoting throw nlohmann's type_error out of loadWorkflow (kilnd's PUT answered with the
 // library's message; a workflows/ file would have stopped kilnd at start). It is a YAML error

@@ -1,0 +1,200 @@
+// Issue 32 end to end: a host that does not come back from a reboot is power-cycled through its
+// BMC by the pod's out-of-band runner, and the run goes on. Real processes throughout: kilnd on a
+// fresh database, the host's kiln-agent on kiln-hwsim, a second kiln-agent polling as the runner
+// (runner:oob-e2e) that runs the real kiln-oob, and kiln-hwsim bmc speaking Redfish. The host
+// "hangs" by its agent being killed mid-reboot; the BMC's power cycle gives the tray a new boot
+// id, and the agent started again ("the tray booted") reports the reboot on the lease it had.
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/e2e/e2e_support.h"
+
+namespace kiln::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPod = "e2e-b01-p01";
+
+constexpr const char* kRebootWorkflow = R"(name: reboot-recovered
+version: "1"
+description: a reboot that asks for a power cycle through the BMC when the host stays silent
+scope: host
+steps:
+  - id: power-before
+    target: bmc
+    run: [kiln-oob, power, status, --bmc, "{{host.bmc}}", --credential, "{{host.bmc_credential}}",
+          --protocol, "{{host.bmc_protocol}}"]
+    parse: json
+    timeout: 30s
+  - id: reboot
+    type: reboot
+    run: ["true"]
+    timeout: 4s
+    recover: {power_cycles: 1, timeout: 30s}
+  - id: after
+    run: [nvidia-smi, -L]
+    timeout: 30s
+)";
+
+void writeFile(const std::string& path, const std::string& text, mode_t mode = 0600) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), mode);
+}
+
+class OobTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    kilnd_args_ = {"--lease-grace", "2"};
+    E2eTest::SetUp();
+    if (HasFatalFailure()) return;
+    root_ = dir_ + "/oob";
+    fs::create_directories(root_ + "/creds");
+    fs::create_directories(root_ + "/runner");
+    fs::create_directories(root_ + "/bin");
+    writeFile(root_ + "/bmc-password", "e2e-bmc-secret\n");
+    // The runner's systemd credential (LoadCredential= would put it there): user and password.
+    writeFile(root_ + "/creds/bmc-tray-bmc", R"({"user": "root", "password": "e2e-bmc-secret"})");
+    boot_id_file_ = root_ + "/boot_id";
+    writeFile(boot_id_file_, "11111111-2222-3333-4444-555555555555\n", 0644);
+    bmc_ = std::make_unique<Child>(
+        std::vector<std::string>{KILN_HWSIM_BIN, "bmc", "--listen", "127.0.0.1:0", "--user", "root", "--password-file",
+                                 root_ + "/bmc-password", "--port-file", root_ + "/bmc-port", "--boot-id-file",
+                                 boot_id_file_},
+        std::map<std::string, std::string>{}, root_ + "/bmc.log");
+    ASSERT_TRUE(waitUntil([&] { return fs::exists(root_ + "/bmc-port"); }, 10s)) << readFile(root_ + "/bmc.log");
+    const std::string port = readFile(root_ + "/bmc-port").substr(0, readFile(root_ + "/bmc-port").find('\n'));
+    importFleet(fleetYaml(1, "available") +
+                "management:\n  protocol: redfish\n  credential: tray-bmc\n  tray_bmc: \"127.0.0.1:" + port +
+                "\"\n  runner: oob-e2e\n");
+    hosts_ = podHosts(kPod);
+    ASSERT_EQ(hosts_.size(), 18u);
+    auto put = api_->request("PUT", "/api/v1/workflows/reboot-recovered", kRebootWorkflow, "application/yaml");
+    ASSERT_TRUE(put.ok());
+    ASSERT_TRUE(put->status == 200 || put->status == 201) << put->body;
+  }
+
+  void TearDown() override {
+    runner_.reset();
+    E2eTest::TearDown();
+    bmc_.reset();
+  }
+
+  // The runner: a kiln-agent polling as runner:oob-e2e with an agent token an admin made for it.
+  void startRunner() {
+    json t =
+        call("POST", "/api/v1/tokens", {{"role", "agent"}, {"name", "oob-e2e runner"}, {"runner", "oob-e2e"}}, 201);
+    ASSERT_EQ(t.value("host", ""), "runner:oob-e2e");
+    writeFile(root_ + "/runner/agent_token", t.value("token", "") + "\n");
+    fs::remove(root_ + "/bin/kiln-oob");
+    fs::create_symlink(KILN_OOB_BIN, root_ + "/bin/kiln-oob");
+    writeFile(root_ + "/runner-boot-id", "runner-boot\n", 0644);
+    runner_ = std::make_unique<Child>(
+        std::vector<std::string>{KILN_AGENT_BIN,
+                                 "run",
+                                 "--url",
+                                 kilnd_->url(),
+                                 "--runner",
+                                 "oob-e2e",
+                                 "--state-dir",
+                                 root_ + "/runner",
+                                 "--inventory-command",
+                                 "true",
+                                 "--boot-id-file",
+                                 root_ + "/runner-boot-id",
+                                 "--path-prepend",
+                                 root_ + "/bin",
+                                 "--env-allow",
+                                 "CREDENTIALS_DIRECTORY,KILN_OOB_PLAIN_HTTP",
+                                 "--poll-wait",
+                                 "5",
+                                 "--log-level",
+                                 "info"},
+        std::map<std::string, std::string>{{"CREDENTIALS_DIRECTORY", root_ + "/creds"}, {"KILN_OOB_PLAIN_HTTP", "1"}},
+        root_ + "/runner.log");
+  }
+
+  std::string root_, boot_id_file_;
+  std::vector<std::string> hosts_;
+  std::unique_ptr<Child> bmc_, runner_;
+};
+
+TEST_F(OobTest, AHostSilentAfterItsRebootIsPowerCycledThroughItsBmcAndTheRunGoesOn) {
+  const std::string host = hosts_[0];
+  startRunner();
+  agents_ = makeAgents(0.001);
+  agents_->extra_args = {"--boot-id-file", boot_id_file_};
+  agents_->start(host);
+  watchAgent(host);
+
+  json run = startRun({{"workflow", "reboot-recovered"}, {"hosts", {host}}, {"purpose", "manual"}});
+  const std::string id = run.value("id", "");
+  // The host's agent starts the reboot; then the tray "hangs": its agent dies and never reports.
+  // (The agent journals the reboot's start, with the boot id it left, before it runs it.)
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        const std::string journal = readFile(agents_->agentDir(host) + "/journal.jsonl");
+        return journal.find("\"step_id\":\"reboot\"") != std::string::npos;
+      },
+      60s))
+      << agents_->logTail(host) << "\nrunner:\n"
+      << tailLines(readFile(root_ + "/runner.log"), 30);
+  agents_->stop(host, SIGKILL);
+  const std::string before = readFile(boot_id_file_);
+
+  // The lease runs out (4 s + 2 s grace); the runner power-cycles the tray through its BMC.
+  ASSERT_TRUE(waitUntil([&] { return readFile(boot_id_file_) != before; }, 60s))
+      << "no power cycle reached the BMC\nrunner:\n"
+      << tailLines(readFile(root_ + "/runner.log"), 40) << "\nbmc:\n"
+      << readFile(root_ + "/bmc.log");
+  EXPECT_NE(readFile(root_ + "/bmc.log").find("reset PowerCycle"), std::string::npos) << readFile(root_ + "/bmc.log");
+  agents_->start(host);  // the tray booted
+
+  json done = waitRun(id, 90s);
+  ASSERT_EQ(done.value("state", ""), "passed") << done.dump(1);
+  auto reboot = stepRecords(done, host, "reboot");
+  ASSERT_GE(reboot.size(), 2u) << done.dump(1);
+  bool warned = false, passed = false;
+  for (const auto& r : reboot) {
+    warned |=
+        r.value("outcome", "") == "warned" && r.value("message", "").find("power cycle 1 of 1") != std::string::npos;
+    passed |= r.value("outcome", "") == "passed";
+  }
+  EXPECT_TRUE(warned && passed) << done.dump(1);
+  EXPECT_EQ(stepRecords(done, host, "after").size(), 1u);
+  EXPECT_EQ(stepRecords(done, host, "power-before").at(0).value("outcome", ""), "passed");
+
+  // Nothing the runner printed or kilnd stored names the BMC's password.
+  EXPECT_EQ(readFile(root_ + "/runner.log").find("e2e-bmc-secret"), std::string::npos);
+  EXPECT_EQ(done.dump().find("e2e-bmc-secret"), std::string::npos);
+}
+
+// Trust at the edge: a host's agent token cannot take or report the runner's steps, and a
+// runner's token acts only for its own key.
+TEST_F(OobTest, AHostsTokenCannotPollAsTheRunner) {
+  json t = call("POST", "/api/v1/tokens", {{"role", "agent"}, {"name", "r"}, {"runner", "oob-e2e"}}, 201);
+  http::ClientOptions o;
+  o.base_url = kilnd_->url();
+  o.token = t.value("token", "");
+  http::Client runner(o);
+  auto other = runner.request("GET", "/api/v1/agents/runner:oob-other/work?wait=0", "", "");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->status, 403) << other->body;
+  auto as_host = runner.request("GET", "/api/v1/agents/" + hosts_[0] + "/work?wait=0", "", "");
+  ASSERT_TRUE(as_host.ok());
+  EXPECT_EQ(as_host->status, 403) << as_host->body;
+  auto own = runner.request("GET", "/api/v1/agents/runner:oob-e2e/work?wait=0", "", "");
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->status, 204) << own->body;
+  // A runner token for a name that is not one, or for a host and a runner at once: 422.
+  call("POST", "/api/v1/tokens", {{"role", "agent"}, {"name", "r"}, {"runner", "Bad Name"}}, 422);
+  call("POST", "/api/v1/tokens", {{"role", "agent"}, {"name", "r"}, {"runner", "a"}, {"host", hosts_[0]}}, 422);
+  call("POST", "/api/v1/tokens", {{"role", "viewer"}, {"name", "r"}, {"runner", "a"}}, 422);
+}
+
+}  // namespace
+}  // namespace kiln::e2e
