@@ -8,7 +8,7 @@
 namespace kiln::sim {
 namespace {
 
-constexpr std::array<std::pair<FaultKind, const char*>, 7> kKindNames{{
+constexpr std::array<std::pair<FaultKind, const char*>, 8> kKindNames{{
     {FaultKind::kFlashFailure, "flash_failure"},
     {FaultKind::kHang, "hang"},
     {FaultKind::kSlow, "slow"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<FaultKind, const char*>, 7> kKindNames{{
     {FaultKind::kWeakLinkPersistent, "weak_link_persistent"},
     {FaultKind::kRowRemapPending, "row_remap_pending"},
     {FaultKind::kXid, "xid"},
+    {FaultKind::kFabricSplit, "fabric_split"},
 }};
 
 bool needsGpu(FaultKind k) {

@@ -21,6 +21,7 @@ enum class FaultKind {
   kWeakLinkPersistent,  // link counters grow on every NVLink check
   kRowRemapPending,     // a GPU has an HBM row remap pending (applied at the next reset/reboot)
   kXid,                 // an Xid event on a GPU
+  kFabricSplit,         // the tray's NVLink fabric joined another partition: another clique id
 };
 
 const char* faultKindName(FaultKind kind);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
@@ -266,6 +267,15 @@ std::string cudaVersionFor(const std::string& driver) {
   return std::prev(it)->second;
 }
 
+// The pod of a fleet host id "<pod>-hNN" (the fleet's naming), else the host itself.
+std::string podOfHost(const std::string& host) {
+  const auto dash = host.rfind("-h");
+  if (dash == std::string::npos || dash + 2 >= host.size()) return host;
+  for (std::size_t i = dash + 2; i < host.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(host[i]))) return host;
+  return host.substr(0, dash);
+}
+
 std::string renderNvidiaSmiXml(const HostState& state, const std::string& timestamp) {
   const PlatformSpec& spec = platformSpec(state.platform);
   const std::string driver = state.versions.count("driver") ? state.versions.at("driver") : "";
@@ -460,8 +470,12 @@ std::string renderNvidiaSmiXml(const HostState& state, const std::string& timest
     x.open("fabric");
     x.leaf("state", "Completed");
     x.leaf("status", "Success");
-    x.leaf("cliqueId", "32766");
-    x.leaf("clusterUuid", uuidFrom("cluster/" + state.host));
+    // One NVLink domain: every tray of the pod in clique 32766 of the pod's cluster, unless a
+    // fabric_split fault put this tray in another partition.
+    const bool split = std::any_of(state.faults.begin(), state.faults.end(),
+                                   [](const Fault& f) { return f.kind == FaultKind::kFabricSplit; });
+    x.leaf("cliqueId", split ? "32767" : "32766");
+    x.leaf("clusterUuid", uuidFrom("cluster/" + podOfHost(state.host)));
     x.open("health");
     x.leaf("bandwidth", "Full");
     x.leaf("route_recovery_in_progress", "False");

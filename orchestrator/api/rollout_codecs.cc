@@ -14,13 +14,20 @@ Result<rollouts::Bundle> decodeBundle(const json& doc, const std::function<bool(
   if (doc.is_object() && doc.contains("workflow") && doc["workflow"].is_string()) workflow = doc["workflow"].get<std::string>();
   const bool no_workflow = !workflow.empty() && !workflow_exists(workflow);
   const std::string no_workflow_message = "bundle workflow '" + workflow + "' does not exist";
+  std::string validation;
+  if (doc.is_object() && doc.contains("validation_workflow") && doc["validation_workflow"].is_string())
+    validation = doc["validation_workflow"].get<std::string>();
+  const bool no_validation = !validation.empty() && !workflow_exists(validation);
+  const std::string no_validation_message = "validation workflow '" + validation + "' does not exist";
   auto b = parseBundle(doc);
   if (!b.ok()) {
     Error e = b.error();
     if (no_workflow && !e.fields.empty()) e.fields.push_back({"workflow", no_workflow_message});
+    if (no_validation && !e.fields.empty()) e.fields.push_back({"validation_workflow", no_validation_message});
     return e;
   }
   if (no_workflow) return Error(invalidContent(no_workflow_message)).with("field", "workflow");
+  if (no_validation) return Error(invalidContent(no_validation_message)).with("field", "validation_workflow");
   return b;
 }
 

@@ -55,7 +55,8 @@ Result<Bundle> parseBundle(const json& doc) {
   if (!doc.is_object()) return invalidContent("a bundle is an object {name, version, platforms, components, ...}");
   for (const auto& [k, _] : doc.items())
     if (k != "name" && k != "version" && k != "platforms" && k != "workflow" && k != "components" &&
-        k != "prerequisites" && k != "description" && k != "checksums" && k != "signature")
+        k != "prerequisites" && k != "description" && k != "checksums" && k != "signature" &&
+        k != "validation_workflow")
       fail(k, "unknown field");
   b.name = str(doc, "name");
   if (!core::isValidName(b.name)) fail("name", "expected a name of 1-63 characters [a-z0-9._-]");
@@ -74,6 +75,10 @@ Result<Bundle> parseBundle(const json& doc) {
   if (doc.contains("workflow")) {
     b.workflow = str(doc, "workflow");
     if (b.workflow.empty()) fail("workflow", "expected a workflow name");
+  }
+  if (doc.contains("validation_workflow")) {
+    b.validation_workflow = str(doc, "validation_workflow");
+    if (b.validation_workflow.empty()) fail("validation_workflow", "expected a workflow name (omit it for pre-job-health)");
   }
   if (!doc.contains("platforms") || !doc["platforms"].is_array() || doc["platforms"].empty()) {
     fail("platforms", "expected a list of platforms (catalina, clemente, san_miguel)");

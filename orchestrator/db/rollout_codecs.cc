@@ -165,6 +165,7 @@ Result<rollouts::Bundle> bundleFromStored(const json& doc) {
     b.version = d.at("version").get<std::string>();
     b.platforms = d.at("platforms").get<std::vector<std::string>>();
     b.workflow = d.value("workflow", b.workflow);
+    b.validation_workflow = d.value("validation_workflow", std::string());
     for (const json& c : d.at("components").get<std::vector<json>>())
       b.components.push_back({c.at("kind").get<std::string>(), c.at("version").get<std::string>(),
                               c.at("artifact").get<std::string>(), c.at("sha256").get<std::string>()});

@@ -39,6 +39,8 @@ json toJson(const Bundle& b) {
   json j = {{"id", b.id},          {"name", b.name},           {"version", b.version},
             {"platforms", b.platforms}, {"workflow", b.workflow}, {"components", comps},
             {"prerequisites", pre}};
+  // Only when set: a bundle without one keeps the document (and ETag) it had before.
+  if (!b.validation_workflow.empty()) j["validation_workflow"] = b.validation_workflow;
   if (!b.checksums.empty()) j["checksums"] = b.checksums;
   if (!b.signature.empty()) j["signature"] = b.signature;
   return j;

@@ -45,6 +45,10 @@ struct Bundle {
   std::string name, version;
   std::vector<std::string> platforms;
   std::string workflow = "firmware-upgrade";
+  // The workflow that validates a pod after this bundle's upgrade (issue 32); empty: kilnd's
+  // default (pre-job-health on each host). A pod-scope one runs on the pod's upgraded hosts
+  // together, e.g. nvlink-domain-validation (the NVLink domain as a whole).
+  std::string validation_workflow;
   std::vector<BundleComponent> components;
   std::vector<Prerequisite> prerequisites;
   // The signed checksum list (common/artifact_trust.h): "" and "" for an unsigned bundle.

@@ -69,6 +69,66 @@ Result<std::optional<workflow::ParamValues>> argvParams(const workflow::Workflow
   return std::optional<workflow::ParamValues>(std::move(out));
 }
 
+// Where a host keeps the values a barrier's `agree` compares of step `step_id`'s output.
+std::string agreedKey(const std::string& step_id) { return "agree/" + step_id; }
+
+std::string joinPaths(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const auto& p : paths) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+// Why each host of `arrived` (indexes into `hosts`) disagrees with its pod on `agree`'s paths;
+// absent: it agrees. Per path, the value most hosts hold is the pod's; with no such value (a tie)
+// every host fails, for a split domain has no side that is right.
+std::map<std::size_t, std::string> disagreements(const std::vector<HostRun>& hosts, const std::vector<std::size_t>& arrived,
+                                                 const workflow::Agree& agree) {
+  std::map<std::size_t, std::string> out;
+  auto note = [&](std::size_t i, const std::string& why) { out[i] += (out[i].empty() ? "" : "; ") + why; };
+  for (const auto& path : agree.paths) {
+    std::map<std::string, std::vector<std::size_t>> by_value;
+    for (std::size_t i : arrived) {
+      const auto kept = hosts[i].parsed.find(agreedKey(agree.step));
+      if (kept == hosts[i].parsed.end() || !kept->second.contains(path)) {
+        by_value["(no output of step " + agree.step + ")"].push_back(i);
+        continue;
+      }
+      const auto values = kept->second[path].get<std::vector<std::string>>();
+      if (values.size() > 1) {
+        std::string list;
+        for (const auto& v : values) list += (list.empty() ? "" : ", ") + v;
+        note(i, path + ": this host's own GPUs disagree (" + list + ")");
+        continue;
+      }
+      by_value[values.empty() ? std::string("(none)") : values[0]].push_back(i);
+    }
+    std::size_t most = 0, holders = 0;
+    std::string pods;
+    for (const auto& [value, who] : by_value) {
+      if (who.size() > most) {
+        most = who.size();
+        holders = 1;
+        pods = value;
+      } else if (who.size() == most) {
+        ++holders;
+      }
+    }
+    if (holders > 1) {
+      std::string split;
+      for (const auto& [value, who] : by_value) split += (split.empty() ? "" : ", ") + value + " on " + std::to_string(who.size());
+      for (const auto& [value, who] : by_value)
+        for (std::size_t i : who) note(i, path + ": no value is held by most hosts of the pod (" + split + ")");
+      continue;
+    }
+    for (const auto& [value, who] : by_value) {
+      if (value == pods) continue;
+      for (std::size_t i : who)
+        note(i, path + " is " + value + " here, " + pods + " on " + std::to_string(most) + " other hosts of the pod");
+    }
+  }
+  return out;
+}
+
 // A record of the host's current attempt at `step_id`, for `assignment_id`, with what `r` (if
 // any) reported of the process.
 StepRecord newRecord(const HostRun& host, const std::string& step_id, TimePoint now, const std::string& assignment_id,
@@ -278,14 +338,28 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
           (other.not_before && *other.not_before > now))
         return false;
     }
-    for (auto& other : g.hosts) {
-      if (isTerminal(other.status)) continue;
+    std::vector<std::size_t> arrived;
+    for (std::size_t i = 0; i < g.hosts.size(); ++i)
+      if (!isTerminal(g.hosts[i].status)) arrived.push_back(i);
+    const auto disagree = step.agree ? disagreements(g.hosts, arrived, *step.agree) : std::map<std::size_t, std::string>{};
+    for (std::size_t i : arrived) {
+      HostRun& other = g.hosts[i];
       StepRecord rec;
       rec.step_id = step.id;
       rec.pass = other.pass;
-      rec.outcome = "passed";
-      rec.message = "every host of the pod arrived";
       rec.finished_at = now;
+      if (auto d = disagree.find(i); d != disagree.end()) {
+        rec.outcome = "failed";
+        rec.message = d->second;
+        other.history.push_back(std::move(rec));
+        applyOnFailure(other, step, d->second);
+        continue;
+      }
+      rec.outcome = "passed";
+      rec.message = step.agree ? "every host of the pod arrived, and " +
+                                     std::to_string(arrived.size() - disagree.size()) + " agree on " +
+                                     joinPaths(step.agree->paths)
+                               : std::string("every host of the pod arrived");
       other.history.push_back(std::move(rec));
       ++other.step_index;
       other.attempt = 1;
@@ -548,6 +622,12 @@ Result<Effects> Engine::onResultAfterRecovery(GroupState& g, std::size_t h, cons
       // report of the group; every parsed output stays with its assignment's result, where
       // the run view reads it.
       if (spec_.isDeltaBaseline(step.id)) host.parsed[step.id] = r.parsed;
+      // What a barrier's `agree` compares later: only the values at its paths.
+      if (auto paths = spec_.agreedPaths(step.id); !paths.empty()) {
+        json kept = json::object();
+        for (const auto& path : paths) kept[path] = workflow::distinctValues(r.parsed, path);
+        host.parsed[agreedKey(step.id)] = std::move(kept);
+      }
       for (const auto& o : outcomes) {
         rec.checks.push_back({{"name", o.name}, {"passed", o.passed}, {"skipped", o.skipped}, {"message", o.message}});
         if (!o.passed) {

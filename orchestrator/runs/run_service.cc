@@ -82,7 +82,8 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
   if (req.hosts.empty() && req.pods.empty()) bad.fields.push_back({"hosts", "give hosts or pods"});
   if (req.hosts.size() + req.pods.size() * 18 > options_.max_targets)
     bad.fields.push_back({"hosts", "at most " + std::to_string(options_.max_targets) + " hosts in one run"});
-  if (sp.scope == workflow::Scope::kPod && !req.hosts.empty())
+  // A rollout's validation may run a pod-scope workflow on a pod's upgraded hosts (issue 32).
+  if (sp.scope == workflow::Scope::kPod && !req.hosts.empty() && purpose != "rollout")
     bad.fields.push_back({"hosts", "workflow '" + req.workflow + "' runs on whole pods: give pods"});
   workflow::ParamValues given;
   if (!req.params.is_object()) bad.fields.push_back({"params", "expected an object"});
@@ -153,6 +154,18 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
     if (!seen.insert(id).second) continue;
     auto h = by_id.find(id);
     if (h == by_id.end()) return Error(invalidContent("no host '" + id + "'"));
+    if (sp.scope == workflow::Scope::kPod) {
+      // The hosts given of one pod are its group, together (pod.hosts lists them): a rollout
+      // validates the pod's upgraded hosts as one NVLink domain.
+      auto t = std::find_if(targets.begin(), targets.end(), [&](const Target& x) { return x.group == h->second.pod; });
+      if (t == targets.end()) {
+        targets.push_back({h->second.pod, {h->second}, {h->second}});
+      } else {
+        t->hosts.push_back(h->second);
+        t->pod_hosts.push_back(h->second);
+      }
+      continue;
+    }
     auto hosts = podHosts(h->second.pod);
     if (!hosts.ok()) return hosts.error();
     targets.push_back({id, {h->second}, *hosts});

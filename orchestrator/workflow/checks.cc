@@ -1,6 +1,7 @@
 #include "orchestrator/workflow/checks.h"
 
 #include <algorithm>
+#include <set>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -494,6 +495,18 @@ std::vector<CheckOutcome> evaluateChecks(const StepSpec& step, const json& parse
   std::vector<CheckOutcome> out;
   out.reserve(step.checks.size());
   for (const auto& c : step.checks) out.push_back(evaluateCheck(c, parsed, earlier, params));
+  return out;
+}
+
+std::vector<std::string> distinctValues(const nlohmann::json& parsed, std::string_view path) {
+  auto segs = parsePath(path);
+  if (!segs.ok()) return {};
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& hit : select(parsed, *segs)) {
+    std::string text = hit.value == nullptr ? "(missing)" : hit.value->is_null() ? "(not reported)" : scalarText(*hit.value);
+    if (seen.insert(text).second) out.push_back(std::move(text));
+  }
   return out;
 }
 

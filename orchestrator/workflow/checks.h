@@ -67,4 +67,8 @@ std::vector<CheckOutcome> evaluateChecks(const StepSpec& step, const nlohmann::j
 // Whether all outcomes passed.
 bool allPassed(const std::vector<CheckOutcome>& outcomes);
 
+// The distinct values at `path` of `parsed`, in the order found, as text ("(missing)" where the
+// path does not reach, "(not reported)" for null): what a barrier's `agree` compares.
+std::vector<std::string> distinctValues(const nlohmann::json& parsed, std::string_view path);
+
 }  // namespace kiln::workflow

@@ -430,7 +430,7 @@ class Validator {
     Entries e = entries(n, path,
                         {"id", "description", "type", "run", "timeout", "retries", "expect_exit",
                          "parse", "checks", "on_failure", "run_on", "when", "retest", "artifacts",
-                         "target", "recover"});
+                         "target", "recover", "agree"});
     if (auto* id = required(e, "id", n, path)) {
       if (auto v = text(id->value, path + ".id")) {
         s.id = *v;
@@ -565,6 +565,12 @@ class Validator {
         }
       }
     }
+    if (auto* a = optional(e, "agree")) {
+      if (s.type != StepType::kBarrier)
+        error(a->key.Mark(), path + ".agree", "agree is for barrier steps (the pod's hosts compared when all arrive)");
+      else
+        s.agree = agree(a->value, path + ".agree", index);
+    }
     if (auto* r = optional(e, "recover")) {
       if (s.type != StepType::kReboot)
         error(r->key.Mark(), path + ".recover", "recover is for reboot steps (a power cycle through the host's BMC)");
@@ -572,6 +578,41 @@ class Validator {
         s.recover = recover(r->value, path + ".recover");
     }
     return s;
+  }
+
+  // A barrier's `agree: {step, paths}`: an earlier step with a parse, and check paths.
+  std::optional<Agree> agree(const YAML::Node& n, const std::string& path, std::size_t index) {
+    if (!n.IsMap()) {
+      error(n.Mark(), path, "expected {step, paths}, got " + describeNode(n));
+      return std::nullopt;
+    }
+    Agree a;
+    Entries e = entries(n, path, {"step", "paths"});
+    if (auto* st = required(e, "step", n, path)) {
+      if (auto v = text(st->value, path + ".step", "a step id")) {
+        a.step = *v;
+        auto it = step_index_.find(*v);
+        if (it == step_index_.end())
+          error(st->value.Mark(), path + ".step", "no step " + quoteText(*v) + " in this workflow");
+        else if (it->second.position >= index)
+          error(st->value.Mark(), path + ".step", "step " + quoteText(*v) + " does not come before this barrier");
+        else if (!it->second.has_parse)
+          error(st->value.Mark(), path + ".step", "step " + quoteText(*v) + " has no parse, so there is nothing to compare");
+      }
+    }
+    if (auto* p = required(e, "paths", n, path)) {
+      if (!p->value.IsSequence() || p->value.size() == 0) {
+        error(p->value.Mark(), path + ".paths", "expected a non-empty list of paths like [gpus[*].fabric.clique_id], got " +
+                                                    describeNode(p->value));
+      } else {
+        for (std::size_t i = 0; i < p->value.size(); ++i) {
+          std::string one;
+          checkPath(p->value[i], path + ".paths[" + std::to_string(i) + "]", one);
+          if (!one.empty()) a.paths.push_back(one);
+        }
+      }
+    }
+    return a;
   }
 
   // A reboot step's `recover: {power_cycles, timeout}`.

@@ -173,6 +173,13 @@ const StepSpec* WorkflowSpec::findStep(std::string_view id) const {
   return nullptr;
 }
 
+std::vector<std::string> WorkflowSpec::agreedPaths(std::string_view step_id) const {
+  std::vector<std::string> out;
+  for (const auto& s : steps)
+    if (s.agree && s.agree->step == step_id) out.insert(out.end(), s.agree->paths.begin(), s.agree->paths.end());
+  return out;
+}
+
 bool WorkflowSpec::isDeltaBaseline(std::string_view step_id) const {
   for (const auto& s : steps)
     for (const auto& c : s.checks)
@@ -276,6 +283,7 @@ nlohmann::json stepJson(const StepSpec& s) {
   j["on_failure"] = onFailureName(s.on_failure);
   j["run_on"] = runOnName(s.run_on);
   if (s.target != Target::kHost) j["target"] = targetName(s.target);
+  if (s.agree) j["agree"] = {{"step", s.agree->step}, {"paths", s.agree->paths}};
   if (s.recover)
     j["recover"] = {{"power_cycles", s.recover->power_cycles}, {"timeout", formatDuration(s.recover->timeout)}};
   if (!s.when.empty()) j["when"] = s.when;

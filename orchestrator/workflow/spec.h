@@ -154,6 +154,19 @@ struct Recover {
   bool operator==(const Recover&) const = default;
 };
 
+// A barrier's agreement (issue 32: the NVLink domain as a whole). When every host still running
+// reaches the barrier, the values each found at `paths` in the parsed output of the earlier step
+// `step` are compared across the pod: the value most hosts hold is the pod's, and a host that
+// reports another (or whose own GPUs disagree, or that has no output of the step) fails the
+// barrier, naming the path, its value and the pod's. No value held by most hosts fails them all
+// (a split domain has no side that is right). E.g. every tray of an NVL72 domain reports the same
+// fabric clique id and cluster UUID.
+struct Agree {
+  std::string step;
+  std::vector<std::string> paths;
+  bool operator==(const Agree&) const = default;
+};
+
 struct StepSpec {
   std::string id;
   std::string description;
@@ -168,6 +181,7 @@ struct StepSpec {
   RunOn run_on = RunOn::kEach;
   Target target = Target::kHost;    // run steps only
   std::optional<Recover> recover;   // reboot steps only
+  std::optional<Agree> agree;       // barrier steps only
   std::string when;  // template; empty, "false" or "0" after substitution = skip the step
   std::optional<Retest> retest;
   std::vector<std::string> artifacts;  // stage steps: the artifact params to fetch (non-empty)
@@ -195,6 +209,9 @@ struct WorkflowSpec {
   // Whether a later step's delta check (`delta_from`) reads this step's parsed output: only
   // those outputs are kept in a run's state (the rest stay with the step's assignment).
   bool isDeltaBaseline(std::string_view step_id) const;
+  // The paths a barrier's `agree` compares of this step's output (empty: none); the engine keeps
+  // only their values in the run's state.
+  std::vector<std::string> agreedPaths(std::string_view step_id) const;
   bool operator==(const WorkflowSpec&) const = default;
 };
 

@@ -192,6 +192,20 @@ TEST_F(RolloutsApiTest, ABundleWithAnUnknownWorkflowAndOtherBadFieldsNamesThemAl
   EXPECT_EQ(fieldPaths(r), (std::set<std::string>{"workflow", "components[0].sha256"})) << r.body;
 }
 
+// Issue 32: a bundle names the workflow that validates its pods; one that does not exist is a
+// 422 naming the field, and one that does is kept in the bundle's document.
+TEST_F(RolloutsApiTest, ABundleNamesItsValidationWorkflowWhichMustExist) {
+  json b = driverBundle();
+  b["validation_workflow"] = "no-such-workflow";
+  Reply r = call(*op_, "POST", "/api/v1/bundles", b.dump());
+  ASSERT_TRUE(isError(r, 422, "invalid_content"));
+  EXPECT_EQ(fieldPaths(r), std::set<std::string>{"validation_workflow"}) << r.body;
+  b["validation_workflow"] = "nvlink-domain-validation";  // shipped
+  Reply ok = call(*op_, "POST", "/api/v1/bundles", b.dump());
+  ASSERT_TRUE(ok.status == 200 || ok.status == 201) << ok.body;
+  EXPECT_EQ(ok.doc().value("validation_workflow", ""), b["validation_workflow"].get<std::string>()) << ok.body;
+}
+
 TEST_F(RolloutsApiTest, ABundleIsAcceptedAsYamlAndAYamlSyntaxErrorIs400SayingWhere) {
   const std::string yaml = "name: gb200-driver\n"
                            "version: \"2026.11\"\n"

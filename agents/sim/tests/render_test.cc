@@ -83,6 +83,23 @@ TEST(RenderNvidiaSmiTest, XmlIsWellFormedAndCarriesTheFieldsParsersRead) {
   EXPECT_EQ(gpus, 4u);
 }
 
+// Issue 32: the trays of one pod are one NVLink domain (one cluster UUID, clique 32766); a
+// fabric_split fault puts a tray in another clique.
+TEST(RenderNvidiaSmiTest, TraysOfAPodShareTheirClusterAndASplitTrayReportsAnotherClique) {
+  HostState a = makeDefaultState("prn-b01-p0001-h01", Platform::kCatalina);
+  HostState b = makeDefaultState("prn-b01-p0001-h17", Platform::kCatalina);
+  HostState other = makeDefaultState("prn-b01-p0002-h01", Platform::kCatalina);
+  const std::string xa = renderNvidiaSmiXml(a, "t"), xb = renderNvidiaSmiXml(b, "t");
+  EXPECT_EQ(between(xa, "<clusterUuid>", "<"), between(xb, "<clusterUuid>", "<"));
+  EXPECT_NE(between(xa, "<clusterUuid>", "<"), between(renderNvidiaSmiXml(other, "t"), "<clusterUuid>", "<"));
+  EXPECT_EQ(between(xb, "<cliqueId>", "<"), "32766");
+  Fault split;
+  split.kind = FaultKind::kFabricSplit;
+  b.faults.push_back(split);
+  EXPECT_EQ(between(renderNvidiaSmiXml(b, "t"), "<cliqueId>", "<"), "32767");
+  EXPECT_EQ(parseFaultKind("fabric_split"), FaultKind::kFabricSplit);
+}
+
 TEST(RenderNvidiaSmiTest, XmlEscapesHostDerivedText) {
   HostState s = makeDefaultState("a&b<c>", Platform::kClemente);
   EXPECT_EQ(xmlProblem(renderNvidiaSmiXml(s, "now & then")), "");

@@ -916,6 +916,38 @@ TEST_P(RolloutControllerTest, ThreeFailedHostsLeaveTooFewGpusAndThePodFails) {
   EXPECT_EQ(hostsIn("b1-p1", core::HostState::kAvailable), 15);
 }
 
+// Issue 32: a bundle names its own validation; a pod-scope one runs on the pod's upgraded hosts
+// as one group (the NVLink domain checked as a whole), and a host it fails goes to repair.
+TEST_P(RolloutControllerTest, ABundlesPodScopeValidationChecksTheUpgradedHostsTogether) {
+  ASSERT_TRUE(room_.workflows
+                  .putWorkflow("domain",
+                               "name: domain\nversion: \"1\"\ndescription: t\nscope: pod\nsteps:\n"
+                               "  - id: fabric\n    run: [nvidia-smi, -q, -x]\n    parse: json\n    timeout: 1m\n"
+                               "  - id: one\n    type: barrier\n    timeout: 5m\n"
+                               "    agree: {step: fabric, paths: [\"gpus[*].fabric.clique_id\"]}\n",
+                               kSre)
+                  .ok());
+  bundle_.validation_workflow = "domain";
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"}, policy(1));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", {4});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  ASSERT_EQ(run_store_.runsOf("domain").size(), 1u);
+  EXPECT_TRUE(run_store_.runsOf("validate").empty()) << "kilnd's default is not run";
+  const std::string run = pod("b1-p1").validation_run_id;
+  ASSERT_EQ(run_store_.groupsOf(run).size(), 1u) << "one group: the pod";
+  const auto& group = run_store_.groupsOf(run)[0];
+  EXPECT_EQ(group.group, "b1-p1");
+  EXPECT_EQ(group.hosts.size(), 17u) << "its upgraded hosts, not the one that failed";
+  finishValidation("b1-p1", {9});
+  svc.tick();
+  EXPECT_EQ(phase("b1-p1"), PodPhase::kSucceeded);
+  EXPECT_EQ(fleet_.state(host("b1-p1", 9)), core::HostState::kRepair);
+}
+
 TEST_P(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainstTheSpares) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));
   auto& svc = service();

@@ -781,5 +781,72 @@ TEST_F(EngineTest, AStepAboutTheBmcGoesToThePodsRunnerNeverToTheHost) {
   EXPECT_NE(none.hosts[0].failures[0].find("pod p2's management block names no out-of-band runner"), std::string::npos);
 }
 
+// ---- The NVLink domain as a whole: a barrier's agreement (issue 32) ----
+
+constexpr const char* kDomain = R"(
+name: domain
+version: "1"
+scope: pod
+steps:
+  - id: fabric
+    run: [nvidia-smi, -q, -x]
+    parse: json
+    timeout: 1m
+  - id: domain
+    type: barrier
+    timeout: 10m
+    agree: {step: fabric, paths: ["gpus[*].fabric.clique_id", "gpus[*].fabric.cluster_uuid"]}
+)";
+
+json fabricOf(const std::string& clique, const std::string& uuid, const std::string& odd_clique = "") {
+  json gpus = json::array();
+  for (int i = 0; i < 4; ++i)
+    gpus.push_back({{"gpu_id", i}, {"fabric", {{"clique_id", i == 3 && !odd_clique.empty() ? odd_clique : clique},
+                                               {"cluster_uuid", uuid}}}});
+  return {{"gpus", gpus}};
+}
+
+TEST_F(EngineTest, TheDomainBarrierFailsTheTrayThatDisagreesWithThePodAndPassesTheRest) {
+  auto spec = load(kDomain);
+  Engine e(spec, params_);
+  auto g = group(e, 5);
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 5u);
+  const std::vector<Dispatch> steps = fx.dispatches;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    json out = i == 1 ? fabricOf("32766", "uuid-A", "4") : i == 3 ? fabricOf("32767", "uuid-A") : fabricOf("32766", "uuid-A");
+    ASSERT_TRUE(e.onResult(g, steps[i].assignment_id, exited(0, out), now_).ok());
+  }
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kPassed);
+  EXPECT_EQ(g.hosts[2].status, HostStatus::kPassed);
+  EXPECT_EQ(g.hosts[4].status, HostStatus::kPassed);
+  EXPECT_NE(g.hosts[0].history.back().message.find("3 agree on gpus[*].fabric.clique_id"), std::string::npos)
+      << g.hosts[0].history.back().message;
+  ASSERT_EQ(g.hosts[1].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[1].failures[0].find("this host's own GPUs disagree (32766, 4)"), std::string::npos) << g.hosts[1].failures[0];
+  ASSERT_EQ(g.hosts[3].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[3].failures[0].find("gpus[*].fabric.clique_id is 32767 here, 32766 on 3 other hosts of the pod"),
+            std::string::npos)
+      << g.hosts[3].failures[0];
+  // Only the compared values stay in the run's state, not the whole output.
+  EXPECT_EQ(g.hosts[0].parsed.at("agree/fabric").size(), 2u);
+  EXPECT_FALSE(g.hosts[0].parsed.count("fabric"));
+}
+
+TEST_F(EngineTest, ASplitDomainHasNoRightSideAndFailsEveryHost) {
+  auto spec = load(kDomain);
+  Engine e(spec, params_);
+  auto g = group(e, 4);
+  auto fx = e.start(g, now_);
+  const std::vector<Dispatch> steps = fx.dispatches;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    ASSERT_TRUE(e.onResult(g, steps[i].assignment_id, exited(0, fabricOf("32766", i < 2 ? "uuid-A" : "uuid-B")), now_).ok());
+  for (const auto& h : g.hosts) {
+    ASSERT_EQ(h.status, HostStatus::kFailed) << h.host;
+    EXPECT_NE(h.failures[0].find("no value is held by most hosts of the pod (uuid-A on 2, uuid-B on 2)"), std::string::npos)
+        << h.failures[0];
+  }
+}
+
 }  // namespace
 }  // namespace kiln::runs

@@ -380,6 +380,11 @@ TEST(ShippedWorkflowsTest, EveryShippedCheckDecidesNullAsDocumented) {
     pass("pre-job-health/gpu-state/no pending GPU recovery action");
     pass("quarantine-validation/gpu-state/no pending GPU recovery action");
     pass("l11-burn-in/gpu-state-after/no pending GPU recovery action");
+    // Issue 32: the NVLink domain's own validation: a GPU that cannot say its fabric state is
+    // not proven in the domain; recovery action as everywhere.
+    for (const char* check : {"GPU count", "NVLink fabric registered", "NVLink fabric registration succeeded"})
+      fail(std::string("nvlink-domain-validation/fabric/") + check);
+    pass("nvlink-domain-validation/fabric/no pending GPU recovery action");
     for (const char* check : {"no row remap pending", "no row remap failure", "no volatile uncorrectable ECC errors",
                               "NVLink fabric registered"}) {
       fail(std::string("l11-burn-in/gpu-state-after/") + check);

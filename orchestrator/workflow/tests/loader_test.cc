@@ -119,6 +119,40 @@ TEST(WorkflowLoaderTest, UnknownKeyNamesFileLineColumnAndPath) {
       << e.message;
 }
 
+// Issue 32: a barrier's agreement names an earlier step with a parse and check paths.
+TEST(WorkflowLoaderTest, AgreeIsForBarriersOverAnEarlierParsedStep) {
+  const char* ok = R"(name: domain
+version: "1"
+scope: pod
+steps:
+  - id: fabric
+    run: [nvidia-smi, -q, -x]
+    parse: nvidia-smi-xml
+    timeout: 1m
+  - id: domain
+    type: barrier
+    timeout: 10m
+    agree: {step: fabric, paths: ["gpus[*].fabric.clique_id"]}
+)";
+  auto spec = loadWorkflow(ok, "domain.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  ASSERT_TRUE(spec->steps[1].agree);
+  EXPECT_EQ(spec->steps[1].agree->step, "fabric");
+  EXPECT_EQ(spec->agreedPaths("fabric"), std::vector<std::string>{"gpus[*].fabric.clique_id"});
+  EXPECT_EQ(toJson(*spec)["steps"][1]["agree"]["paths"][0], "gpus[*].fabric.clique_id");
+
+  Error e = errorsOf(replaced(ok, "{step: fabric,", "{step: later,"));
+  EXPECT_TRUE(hasField(e, "steps[1].agree.step", "no step")) << e.message;
+  e = errorsOf(replaced(ok, "    parse: nvidia-smi-xml\n", ""));
+  EXPECT_TRUE(hasField(e, "steps[1].agree.step", "has no parse")) << e.message;
+  e = errorsOf(replaced(ok, "paths: [\"gpus[*].fabric.clique_id\"]", "paths: []"));
+  EXPECT_TRUE(hasField(e, "steps[1].agree.paths", "non-empty list")) << e.message;
+  e = errorsOf(replaced(ok, "paths: [\"gpus[*].fabric.clique_id\"]", "paths: [\"gpus[*.x\"]"));
+  EXPECT_TRUE(hasField(e, "steps[1].agree.paths[0]", "")) << e.message;
+  e = errorsOf(replaced(ok, "    parse: nvidia-smi-xml\n", "    parse: nvidia-smi-xml\n    agree: {step: fabric, paths: [x]}\n"));
+  EXPECT_TRUE(hasField(e, "steps[0].agree", "for barrier steps")) << e.message;
+}
+
 // Issue 32: steps about the host's BMC, and a reboot's recovery through it.
 TEST(WorkflowLoaderTest, TargetAndRecoverAreReadAndCheckedWhereTheyBelong) {
   const char* ok = R"(name: oob
@@ -431,8 +465,8 @@ TEST(ShippedWorkflowsTest, AllLoadWithoutErrors) {
   ASSERT_TRUE(r.ok()) << r.error().details["text"];
   std::vector<std::string> names;
   for (const auto& w : *r) names.push_back(w.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"artifact-stage", "firmware-upgrade", "l11-burn-in", "pre-job-health",
-                                             "quarantine-validation"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"artifact-stage", "firmware-upgrade", "l11-burn-in",
+                                             "nvlink-domain-validation", "pre-job-health", "quarantine-validation"}));
   for (const auto& w : *r) {
     EXPECT_FALSE(w.description.empty()) << w.name;
     for (const auto& p : w.params) EXPECT_FALSE(p.description.empty()) << w.name << " " << p.name;
