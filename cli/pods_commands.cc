@@ -42,7 +42,10 @@ std::string renderPod(const json& pod) {
                                      {"labels", field(pod, "labels")},
                                      {"management", pod.value("management", json()).is_object()
                                                         ? field(pod["management"], "protocol") + ", credential " +
-                                                              field(pod["management"], "credential")
+                                                              field(pod["management"], "credential") +
+                                                              (pod["management"].value("runner", json()).is_string()
+                                                                   ? ", runner " + field(pod["management"], "runner")
+                                                                   : std::string(", no out-of-band runner"))
                                                         : std::string("none")}});
   std::vector<std::vector<std::string>> hosts;
   for (const auto& h : pod.value("hosts", json::array()))

@@ -120,7 +120,8 @@ TEST(PodsCommandTest, OnePageTableNotesTheNextCursor) {
 TEST(PodsCommandTest, ShowEncodesTheIdAndPrintsHostsAndVersions) {
   CliHarness h;
   h.transport.reply(200, R"({"id": "p1", "platform": "catalina", "rack_ids": ["p1-r1", "p1-r2"], "spares": ["p1-h17"],
-    "management": {"protocol": "redfish", "credential": "tray-bmc", "tray_bmc": "{host}-bmc", "switch_bmc": null},
+    "management": {"protocol": "redfish", "credential": "tray-bmc", "tray_bmc": "{host}-bmc", "switch_bmc": null,
+                   "runner": "oob-b01"},
     "hosts": [{"id": "p1-h01", "tray": 1, "spare": false, "state": "available",
                "bmc": {"address": "p1-h01-bmc", "port": 443, "protocol": "redfish", "credential": "tray-bmc"}},
               {"id": "p1-h17", "tray": 17, "spare": true, "state": "failed", "state_reason": "xid 79"}],
@@ -133,7 +134,7 @@ TEST(PodsCommandTest, ShowEncodesTheIdAndPrintsHostsAndVersions) {
   EXPECT_NE(r.out.find("switch_trays:    2\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p1-h17  17    spare  failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("driver     565.9    1\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("management:      redfish, credential tray-bmc\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("management:      redfish, credential tray-bmc, runner oob-b01\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p1-h01-bmc:443 (redfish, credential tray-bmc)"), std::string::npos) << r.out;
 }
 

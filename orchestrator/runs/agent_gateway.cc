@@ -1,9 +1,12 @@
 #include "orchestrator/runs/agent_gateway.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
+
+#include "common/runner_key.h"
 
 namespace kiln::runs {
 
@@ -89,6 +92,21 @@ std::string AgentGateway::metrics() const {
   out += "# HELP kiln_agent_reports_aged_total Step reports taken ahead of higher classes because they had waited the starvation bound.\n"
          "# TYPE kiln_agent_reports_aged_total counter\n";
   out += "kiln_agent_reports_aged_total " + std::to_string(reports_aged_.load()) + "\n";
+  std::map<std::string, core::TimePoint> runners;
+  {
+    std::lock_guard gate(mu_);
+    runners = runner_polls_;
+  }
+  // The family is always declared (no sample until a runner polls this replica).
+  out += "# HELP kiln_runner_last_poll_timestamp_seconds When each out-of-band runner last polled this replica (issue 32): "
+         "the newest across replicas says whether it is alive.\n"
+         "# TYPE kiln_runner_last_poll_timestamp_seconds gauge\n";
+  for (const auto& [name, at] : runners) {
+    const double s = std::chrono::duration<double>(at.time_since_epoch()).count();
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", s);
+    out += "kiln_runner_last_poll_timestamp_seconds{runner=\"" + name + "\"} " + text + "\n";
+  }
   return out;
 }
 
@@ -104,6 +122,7 @@ void AgentGateway::poll(const std::string& host, const std::string& boot_id, int
   {
     std::lock_guard lock(mu_);
     beats_[host] = {host, boot_id, clock_.now()};
+    if (isRunnerKey(host)) runner_polls_[runnerOfKey(host)] = clock_.now();
     has_work = pending_.count(host) > 0;
     if (auto it = known_.find(host); !running.empty() && it != known_.end()) {
       // A poll sent before its step's report arrived: the step is over.

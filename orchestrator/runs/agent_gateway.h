@@ -156,6 +156,9 @@ class AgentGateway final : public WorkListener {
   std::uint64_t park_seq_ = 0;
   std::unordered_set<std::string> pending_;
   std::unordered_map<std::string, Heartbeat> beats_;
+  // The last poll this replica served of each out-of-band runner (common/runner_key.h), for
+  // kiln_runner_last_poll_timestamp_seconds: a runner has no host row to hold its liveness.
+  std::map<std::string, core::TimePoint> runner_polls_;
   // Counts notify() per host, so that what the gateway learnt about a host can be dated.
   std::unordered_map<std::string, std::uint64_t> epoch_;
   // What the gateway itself saw of a host's steps: `done` (its last report) is over for good;

@@ -5,6 +5,7 @@
 // clock. Replies that go through the executor are awaited on futures.
 
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/agent_protocol.h"
@@ -355,6 +357,22 @@ TEST(AgentGatewayTest, AParkedPollIsAnswered204AtItsDeadlineAsTheClockMoves) {
   EXPECT_EQ(t.gateway.parkedCount(), 0u);
   EXPECT_EQ(t.gateway.expireDue(), 0u) << "an answered poll is not answered twice";
   EXPECT_TRUE(t.work.claims().empty());
+}
+
+// Issue 32: an out-of-band runner has no host row to hold its liveness: the gateway says when
+// each runner last polled, and says nothing of hosts there.
+TEST(AgentGatewayTest, TheMetricsSayWhenEachRunnerLastPolled) {
+  GatewayUnderTest t;
+  Answer a, b;
+  EXPECT_EQ(t.gateway.metrics().find("kiln_runner_last_poll_timestamp_seconds{"), std::string::npos) << "no runner polled";
+  t.gateway.poll("h1", "boot-1", 0, "", a.reply());
+  t.gateway.poll("runner:oob-b01", "boot-r", 0, "", b.reply());
+  const std::string m = t.gateway.metrics();
+  const double at = std::chrono::duration<double>(t.clock.now().time_since_epoch()).count();
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "kiln_runner_last_poll_timestamp_seconds{runner=\"oob-b01\"} %.3f\n", at);
+  EXPECT_NE(m.find(expected), std::string::npos) << m;
+  EXPECT_EQ(m.find("runner=\"h1\""), std::string::npos) << m;
 }
 
 TEST(AgentGatewayTest, AReportEndsTheParkedPollOfItsStep) {
