@@ -22,7 +22,8 @@ constexpr const char* kUsage =
     "       kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]\n"
     "       kiln-oob log list --bmc HOST[:PORT] --credential NAME [--last N] [...]\n"
     "       kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V\n"
-    "                --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait SECONDS] [...]\n";
+    "                --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait SECONDS] [...]\n"
+    "       kiln-oob bmc reset --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait SECONDS] [...]\n";
 
 bool number(const std::string& text, int lo, int hi, int& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -37,17 +38,19 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "kiln-oob: " << why << "\n" << kUsage;
     return 2;
   };
-  if (args.size() < 2 || (args[0] != "power" && args[0] != "firmware" && args[0] != "log"))
+  if (args.size() < 2 || (args[0] != "power" && args[0] != "firmware" && args[0] != "log" && args[0] != "bmc"))
     return usage(args.empty() ? "no command" : "unknown command '" + args[0] + "'");
   const bool is_firmware = args[0] == "firmware";
   const bool is_log = args[0] == "log";
+  const bool is_bmc = args[0] == "bmc";
   if (is_log && args[1] != "list") return usage("unknown log command '" + args[1] + "' (expected list)");
+  if (is_bmc && args[1] != "reset") return usage("unknown bmc command '" + args[1] + "' (expected reset)");
   const std::string verb = args[1];
   if (is_firmware && verb != "list" && verb != "update")
     return usage("unknown firmware command '" + verb + "' (expected list or update)");
   const bool is_status = verb == "status";
   const auto action = parsePowerAction(verb);
-  if (!is_firmware && !is_log && !is_status && !action) return usage("unknown power action '" + verb + "'");
+  if (!is_firmware && !is_log && !is_bmc && !is_status && !action) return usage("unknown power action '" + verb + "'");
   std::string bmc_text, credential, component, image_path, sha256, version;
   int cipher = 17, wait_s = -1, last = -1;
   for (std::size_t i = 2; i < args.size(); ++i) {
@@ -100,6 +103,8 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!validCredentialName(credential)) return usage("--credential: expected 1 to 64 of A-Z a-z 0-9 . _ -");
   if (is_firmware && options.protocol != "redfish")
     return usage("firmware list needs --protocol redfish (IPMI has no firmware inventory)");
+  if (is_bmc && options.protocol != "redfish") return usage("bmc reset needs --protocol redfish");
+  if (is_bmc) wait_s = wait_s < 0 ? 300 : wait_s;  // how long the BMC may take to answer again
   if (options.protocol == "ipmi" && (options.insecure || !options.ca_file.empty()))
     return usage("--ca and --insecure are for --protocol redfish");
   const bool is_update = is_firmware && verb == "update";
@@ -118,7 +123,7 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "kiln-oob: warning: --insecure: the BMC's TLS certificate is not checked (" << bmc->address << ")\n";
   auto power = make(options);
   nlohmann::json answer = {{"bmc", bmc->address + ":" + std::to_string(bmc->port)}};
-  if (!is_firmware && !is_log) answer["action"] = verb;
+  if (!is_firmware && !is_log) answer["action"] = is_bmc ? "bmc-" + verb : verb;
   auto fail = [&](const Error& e) {
     err << "kiln-oob: " << args[0] << " " << verb << " " << answer["bmc"].get<std::string>() << ": " << e.message
         << "\n";
@@ -166,6 +171,15 @@ int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostr
     answer["log"] = std::move(list);
     return std::nullopt;
   };
+  if (is_bmc) {
+    auto* manager = dynamic_cast<BmcManager*>(power.get());
+    if (manager == nullptr) return usage("this driver cannot reset a BMC");
+    auto version = manager->resetBmc(*bmc, std::chrono::seconds(wait_s), options.poll);
+    if (!version.ok()) return fail(version.error());
+    answer["firmware_version"] = *version;
+    out << answer.dump() << "\n";
+    return 0;
+  }
   if (is_log) {
     if (auto e = logInto(last < 0 ? 50 : last)) return fail(*e);
     out << answer.dump() << "\n";

@@ -9,6 +9,9 @@
 //   kiln-oob firmware list --bmc HOST[:PORT] --credential NAME --protocol redfish [...]
 //   kiln-oob firmware update --component ID --image FILE --sha256 HEX --version V ... (Redfish)
 //   kiln-oob log list --bmc HOST[:PORT] --credential NAME [--last N] [...]
+//   kiln-oob bmc reset --bmc HOST[:PORT] --credential NAME --protocol redfish [--wait S] (Manager.Reset:
+//            the BMC restarts, the tray's power is untouched; {"bmc", "action": "bmc-reset",
+//            "firmware_version"} once it answers again, within --wait, default 300 s)
 //   (power commands: --log N adds the BMC's newest N event log entries to the answer)
 //
 // On success it prints one JSON object on stdout for the step's `parse: json`, exit 0: power

@@ -72,6 +72,16 @@ class FirmwareUpdater {
                                               std::chrono::seconds task_timeout, std::chrono::milliseconds poll) = 0;
 };
 
+// A BMC's own restart (Redfish #Manager.Reset), as NVIDIA's rack recipe asks after a BMC's
+// firmware update: "BMC first and reset". The tray's power is not touched. Returns the firmware
+// version the BMC reports once it answers again (within `wait`, asking every `poll`).
+class BmcManager {
+ public:
+  virtual ~BmcManager() = default;
+  virtual Result<std::string> resetBmc(const BmcEndpoint& bmc, std::chrono::seconds wait,
+                                       std::chrono::milliseconds poll) = 0;
+};
+
 // One entry of the BMC's event log (IPMI's SEL, Redfish's LogServices): what a recovery puts
 // into its step's output so that nobody has to log into the BMC to see why a tray died.
 struct LogEntry {

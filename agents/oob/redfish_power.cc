@@ -339,6 +339,54 @@ Result<std::vector<FirmwareItem>> RedfishPower::firmware(const BmcEndpoint& bmc)
   return out;
 }
 
+Result<std::string> RedfishPower::resetBmc(const BmcEndpoint& bmc, std::chrono::seconds wait,
+                                           std::chrono::milliseconds poll) {
+  auto cred = credential_(bmc.credential);
+  if (!cred.ok()) return cred.error();
+  auto managers = call(bmc, *cred, "GET", "/redfish/v1/Managers", "");
+  if (!managers.ok()) return managers.error();
+  auto ids = redfishMembers(*managers, "/redfish/v1/Managers");
+  if (!ids.ok()) return ids.error();
+  if (ids->empty()) return unavailable("the BMC lists no Manager");
+  const std::string path = ids->front();
+  auto manager = call(bmc, *cred, "GET", path, "");
+  if (!manager.ok()) return manager.error();
+  const json* action = nullptr;
+  if (manager->is_object() && manager->contains("Actions") && (*manager)["Actions"].is_object() &&
+      (*manager)["Actions"].contains("#Manager.Reset") && (*manager)["Actions"]["#Manager.Reset"].is_object())
+    action = &(*manager)["Actions"]["#Manager.Reset"];
+  if (!action || !action->contains("target") || !(*action)["target"].is_string() ||
+      !safeRedfishPath((*action)["target"].get<std::string>()))
+    return unavailable(path + " offers no usable #Manager.Reset action");
+  std::string type = "ForceRestart";
+  if (auto allowed = action->find("ResetType@Redfish.AllowableValues"); allowed != action->end() && allowed->is_array()) {
+    const bool graceful = std::find(allowed->begin(), allowed->end(), json("GracefulRestart")) != allowed->end();
+    const bool force = std::find(allowed->begin(), allowed->end(), json("ForceRestart")) != allowed->end();
+    if (!graceful && !force) return unavailable(path + "'s #Manager.Reset allows neither GracefulRestart nor ForceRestart");
+    type = graceful ? "GracefulRestart" : "ForceRestart";
+  }
+  auto done = call(bmc, *cred, "POST", (*action)["target"].get<std::string>(), json{{"ResetType", type}}.dump());
+  if (!done.ok()) return done.error();
+  // Its sessions went with it: no logout, and the next request logs in again.
+  sessions_.erase(bmc.address + ":" + std::to_string(bmc.port));
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  std::string last = "no answer yet";
+  while (true) {
+    std::this_thread::sleep_for(poll);
+    auto back = call(bmc, *cred, "GET", path, "");
+    if (back.ok()) {
+      if (!back->is_object() || !back->contains("FirmwareVersion") || !(*back)["FirmwareVersion"].is_string())
+        return unavailable(path + ": no FirmwareVersion after the reset");
+      return (*back)["FirmwareVersion"].get<std::string>().substr(0, 200);
+    }
+    sessions_.erase(bmc.address + ":" + std::to_string(bmc.port));  // a login refused while it restarts
+    last = back.error().message;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return unavailable("the BMC did not answer within " + std::to_string(wait.count()) + " s of its reset (" +
+                         path + ", " + type + "): " + last);
+  }
+}
+
 Result<FirmwareUpdateResult> RedfishPower::update(const BmcEndpoint& bmc, const std::string& component,
                                                   const std::string& image, const std::string& version,
                                                   std::chrono::seconds task_timeout, std::chrono::milliseconds poll) {

@@ -49,7 +49,11 @@ bool safeRedfishPath(const std::string& path);
 // The Reset action's target and allowed values from a ComputerSystem document.
 Result<std::pair<std::string, std::vector<std::string>>> resetAction(const nlohmann::json& system);
 
-class RedfishPower final : public PowerControl, public FirmwareInventory, public FirmwareUpdater, public EventLog {
+class RedfishPower final : public PowerControl,
+                           public FirmwareInventory,
+                           public FirmwareUpdater,
+                           public EventLog,
+                           public BmcManager {
  public:
   using CredentialSource = std::function<Result<BmcCredential>(const std::string& name)>;
   RedfishPower(CredentialSource credential, RedfishOptions options);
@@ -71,6 +75,12 @@ class RedfishPower final : public PowerControl, public FirmwareInventory, public
   Result<FirmwareUpdateResult> update(const BmcEndpoint& bmc, const std::string& component, const std::string& image,
                                       const std::string& version, std::chrono::seconds task_timeout,
                                       std::chrono::milliseconds poll) override;
+
+  // The first Manager's #Manager.Reset (GracefulRestart when allowed, else ForceRestart). The
+  // BMC drops its sessions as it restarts: the next request logs in again. Its answers while it
+  // is away (connection refused, 503) are waited out until `wait`; then its FirmwareVersion.
+  Result<std::string> resetBmc(const BmcEndpoint& bmc, std::chrono::seconds wait,
+                               std::chrono::milliseconds poll) override;
 
  private:
   // GET or POST `path` (absolute, "/redfish/v1/..."): the parsed JSON body (null for none).

@@ -39,6 +39,10 @@ class BmcHandler final : public http::Handler {
         sessions_open_ = bmc_.sessionsOpen();
         std::cerr << "bmc: sessions made " << sessions_made_ << ", open " << sessions_open_ << std::endl;
       }
+      if (bmc_.bmcResets() != resets_) {
+        resets_ = bmc_.bmcResets();
+        std::cerr << "bmc: manager reset (" << resets_ << " so far)" << std::endl;
+      }
       if (bmc_.updatesPushed() != pushed_) {
         pushed_ = bmc_.updatesPushed();
         std::cerr << "bmc: update pushed (" << pushed_ << " so far)" << std::endl;
@@ -77,7 +81,7 @@ class BmcHandler final : public http::Handler {
   RedfishBmc bmc_;
   std::string boot_id_file_;
   std::size_t logged_ = 0, pushed_ = 0, sessions_open_ = 0;
-  int sessions_made_ = 0;
+  int sessions_made_ = 0, resets_ = 0;
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "agents/sim/redfish_bmc.h"
 
+#include <algorithm>
 #include <ctime>
 #include <random>
+#include <variant>
 
 namespace kiln::sim {
 namespace {
@@ -211,19 +213,27 @@ bool RedfishBmc::authorized(const BmcRequest& r) const {
   return false;
 }
 
-BmcResponse RedfishBmc::reset(const BmcRequest& r, Clock::time_point now) {
+// A Reset action's ResetType, one of `allowed`; else the 400 to answer.
+static std::variant<std::string, BmcResponse> resetTypeOf(const BmcRequest& r, const std::vector<std::string>& allowed) {
   json body = json::parse(r.body, nullptr, false);
   if (body.is_discarded() || !body.is_object() || !body.contains("ResetType") || !body["ResetType"].is_string())
-    return {400,
-            redfishError("PropertyMissing",
-                         "The property ResetType is a required property and must be included in the request."),
-            {}};
+    return BmcResponse{400,
+                       redfishError("PropertyMissing",
+                                    "The property ResetType is a required property and must be included in the request."),
+                       {}};
   const std::string type = body["ResetType"];
-  if (std::find(kResetTypes.begin(), kResetTypes.end(), type) == kResetTypes.end())
-    return {
+  if (std::find(allowed.begin(), allowed.end(), type) == allowed.end())
+    return BmcResponse{
         400,
         redfishError("ActionParameterNotSupported", "The parameter ResetType does not accept the value " + type + "."),
         {}};
+  return type;
+}
+
+BmcResponse RedfishBmc::reset(const BmcRequest& r, Clock::time_point now) {
+  auto parsed = resetTypeOf(r, kResetTypes);
+  if (auto* refused = std::get_if<BmcResponse>(&parsed)) return *refused;
+  const std::string type = std::get<std::string>(parsed);
   power_log_.push_back(type);
   note("OK", "ComputerSystem.Reset " + type + " requested");
   if (config_.faults.count("reset-ignored")) return {204, nullptr, {}};
@@ -241,9 +251,23 @@ BmcResponse RedfishBmc::reset(const BmcRequest& r, Clock::time_point now) {
   return {204, nullptr, {}};
 }
 
+BmcResponse RedfishBmc::resetBmc(const BmcRequest& r, Clock::time_point now) {
+  auto parsed = resetTypeOf(r, {"GracefulRestart", "ForceRestart"});
+  if (auto* refused = std::get_if<BmcResponse>(&parsed)) return *refused;
+  const std::string type = std::get<std::string>(parsed);
+  note("OK", "Manager.Reset " + type + " requested");
+  ++bmc_resets_;
+  // The BMC restarts: away for a while, and every session is lost (the tray's power is not
+  // touched: a BMC reset does not reset the host).
+  sessions_.clear();
+  bmc_back_ = now + config_.bmc_restart;
+  return {204, nullptr, {}};
+}
+
 BmcResponse RedfishBmc::handle(const BmcRequest& r, Clock::time_point now) {
   std::string path = r.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (now < bmc_back_) return {503, redfishError("ServiceTemporarilyUnavailable", "The BMC is restarting."), {}};
   if (cycling_ && now >= on_again_) {
     cycling_ = false;
     on_ = true;
@@ -379,9 +403,16 @@ BmcResponse RedfishBmc::handle(const BmcRequest& r, Clock::time_point now) {
                                   {"Name", "Tray BMC"},
                                   {"ManagerType", "BMC"},
                                   {"FirmwareVersion",
-                                   config_.firmware.count("BMC_Firmware") ? config_.firmware.at("BMC_Firmware") : ""}},
+                                   config_.firmware.count("BMC_Firmware") ? config_.firmware.at("BMC_Firmware") : ""},
+                                  {"Actions",
+                                   {{"#Manager.Reset",
+                                     {{"target", "/redfish/v1/Managers/BMC_0/Actions/Manager.Reset"},
+                                      {"ResetType@Redfish.AllowableValues", {"GracefulRestart", "ForceRestart"}}}}}}},
                              {}}
                : readOnly();
+  if (path == "/redfish/v1/Managers/BMC_0/Actions/Manager.Reset")
+    return r.method == "POST" ? resetBmc(r, now)
+                              : BmcResponse{405, redfishError("ActionNotSupported", "POST the action."), {}};
   if (path == "/redfish/v1/UpdateService")
     return get ? BmcResponse{200,
                              json{{"@odata.id", path},

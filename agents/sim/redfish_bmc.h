@@ -57,6 +57,7 @@ struct BmcConfig {
   std::set<std::string> faults;                 // "reset-ignored", "task-hangs", "version-unchanged"
   std::chrono::milliseconds cycle_off{1000};    // how long a PowerCycle keeps the tray off
   std::chrono::milliseconds update_time{1500};  // how long an update's Task runs
+  std::chrono::milliseconds bmc_restart{1000};  // how long a Manager.Reset keeps the BMC away
 };
 
 class RedfishBmc {
@@ -73,10 +74,12 @@ class RedfishBmc {
   std::size_t updatesPushed() const { return tasks_.size(); }
   std::size_t sessionsOpen() const { return sessions_.size(); }
   int sessionsMade() const { return next_session_ - 1; }
+  int bmcResets() const { return bmc_resets_; }
 
  private:
   bool authorized(const BmcRequest& r) const;
   BmcResponse reset(const BmcRequest& r, Clock::time_point now);
+  BmcResponse resetBmc(const BmcRequest& r, Clock::time_point now);
   BmcResponse push(const BmcRequest& r, Clock::time_point now);
   nlohmann::json taskJson(const std::string& id, Clock::time_point now);
 
@@ -97,6 +100,9 @@ class RedfishBmc {
   std::map<std::string, std::string> sessions_;  // id -> token
   int next_session_ = 1;
   std::vector<std::string> power_log_;
+  // A Manager.Reset: the BMC answers nothing (503) until then, and its sessions are gone.
+  Clock::time_point bmc_back_{};
+  int bmc_resets_ = 0;
 };
 
 // A Redfish error document (Base message registry style).

@@ -173,6 +173,34 @@ TEST_F(OobTest, AHostSilentAfterItsRebootIsPowerCycledThroughItsBmcAndTheRunGoes
   EXPECT_EQ(done.dump().find("e2e-bmc-secret"), std::string::npos);
 }
 
+// The rack recipe's BMC order through the runner (workflows/tray-bmc-firmware.yaml): the runner
+// fetches and verifies the image, kiln-oob pushes it through Redfish and follows the Task, resets
+// the BMC into it (the tray stays on) and reads the version back from the BMC's own inventory.
+TEST_F(OobTest, ATraysBmcFirmwareIsPushedResetIntoAndReadBackThroughTheRunner) {
+  startRunner();
+  const std::string host = hosts_[1];
+  const std::string image = root_ + "/bmc.fwpkg";
+  std::ofstream(image) << "KILN-HWSIM-FW BMC_Firmware 25.09-1\n" << std::string(100000, 'x');
+  const std::string sha = runCommand({"/usr/bin/sha256sum", image}, {}).output.substr(0, 64);
+  ASSERT_EQ(sha.size(), 64u);
+  json run = startRun({{"workflow", "tray-bmc-firmware"},
+                       {"hosts", {host}},
+                       {"purpose", "manual"},
+                       {"params", {{"bmc_image", image + "#sha256=" + sha}, {"bmc_sha256", sha}, {"bmc_version", "25.09-1"}}}});
+  json done = waitRun(run.value("id", ""), 90s);
+  ASSERT_EQ(done.value("state", ""), "passed") << done.dump(1) << "\nrunner:\n" << tailLines(readFile(root_ + "/runner.log"), 30);
+  for (const char* step : {"bmc-flash", "bmc-reset", "bmc-read-back"}) {
+    auto records = stepRecords(done, host, step);
+    ASSERT_EQ(records.size(), 1u) << step;
+    EXPECT_EQ(records[0].value("outcome", ""), "passed") << step;
+  }
+  const std::string log = readFile(root_ + "/bmc.log");
+  EXPECT_NE(log.find("update pushed (1 so far)"), std::string::npos) << log;
+  EXPECT_NE(log.find("manager reset (1 so far)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("reset PowerCycle"), std::string::npos) << "the tray's power is untouched: " << log;
+  EXPECT_LT(log.find("update pushed"), log.find("manager reset")) << "pushed first, then reset";
+}
+
 // Trust at the edge: a host's agent token cannot take or report the runner's steps, and a
 // runner's token acts only for its own key.
 TEST_F(OobTest, AHostsTokenCannotPollAsTheRunner) {

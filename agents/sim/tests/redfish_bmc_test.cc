@@ -103,6 +103,29 @@ TEST(RedfishBmcTest, ASessionTokenStandsForThePasswordUntilItIsDeleted) {
   EXPECT_EQ(bmc.handle(withToken, t).status, 401);
 }
 
+// Manager.Reset: the BMC restarts (503 to everything for a while), forgets its sessions, and
+// leaves the tray's power alone; an unknown ResetType is a 400.
+TEST(RedfishBmcTest, ABmcResetMakesItAnswerNothingForAWhileAndForgetsItsSessions) {
+  RedfishBmc bmc(config());
+  const auto t = RedfishBmc::Clock::now();
+  const json manager = bmc.handle(get("/redfish/v1/Managers/BMC_0"), t).body;
+  ASSERT_EQ(manager["Actions"]["#Manager.Reset"]["target"], "/redfish/v1/Managers/BMC_0/Actions/Manager.Reset");
+  BmcRequest login{
+      "POST", "/redfish/v1/SessionService/Sessions", {}, json{{"UserName", "kiln"}, {"Password", "Tr4y-pw"}}.dump()};
+  ASSERT_EQ(bmc.handle(login, t).status, 201);
+  BmcRequest r{"POST", "/redfish/v1/Managers/BMC_0/Actions/Manager.Reset", {{"authorization", kBasic}},
+               json{{"ResetType", "PowerCycle"}}.dump()};
+  EXPECT_EQ(bmc.handle(r, t).status, 400);
+  r.body = json{{"ResetType", "GracefulRestart"}}.dump();
+  EXPECT_EQ(bmc.handle(r, t).status, 204);
+  EXPECT_EQ(bmc.bmcResets(), 1);
+  EXPECT_EQ(bmc.sessionsOpen(), 0u);
+  EXPECT_EQ(bmc.handle(get("/redfish/v1"), t + std::chrono::milliseconds(500)).status, 503);
+  EXPECT_EQ(bmc.handle(get("/redfish/v1/Managers/BMC_0"), t + std::chrono::seconds(2)).status, 200);
+  EXPECT_TRUE(bmc.poweredOn(t + std::chrono::seconds(2)));
+  EXPECT_TRUE(bmc.powerLog().empty()) << "a BMC reset does not reset the tray";
+}
+
 TEST(RedfishBmcTest, TheFirmwareInventoryListsEveryComponentWithItsVersion) {
   BmcConfig c = config();
   c.firmware = {{"BMC_Firmware", "25.06-2"}, {"NVOS", "25.02.2553"}};

@@ -71,6 +71,12 @@ TEST_F(RolloutServiceTest, InstallParamsNameArtifactsWithTheirSha256AndCarryTheB
   EXPECT_EQ(installParams(b, {"nic_image", "artifact_signature"}),
             (json{{"nic_image", "/opt/kiln/fw/cx7.bin#sha256=" + nic}, {"artifact_signature", ""}}));
   EXPECT_EQ(installParams(b, {"target_nic"}), (json{{"target_nic", "28.44"}}));
+  // A BMC image, as tray-bmc-firmware takes it (issue 32): the artifact, its sha256 and version.
+  b.components.push_back({"bmc", "25.09-1", "https://fw.example/bmc.fwpkg", std::string(64, 'd')});
+  EXPECT_EQ(installParams(b, {"bmc_image", "bmc_sha256", "bmc_version"}),
+            (json{{"bmc_image", "https://fw.example/bmc.fwpkg#sha256=" + std::string(64, 'd')},
+                  {"bmc_sha256", std::string(64, 'd')},
+                  {"bmc_version", "25.09-1"}}));
 }
 
 TEST_F(RolloutServiceTest, AnUploadedBundleMustPassTheTrustRuleOrNothingIsStored) {

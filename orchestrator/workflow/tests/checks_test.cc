@@ -385,6 +385,9 @@ TEST(ShippedWorkflowsTest, EveryShippedCheckDecidesNullAsDocumented) {
     for (const char* check : {"GPU count", "NVLink fabric registered", "NVLink fabric registration succeeded"})
       fail(std::string("nvlink-domain-validation/fabric/") + check);
     pass("nvlink-domain-validation/fabric/no pending GPU recovery action");
+    // A BMC that does not say its version after the update is not verified.
+    fail("tray-bmc-firmware/bmc-reset/BMC runs the new version after its reset");
+    fail("tray-bmc-firmware/bmc-read-back/BMC firmware version read back");
     for (const char* check : {"no row remap pending", "no row remap failure", "no volatile uncorrectable ECC errors",
                               "NVLink fabric registered"}) {
       fail(std::string("l11-burn-in/gpu-state-after/") + check);
