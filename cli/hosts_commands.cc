@@ -31,9 +31,8 @@ std::string renderHost(const json& host) {
                           "state_reason", "last_seen"})
     pairs.emplace_back(key, field(host, key));
   // The tray's BMC (issue 32): where the out-of-band runners reach it, and the credential's name.
-  if (const json b = host.value("bmc", json()); b.is_object())
-    pairs.emplace_back("bmc", field(b, "address") + ":" + field(b, "port") + " (" + field(b, "protocol") +
-                                  ", credential " + field(b, "credential") + ")");
+  if (const std::string b = bmcText(host); !b.empty())
+    pairs.emplace_back("bmc", b);
   else if (host.contains("bmc"))
     pairs.emplace_back("bmc", "none in the fleet file");
   if (host.contains("allowed_actions")) {

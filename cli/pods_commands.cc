@@ -20,14 +20,6 @@ std::string renderPodList(const json& page) {
   return renderTable({"ID", "PLATFORM", "STATE", "HEALTHY_GPUS", "HOSTS", "BUILDING", "SITE", "LABELS"}, rows);
 }
 
-// A device's BMC as "address:port (protocol, credential NAME)", "" when none (issue 32).
-std::string bmcText(const json& device) {
-  const json b = device.value("bmc", json());
-  if (!b.is_object()) return "";
-  return field(b, "address") + ":" + field(b, "port") + " (" + field(b, "protocol") + ", credential " +
-         field(b, "credential") + ")";
-}
-
 std::string renderPod(const json& pod) {
   std::string out = renderKeyValues({{"id", field(pod, "id")},
                                      {"site", field(pod, "site")},

@@ -81,4 +81,11 @@ std::string field(const nlohmann::json& object, const std::string& key) {
   return it == object.end() ? "" : cellText(*it);
 }
 
+std::string bmcText(const nlohmann::json& device) {
+  const nlohmann::json b = device.is_object() ? device.value("bmc", nlohmann::json()) : nlohmann::json();
+  if (!b.is_object()) return "";
+  return field(b, "address") + ":" + field(b, "port") + " (" + field(b, "protocol") + ", credential " +
+         field(b, "credential") + ")";
+}
+
 }  // namespace kiln::cli

@@ -24,4 +24,7 @@ std::string cellText(const nlohmann::json& value);
 // cellText of `object[key]`, or "" when `object` is not an object or lacks the key.
 std::string field(const nlohmann::json& object, const std::string& key);
 
+// A device's `bmc` (issue 32) as "address:port (protocol, credential NAME)", "" when it has none.
+std::string bmcText(const nlohmann::json& device);
+
 }  // namespace kiln::cli

@@ -69,6 +69,12 @@ Result<std::optional<workflow::ParamValues>> argvParams(const workflow::Workflow
   return std::optional<workflow::ParamValues>(std::move(out));
 }
 
+// A host's context field (host.runner, host.bmc, ...), "" when it has none.
+std::string fieldOf(const HostRun& host, const char* name) {
+  auto it = host.fields.find(name);
+  return it == host.fields.end() ? std::string() : it->second;
+}
+
 // Where a host keeps the values a barrier's `agree` compares of step `step_id`'s output.
 std::string agreedKey(const std::string& step_id) { return "agree/" + step_id; }
 
@@ -421,13 +427,9 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
   Dispatch d;
   if (step.target == workflow::Target::kBmc) {
     // About the host's BMC: the pod's out-of-band runner runs it, never the host's agent.
-    auto field = [&](const char* name) {
-      auto it = host.fields.find(name);
-      return it == host.fields.end() ? std::string() : it->second;
-    };
-    d.runner = field("host.runner");
-    if (d.runner.empty() || field("host.bmc").empty()) {
-      failHost(host, step.id + ": targets the host's BMC, but pod " + field("host.pod") + "'s management block names " +
+    d.runner = fieldOf(host, "host.runner");
+    if (d.runner.empty() || fieldOf(host, "host.bmc").empty()) {
+      failHost(host, step.id + ": targets the host's BMC, but pod " + fieldOf(host, "host.pod") + "'s management block names " +
                          (d.runner.empty() ? "no out-of-band runner (management.runner)" : "no BMC address for it (management.tray_bmc)"));
       return true;
     }
@@ -454,10 +456,7 @@ bool Engine::startRecovery(GroupState& g, std::size_t h, const std::string& assi
   HostRun& host = g.hosts[h];
   const auto& step = stepAt(host.step_index);
   if (step.type != StepType::kReboot || !step.recover || g.cancelled || g.stopping) return false;
-  auto field = [&](const char* name) {
-    auto it = host.fields.find(name);
-    return it == host.fields.end() ? std::string() : it->second;
-  };
+  const auto field = [&](const char* name) { return fieldOf(host, name); };
   const int allowed = step.recover->power_cycles;
   if (!host.recovery_assignment.empty()) {
     // The power cycle itself never answered (its runner is gone): no second one over it.
@@ -532,17 +531,16 @@ Result<Effects> Engine::onRecoveryResult(GroupState& g, std::size_t h, const Ste
   rec.message = cycle_text + " through the BMC failed: " + why;
   host.history.push_back(std::move(rec));
   if (host.assignment_id.empty()) return advance(g, now, before);  // the reboot reported meanwhile: its record decides
-  // The reboot fails: the host was silent for its lease and could not be power-cycled.
-  Effects fx;
-  fx.cancel_assignments.push_back(host.assignment_id);
-  StepRecord failed = newRecord(host, step.id, now, host.assignment_id);
+  // The reboot fails, and its assignment is withdrawn: the host was silent for its lease and
+  // could not be power-cycled.
+  const std::string reboot = host.assignment_id;
   host.assignment_id.clear();
-  finishStep(g, h, std::move(failed), false,
+  finishStep(g, h, newRecord(host, step.id, now, reboot), false,
              "did not come back from the reboot within its lease, and " + cycle_text + " through its BMC failed: " + why,
              {}, false, now);
-  Effects more = advance(g, now, before);
-  more.cancel_assignments.insert(more.cancel_assignments.begin(), fx.cancel_assignments.begin(), fx.cancel_assignments.end());
-  return more;
+  Effects fx = advance(g, now, before);
+  fx.cancel_assignments.insert(fx.cancel_assignments.begin(), reboot);
+  return fx;
 }
 
 Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id, const StepResult& r,
@@ -559,19 +557,17 @@ Result<Effects> Engine::onResult(GroupState& g, const std::string& assignment_id
   host.assignment_id.clear();
   const auto& step = stepAt(host.step_index);
   std::string no_recovery;
-  if (r.lost && step.type == StepType::kReboot && step.recover) {
-    Effects fx;
-    if (startRecovery(g, h, assignment_id, now, fx, no_recovery)) return fx;
-    // No (more) power cycles: fall through to the reboot's failure, saying why, with any
-    // cancellation startRecovery asked for.
-    if (!fx.cancel_assignments.empty()) {
-      auto rest = onResultAfterRecovery(g, h, assignment_id, r, now, before, no_recovery);
-      if (rest.ok()) rest->cancel_assignments.insert(rest->cancel_assignments.begin(), fx.cancel_assignments.begin(),
-                                                     fx.cancel_assignments.end());
-      return rest;
-    }
-  }
-  return onResultAfterRecovery(g, h, assignment_id, r, now, before, no_recovery);
+  Effects recovery;
+  if (r.lost && step.type == StepType::kReboot && step.recover &&
+      startRecovery(g, h, assignment_id, now, recovery, no_recovery))
+    return recovery;
+  // No (more) power cycles: the reboot's result as any step's, saying why there was none, with
+  // the cancellation startRecovery may have asked for.
+  auto rest = onResultAfterRecovery(g, h, assignment_id, r, now, before, no_recovery);
+  if (rest.ok())
+    rest->cancel_assignments.insert(rest->cancel_assignments.begin(), recovery.cancel_assignments.begin(),
+                                    recovery.cancel_assignments.end());
+  return rest;
 }
 
 Result<Effects> Engine::onResultAfterRecovery(GroupState& g, std::size_t h, const std::string& assignment_id,
