@@ -19,6 +19,24 @@
 // "version", "updateable"}]}. A BMC that fails or does not reach the state asked for
 // within --wait: exit 1, the reason on stderr (never a secret). Bad usage, or a credential the
 // runner does not have or keeps unsafely: exit 2.
+//
+// A device list (an NVL72 pod's switch trays, one BMC each) in one step: every command takes
+//
+//   --bmc NAME=HOST[:PORT][,NAME=HOST[:PORT]...] [--parallel N]
+//
+// (a --bmc value with '=' is a list, split on commas only: NAME=[v6]:PORT; NAME 1 to 64 of
+// A-Z a-z 0-9 . _ -, unique; 1 to 64 devices). The arguments are checked once, before any device
+// is touched (a malformed list, a wrong image sha256, ...: exit 2, nothing asked); then each
+// device gets its own driver from `make`, at most N (1 to 32, default 4; only with a list) at
+// once, IPMI one at a time. One JSON object on stdout, the devices in the list's order:
+//
+//   {"devices": [{"device": NAME, <that device's single answer: "bmc", "action", "power", ...>
+//                 [, "error": "<why it failed>"]}, ...],
+//    "failed": [NAME, ...]}
+//
+// A failed device's entry carries "error" (its stderr message without "kiln-oob: ") and the
+// answer fields it got to; its stderr line is also said on stderr as "NAME: kiln-oob: ...".
+// Exit 0 when every device succeeded; else 2 when any failed with 2, else 1.
 
 #include <functional>
 #include <iosfwd>
@@ -45,7 +63,8 @@ struct OobCliOptions {
 };
 
 // `make(options)`: the driver for options.protocol (kiln-oob's main: IpmiPower over the real
-// runner, or RedfishPower); `firmware list` needs one that is also a FirmwareInventory.
+// runner, or RedfishPower); `firmware list` needs one that is also a FirmwareInventory. With a
+// device list it is called once per device, never two at once; the drivers then run on threads.
 int runOobCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, OobCliOptions options,
               const std::function<std::unique_ptr<PowerControl>(const OobCliOptions&)>& make);
 

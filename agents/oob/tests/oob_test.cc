@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "agents/oob/ipmi_power.h"
 #include "agents/oob/oob_cli.h"
 #include "agents/oob/redfish_power.h"
+#include "common/crypto.h"
 #include "common/exec/fake_process_runner.h"
 
 namespace kiln::oob {
@@ -296,6 +299,259 @@ TEST(OobCliTest, BadUsageIsExitTwoAndTouchesNoBmc) {
     EXPECT_NE(r.err.find("usage: kiln-oob"), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty());
   }
+}
+
+// A device list (an NVL72 pod's switch trays): each device gets its own driver; these share
+// what the test counts across them.
+struct FleetCounters {
+  std::atomic<int> calls{0}, busy{0}, most_busy{0}, pushes{0};
+  std::string failing;  // the address whose BMC does not answer
+  std::chrono::milliseconds hold{0};
+};
+
+class FleetPower final : public PowerControl, public FirmwareInventory, public FirmwareUpdater {
+ public:
+  explicit FleetPower(FleetCounters& c) : c_(c) {}
+  Result<PowerState> status(const BmcEndpoint& bmc) override {
+    Busy b(c_);
+    if (bmc.address == c_.failing) return unavailable("BMC " + bmc.address + " does not answer");
+    return PowerState::kOn;
+  }
+  Status act(const BmcEndpoint&, PowerAction) override {
+    Busy b(c_);
+    return Ok{};
+  }
+  Result<std::vector<FirmwareItem>> firmware(const BmcEndpoint& bmc) override {
+    Busy b(c_);
+    if (bmc.address == c_.failing) return unavailable("BMC " + bmc.address + " does not answer");
+    return std::vector<FirmwareItem>{{"BMC_Firmware", "BMC", "25.06-" + bmc.address, true}};
+  }
+  Result<FirmwareUpdateResult> update(const BmcEndpoint&, const std::string&, const std::string&,
+                                      const std::string& version, std::chrono::seconds,
+                                      std::chrono::milliseconds) override {
+    Busy b(c_);
+    ++c_.pushes;
+    return FirmwareUpdateResult{"25.06-2", version, true, "/redfish/v1/TaskService/Tasks/1", "Completed"};
+  }
+
+ private:
+  struct Busy {
+    explicit Busy(FleetCounters& c) : c_(c) {
+      ++c_.calls;
+      const int now = ++c_.busy;
+      for (int seen = c_.most_busy; now > seen && !c_.most_busy.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(c_.hold);
+    }
+    ~Busy() { --c_.busy; }
+    FleetCounters& c_;
+  };
+  FleetCounters& c_;
+};
+
+CliRun fleetCli(const std::vector<std::string>& args, FleetCounters& counters) {
+  std::ostringstream out, err;
+  OobCliOptions o;
+  o.poll = std::chrono::milliseconds(1);
+  int code = runOobCli(args, out, err, o, [&](const OobCliOptions&) -> std::unique_ptr<PowerControl> {
+    return std::make_unique<FleetPower>(counters);
+  });
+  return {code, out.str(), err.str()};
+}
+
+const std::string kThreeDevices = "s1=10.0.0.1,s2=10.0.0.2:9443,s3=[fd00::3]:443";
+
+TEST(OobCliListTest, PowerStatusOverADeviceListIsOneAnswerInTheListsOrder) {
+  FleetCounters c;
+  auto r =
+      fleetCli({"power", "status", "--bmc", kThreeDevices, "--credential", "bmc-admin", "--protocol", "redfish"}, c);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = nlohmann::json::parse(r.out);
+  ASSERT_EQ(a["devices"].size(), 3u) << r.out;
+  EXPECT_EQ(a["failed"], nlohmann::json::array());
+  const std::vector<std::string> names = {"s1", "s2", "s3"}, bmcs = {"10.0.0.1:443", "10.0.0.2:9443", "fd00::3:443"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(a["devices"][i]["device"], names[i]);
+    EXPECT_EQ(a["devices"][i]["bmc"], bmcs[i]);
+    EXPECT_EQ(a["devices"][i]["action"], "status");
+    EXPECT_EQ(a["devices"][i]["power"], "on");
+    EXPECT_FALSE(a["devices"][i].contains("error"));
+  }
+  EXPECT_EQ(c.calls, 3);
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one JSON object, one line";
+}
+
+TEST(OobCliListTest, FirmwareListOverADeviceListReadsEveryDevice) {
+  FleetCounters c;
+  auto r =
+      fleetCli({"firmware", "list", "--bmc", kThreeDevices, "--credential", "bmc-admin", "--protocol", "redfish"}, c);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = nlohmann::json::parse(r.out);
+  ASSERT_EQ(a["devices"].size(), 3u) << r.out;
+  EXPECT_TRUE(a["failed"].empty());
+  EXPECT_EQ(a["devices"][0]["device"], "s1");
+  EXPECT_EQ(a["devices"][0]["firmware"][0]["version"], "25.06-10.0.0.1");
+  EXPECT_EQ(a["devices"][1]["firmware"][0]["version"], "25.06-10.0.0.2");
+  EXPECT_EQ(a["devices"][2]["device"], "s3");
+  EXPECT_EQ(a["devices"][2]["firmware"][0]["id"], "BMC_Firmware");
+}
+
+TEST(OobCliListTest, OneFailingDeviceIsExitOneNamedInFailedAndTheOthersStillAnswer) {
+  FleetCounters c;
+  c.failing = "10.0.0.2";
+  auto r =
+      fleetCli({"power", "status", "--bmc", kThreeDevices, "--credential", "bmc-admin", "--protocol", "redfish"}, c);
+  EXPECT_EQ(r.code, 1) << r.err;
+  const auto a = nlohmann::json::parse(r.out);
+  EXPECT_EQ(a["failed"], nlohmann::json::array({"s2"}));
+  ASSERT_EQ(a["devices"].size(), 3u);
+  EXPECT_EQ(a["devices"][0]["power"], "on");
+  EXPECT_EQ(a["devices"][2]["power"], "on");
+  const auto& bad = a["devices"][1];
+  EXPECT_EQ(bad["device"], "s2");
+  EXPECT_EQ(bad["bmc"], "10.0.0.2:9443");
+  EXPECT_FALSE(bad.contains("power"));
+  EXPECT_EQ(bad["error"], "power status 10.0.0.2:9443: BMC 10.0.0.2 does not answer");
+  EXPECT_NE(r.err.find("s2: kiln-oob: power status 10.0.0.2:9443: BMC 10.0.0.2 does not answer\n"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("s1:"), std::string::npos) << r.err;
+}
+
+TEST(OobCliListTest, ParallelBoundsHowManyDevicesAreWorkedOnAtOnce) {
+  FleetCounters c;
+  c.hold = std::chrono::milliseconds(50);
+  auto r = fleetCli({"power", "status", "--bmc", "a=h1,b=h2,c=h3,d=h4,e=h5", "--credential", "bmc-admin", "--protocol",
+                     "redfish", "--parallel", "2"},
+                    c);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(c.calls, 5);
+  EXPECT_EQ(c.most_busy, 2) << "at most 2 at once, and more than 1";
+  EXPECT_EQ(nlohmann::json::parse(r.out)["devices"].size(), 5u);
+
+  // IPMI's process runner is shared: one device at a time, whatever --parallel says.
+  FleetCounters ipmi;
+  ipmi.hold = std::chrono::milliseconds(10);
+  r = fleetCli({"power", "status", "--bmc", "a=h1,b=h2,c=h3", "--credential", "bmc-admin", "--parallel", "3"}, ipmi);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ipmi.calls, 3);
+  EXPECT_EQ(ipmi.most_busy, 1);
+}
+
+TEST(OobCliListTest, ParallelIsOnlyForADeviceListAndIsBounded) {
+  FleetCounters c;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"power", "status", "--bmc", "10.0.0.1", "--credential", "c", "--parallel", "2"},
+           {"power", "status", "--bmc", "a=h1,b=h2", "--credential", "c", "--parallel", "0"},
+           {"power", "status", "--bmc", "a=h1,b=h2", "--credential", "c", "--parallel", "33"},
+           {"power", "status", "--bmc", "a=h1,b=h2", "--credential", "c", "--parallel", "x"}}) {
+    auto r = fleetCli(args, c);
+    EXPECT_EQ(r.code, 2) << ::testing::PrintToString(args);
+    EXPECT_NE(r.err.find("--parallel"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  EXPECT_EQ(c.calls, 0);
+}
+
+TEST(OobCliListTest, AMalformedListIsExitTwoNamingTheEntryAndTouchesNoDevice) {
+  FleetCounters c;
+  std::string many;
+  for (int i = 0; i < 65; ++i) many += (i ? ",d" : "d") + std::to_string(i) + "=h";
+  for (const auto& [list, says] :
+       std::vector<std::pair<std::string, std::string>>{{"a=", "entry 1 'a='"},
+                                                        {"=10.0.0.1", "entry 1 '=10.0.0.1'"},
+                                                        {"a=x,a=y", "entry 2 'a=y': device 'a' is named twice"},
+                                                        {"a b=x", "entry 1 'a b=x'"},
+                                                        {"a=x,", "entry 2 is empty"},
+                                                        {"a=x,,b=y", "entry 2 is empty"},
+                                                        {"a=x,b", "entry 2 'b': expected NAME=HOST[:PORT]"},
+                                                        {"a=x=y", "entry 1 'a=x=y'"},
+                                                        {"a=h:0", "port must be 1 to 65535"},
+                                                        {"a=-oProxyCommand=x", "entry 1"},
+                                                        {"a=fd00::1", "brackets"},
+                                                        {std::string(65, 'n') + "=h", "NAME must be 1 to 64"},
+                                                        {many, "more than 64 devices"}}) {
+    auto r = fleetCli({"power", "cycle", "--bmc", list, "--credential", "bmc-admin", "--protocol", "redfish"}, c);
+    EXPECT_EQ(r.code, 2) << list;
+    EXPECT_NE(r.err.find(says), std::string::npos) << list << ": " << r.err;
+    EXPECT_NE(r.err.find("usage: kiln-oob"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_EQ(c.calls, 0);
+}
+
+TEST(OobCliListTest, DeviceIndependentBadUsageIsSaidOnceBeforeAnyDevice) {
+  FleetCounters c;
+  auto r = fleetCli({"power", "status", "--bmc", kThreeDevices, "--protocol", "redfish"}, c);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.find("--credential is required"), r.err.rfind("--credential is required")) << r.err;
+  r = fleetCli({"power", "status", "--bmc", kThreeDevices, "--credential", "c", "--frobnicate", "1"}, c);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(c.calls, 0);
+}
+
+TEST(OobCliListTest, AFirmwareUpdateWithAWrongSha256IsRefusedOnceAndPushesNowhere) {
+  const fs::path image = fs::temp_directory_path() / ("kiln-oob-image-" + std::to_string(::getpid()));
+  std::ofstream(image) << "KILN-HWSIM-FW BMC_Firmware 25.09-1\n";
+  FleetCounters c;
+  std::vector<std::string> args = {"firmware",  "update",       "--bmc",     kThreeDevices, "--credential",
+                                   "bmc-admin", "--protocol",   "redfish",   "--component", "BMC_Firmware",
+                                   "--image",   image.string(), "--version", "25.09-1",     "--sha256"};
+  args.push_back(std::string(64, 'a'));
+  auto r = fleetCli(args, c);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  const auto first = r.err.find("only verified bits reach a BMC");
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(first, r.err.rfind("only verified bits reach a BMC")) << "said once: " << r.err;
+  EXPECT_EQ(c.calls, 0);
+  EXPECT_EQ(c.pushes, 0);
+
+  // The right sha256: the same verified bytes go to every device.
+  args.back() = sha256Hex("KILN-HWSIM-FW BMC_Firmware 25.09-1\n");
+  r = fleetCli(args, c);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(c.pushes, 3);
+  const auto a = nlohmann::json::parse(r.out);
+  EXPECT_EQ(a["devices"][2]["device"], "s3");
+  EXPECT_EQ(a["devices"][2]["after"], "25.09-1");
+  EXPECT_EQ(a["devices"][2]["pushed"], true);
+  EXPECT_EQ(a["devices"][2]["component"], "BMC_Firmware");
+  fs::remove(image);
+}
+
+TEST(OobCliListTest, AMissingCredentialIsExitTwoForTheDevicesThatNeedIt) {
+  FleetCounters c;
+  std::ostringstream out, err;
+  OobCliOptions o;
+  int code = runOobCli({"power", "status", "--bmc", "a=h1,b=h2", "--credential", "nope", "--protocol", "redfish"}, out,
+                       err, o, [&](const OobCliOptions&) -> std::unique_ptr<PowerControl> {
+                         class NoCredential final : public PowerControl {
+                          public:
+                           Result<PowerState> status(const BmcEndpoint& b) override {
+                             return notFound("no BMC credential '" + b.credential + "'");
+                           }
+                           Status act(const BmcEndpoint&, PowerAction) override { return Ok{}; }
+                         };
+                         return std::make_unique<NoCredential>();
+                       });
+  EXPECT_EQ(code, 2) << err.str();
+  const auto a = nlohmann::json::parse(out.str());
+  EXPECT_EQ(a["failed"], nlohmann::json::array({"a", "b"}));
+  EXPECT_NE(err.str().find("b: kiln-oob: power status h2:443: no BMC credential 'nope'"), std::string::npos)
+      << err.str();
+}
+
+TEST(OobCliListTest, ACycleNotCompletedKeepsItsAnswerNextToTheError) {
+  ScriptedPower p;
+  p.states = {PowerState::kOn, PowerState::kOff};
+  auto r = cli({"power", "cycle", "--bmc", "t1=10.0.0.7,t2=10.0.0.8", "--credential", "bmc-admin", "--wait", "1"}, &p);
+  EXPECT_EQ(r.code, 1);
+  const auto a = nlohmann::json::parse(r.out);
+  EXPECT_EQ(a["failed"], nlohmann::json::array({"t1", "t2"}));
+  EXPECT_EQ(a["devices"][0]["before"], "on");
+  EXPECT_EQ(a["devices"][0]["power"], "off");
+  EXPECT_EQ(a["devices"][1]["error"], "power cycle 10.0.0.8:623: still off after 1 s");
+  EXPECT_NE(r.err.find("t1: kiln-oob: power cycle 10.0.0.7:623: still off after 1 s"), std::string::npos) << r.err;
 }
 
 }  // namespace

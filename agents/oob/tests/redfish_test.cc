@@ -184,6 +184,37 @@ TEST_F(RedfishTest, KilnOobReadsPowerCyclesAndReadsTheFirmwareBackOverVerifiedTl
   EXPECT_EQ(items[1]["version"], "GB200-P4975_0004_250301.1.0");
 }
 
+// An NVL72 pod's switch trays in one step: a device list, each tray behind its own BMC, read
+// by the real kiln-oob in one answer, in the list's order.
+TEST_F(RedfishTest, KilnOobReadsTheFirmwareOfADeviceListOfBmcsInOneAnswer) {
+  startBmc({"--firmware", "BMC_Firmware=25.06-2"});
+  const int first = port_;
+  testing::ChildProcess second({KILN_HWSIM_BIN, "bmc", "--listen", "127.0.0.1:0", "--user", "kiln", "--password-file",
+                                path("bmc-password"), "--tray", "t04", "--tls-cert", path("bmc.pem"), "--tls-key",
+                                path("bmc.key"), "--port-file", path("port2"), "--firmware", "BMC_Firmware=25.09-1"},
+                               path("bmc2.log"));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until && !fs::exists(dir_ / "port2")) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(fs::exists(dir_ / "port2")) << readFile(dir_ / "bmc2.log");
+  const int other = std::stoi(readFile(dir_ / "port2"));
+  Ran fw = run({KILN_OOB_BIN, "firmware", "list", "--bmc",
+                "s1=127.0.0.1:" + std::to_string(first) + ",s2=127.0.0.1:" + std::to_string(other), "--credential",
+                "tray", "--credentials", path("creds.json"), "--protocol", "redfish", "--timeout", "10", "--ca",
+                path("bmc.pem"), "--parallel", "2"});
+  second.stop(2s);
+  ASSERT_EQ(fw.code, 0) << fw.output;
+  const json a = fw.answer();
+  EXPECT_EQ(a["failed"], json::array()) << fw.output;
+  ASSERT_EQ(a["devices"].size(), 2u) << fw.output;
+  EXPECT_EQ(a["devices"][0]["device"], "s1");
+  EXPECT_EQ(a["devices"][0]["bmc"], "127.0.0.1:" + std::to_string(first));
+  EXPECT_EQ(a["devices"][0]["firmware"][0]["id"], "BMC_Firmware");
+  EXPECT_EQ(a["devices"][0]["firmware"][0]["version"], "25.06-2");
+  EXPECT_EQ(a["devices"][1]["device"], "s2");
+  EXPECT_EQ(a["devices"][1]["bmc"], "127.0.0.1:" + std::to_string(other));
+  EXPECT_EQ(a["devices"][1]["firmware"][0]["version"], "25.09-1");
+}
+
 // The password crosses the wire once per run: kiln-oob logs into a Redfish session, asks with its
 // X-Auth-Token, and logs out at the end; --auth basic sends the password with every request.
 TEST_F(RedfishTest, KilnOobLogsInOnceAsksWithTheSessionAndLogsOut) {
