@@ -10,6 +10,7 @@
 #include <vector>
 #include <map>
 
+#include "common/component_kinds.h"
 #include "orchestrator/core/host_lifecycle.h"
 
 namespace kiln::core {
@@ -39,9 +40,9 @@ const PlatformGeometry& geometry(Platform p);
 
 // Component kinds carried per host (firmware and driver) and per switch tray.
 // hmc_bundle = the HMC/EROT/CPLD package nvfwupd pushes per tray.
-inline constexpr std::array<std::string_view, 6> kHostComponents = {
-    "gpu_vbios", "hmc_bundle", "nic", "bmc", "sbios", "driver"};
-inline constexpr std::string_view kSwitchComponent = "nvswitch";
+// (One list for every layer: common/component_kinds.h.)
+inline constexpr const auto& kHostComponents = components::kHostKinds;
+inline constexpr std::string_view kSwitchComponent = components::kSwitchKind;
 bool isComponentKind(std::string_view kind);
 
 struct RackLayout {

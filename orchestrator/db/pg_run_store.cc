@@ -198,27 +198,50 @@ constexpr const char* kInventoryHost =
     " ORDER BY v.key"
     " ON CONFLICT (target_id, kind) DO UPDATE SET version = excluded.version, updated_at = now()"
     " WHERE components.version <> excluded.version";
-// The nvswitch version $3 (kind $2) onto every switch tray of host $1's pod.
+// The nvswitch version $3 (kind $2) onto every switch tray of host $1's pod, unless the pod's
+// management block names its switch trays' BMCs (issue 32): their versions then come only from
+// their own read-back (deviceVersions), never from what a compute host says of them.
 constexpr const char* kInventorySwitches =
     "INSERT INTO components (target_id, pod_id, kind, version)"
     " SELECT s.id, s.pod_id, $2, $3 FROM switch_trays s JOIN hosts h ON h.pod_id = s.pod_id"
+    " JOIN pods p ON p.id = h.pod_id AND coalesce(p.management->>'switch_bmc', '') = ''"
     " WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM components c"
     "   WHERE c.target_id = s.id AND c.kind = $2 AND c.version = $3)"
     " ORDER BY s.id"
     " ON CONFLICT (target_id, kind) DO UPDATE SET version = excluded.version, updated_at = now()"
     " WHERE components.version <> excluded.version";
 constexpr const char* kInventoryAt = "UPDATE hosts SET inventory_at = now() WHERE id = $1";
+// Read-back versions (runs/read_back.h), $1 [{device, kind, version, host}]: a device is the
+// reporting host itself (its own kinds) or a switch tray of its pod (nvswitch), as the engine
+// decided; the join keeps to that even if it did not. Rows in key order.
+constexpr const char* kDeviceVersions =
+    "INSERT INTO components (target_id, pod_id, kind, version)"
+    " SELECT v.device, h.pod_id, v.kind, v.version"
+    " FROM jsonb_to_recordset($1::jsonb) AS v(device text, kind text, version text, host text)"
+    " JOIN hosts h ON h.id = v.host"
+    " WHERE (v.device = h.id AND v.kind <> 'nvswitch') OR (v.kind = 'nvswitch' AND EXISTS"
+    "   (SELECT 1 FROM switch_trays s WHERE s.id = v.device AND s.pod_id = h.pod_id))"
+    " ORDER BY v.device, v.kind"
+    " ON CONFLICT (target_id, kind) DO UPDATE SET version = excluded.version, updated_at = now()"
+    " WHERE components.version <> excluded.version";
 
 std::vector<PreparedStatement> runStatements() {
-  return {{"lock_group", kLockGroup},           {"report_lock", kReportLock},
-          {"report_done", kReportDone},         {"assignment_states", kAssignmentStates},
-          {"insert_groups", kInsertGroups},     {"update_groups", kUpdateGroups},
-          {"insert_records", kInsertRecords},   {"insert_assignments", kInsertAssignments},
+  return {{"lock_group", kLockGroup},
+          {"report_lock", kReportLock},
+          {"report_done", kReportDone},
+          {"assignment_states", kAssignmentStates},
+          {"insert_groups", kInsertGroups},
+          {"update_groups", kUpdateGroups},
+          {"insert_records", kInsertRecords},
+          {"insert_assignments", kInsertAssignments},
           {"cancel_assignments", kCancelAssignments},
-          {"claim", kClaim},                    {"claim_runner", kClaimRunner},
+          {"claim", kClaim},
+          {"claim_runner", kClaimRunner},
           {"assignment_by_id", kAssignmentById},
-          {"inventory_host", kInventoryHost},   {"inventory_switches", kInventorySwitches},
-          {"inventory_at", kInventoryAt}};
+          {"inventory_host", kInventoryHost},
+          {"inventory_switches", kInventorySwitches},
+          {"inventory_at", kInventoryAt},
+          {"device_versions", kDeviceVersions}};
 }
 
 runs::WorkflowRow workflowFromRow(const pqxx::row& r) {
@@ -240,7 +263,7 @@ struct GroupWrite {
 // statement per kind of row (transitions one by one).
 void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool insert) {
   json groups = json::array(), records = json::array(), dispatches = json::array(), cancels = json::array();
-  json group_runs = json::array(), group_keys = json::array();
+  json group_runs = json::array(), group_keys = json::array(), devices = json::array();
   for (const auto& w : writes) {
     const GroupUpdate& u = *w.update;
     const bool done = runs::Engine::done(u.state);
@@ -261,6 +284,8 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
                             {"inventory_after", d.inventory_after}, {"artifacts", storedArtifacts(d.artifacts)},
                             {"runner", d.runner}});
     for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
+    for (const auto& v : u.effects.device_versions)
+      devices.push_back({{"device", v.device}, {"kind", v.kind}, {"version", v.version}, {"host", v.reported_by}});
   }
   if (!groups.empty()) {
     if (insert) txn.exec_prepared("insert_groups", groups.dump());
@@ -269,6 +294,7 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
   if (!records.empty()) txn.exec_prepared("insert_records", records.dump());
   if (!dispatches.empty()) txn.exec_prepared("insert_assignments", dispatches.dump());
   if (!cancels.empty()) txn.exec_prepared("cancel_assignments", cancels.dump());
+  if (!devices.empty()) txn.exec_prepared("device_versions", devices.dump());
   for (const auto& w : writes)
     for (const auto& t : w.update->transitions) {
       // A transition the host's current state refuses (an operator moved it meanwhile) is

@@ -30,7 +30,8 @@ json installParams(const Bundle& b, const std::vector<std::string>& declared) {
     if (c.kind == "hmc_bundle" || ((c.kind == "gpu_vbios" || c.kind == "sbios") && !p.count("tray_package")))
       p["tray_package"] = artifact;
     if (c.kind == "nic") p["nic_image"] = artifact;
-    if (c.kind == "bmc") p["bmc_image"] = artifact;  // tray-bmc-firmware (issue 32)
+    if (c.kind == "bmc") p["bmc_image"] = artifact;            // tray-bmc-firmware (issue 32)
+    if (c.kind == "nvswitch") p["nvswitch_image"] = artifact;  // switch-tray-firmware (issue 32)
   }
   p["artifact_checksums"] = b.checksums;
   p["artifact_signature"] = b.signature;

@@ -374,10 +374,16 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
   }
 
   if (step.run_on == RunOn::kLeader && spec_.scope == workflow::Scope::kPod && !retesting) {
-    auto leader = leaderOf(g);
+    // The host that ran it already, also one the step ended (the workflow's last step, or a
+    // failure that stops it): the step ran once for the pod, nobody runs it again.
+    std::optional<std::size_t> leader;
+    for (std::size_t i = 0; i < g.hosts.size() && !leader; ++i)
+      if (i != h && g.hosts[i].leader_outcomes.count(leaderKey(step.id, host.pass))) leader = i;
+    const bool ran = leader.has_value();
+    if (!leader) leader = leaderOf(g);
     if (leader && *leader != h) {
       const HostRun& l = g.hosts[*leader];
-      const bool leader_done = l.pass > host.pass || (l.pass == host.pass && l.step_index > host.step_index);
+      const bool leader_done = ran || l.pass > host.pass || (l.pass == host.pass && l.step_index > host.step_index);
       if (!leader_done) return false;
       const auto it = l.leader_outcomes.find(leaderKey(step.id, host.pass));
       const SharedOutcome* last = it == l.leader_outcomes.end() ? nullptr : &it->second;
@@ -388,8 +394,17 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
       rec.finished_at = now;
       rec.message = "run by " + l.host + ": " + (last ? last->outcome : std::string("skipped")) +
                     (last && !last->message.empty() ? " (" + last->message + ")" : "");
-      if (last && last->outcome == "failed")
-        host.warnings.push_back(step.id + ": pod-wide step failed on " + l.host);
+      const bool failed = last && last->outcome == "failed";
+      // A pod-wide step that must pass (on_failure: fail) and failed fails every host of the pod;
+      // otherwise the others go on with a warning.
+      if (failed && step.on_failure == OnFailure::kFail) {
+        host.history.push_back(std::move(rec));
+        noteLeaderOutcome(host, host.history.size() - 1);
+        failHost(host,
+                 step.id + ": pod-wide step failed on " + l.host + (last->message.empty() ? "" : ": " + last->message));
+        return true;
+      }
+      if (failed) host.warnings.push_back(step.id + ": pod-wide step failed on " + l.host);
       host.history.push_back(std::move(rec));
       noteLeaderOutcome(host, host.history.size() - 1);
       ++host.step_index;
@@ -431,6 +446,16 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
     if (d.runner.empty() || fieldOf(host, "host.bmc").empty()) {
       failHost(host, step.id + ": targets the host's BMC, but pod " + fieldOf(host, "host.pod") + "'s management block names " +
                          (d.runner.empty() ? "no out-of-band runner (management.runner)" : "no BMC address for it (management.tray_bmc)"));
+      return true;
+    }
+  } else if (step.target == workflow::Target::kSwitchTrays) {
+    // About the pod's NVLink switch trays (once per pod: the leader's): the pod's runner runs it.
+    d.runner = fieldOf(host, "host.runner");
+    if (d.runner.empty() || fieldOf(host, "pod.switch_bmcs").empty()) {
+      failHost(host, step.id + ": targets the pod's switch trays, but pod " + fieldOf(host, "host.pod") +
+                         "'s management block names " +
+                         (d.runner.empty() ? "no out-of-band runner (management.runner)"
+                                           : "no BMC address for them (management.switch_bmc)"));
       return true;
     }
   }
@@ -608,11 +633,16 @@ Result<Effects> Engine::onResultAfterRecovery(GroupState& g, std::size_t h, cons
   if (!r.note.empty() && !r.lost) rec.message = r.note;
   // Checks run on whatever parsed, also after an unexpected exit code: a failed diagnostic
   // exits non-zero, and its parsed output says which tests failed.
+  ReadBack read_back;
   if (ran && !step.parse.empty()) {
     if (!hasParsedOutput(r)) {
       reasons.push_back("cannot read the output as " + step.parse +
                         (r.parse_error.empty() ? "" : ": " + r.parse_error));
     } else {
+      // A read-back: the versions the devices reported of themselves, kept even when the step
+      // fails (compliance then shows which devices are done); what it lacks fails the step.
+      read_back = readBack(step, host.host, fieldOf(host, "pod.switch_bmcs"), r.parsed);
+      if (!read_back.error.empty()) reasons.push_back(read_back.error);
       auto outcomes = workflow::evaluateChecks(step, r.parsed, host.parsed, params_);
       // Only a delta check's baseline stays in the group state, which is rewritten with every
       // report of the group; every parsed output stays with its assignment's result, where
@@ -647,6 +677,7 @@ Result<Effects> Engine::onResultAfterRecovery(GroupState& g, std::size_t h, cons
   finishStep(g, h, std::move(rec), reasons.empty(), why, failed_at, only_checks, now);
   noteLeaderOutcome(g.hosts[h], index);  // as finishStep left it (warned, retesting)
   Effects fx = advance(g, now, before);
+  fx.device_versions = std::move(read_back.versions);
   // The host is over while a power cycle is still out: withdraw it.
   if (HostRun& over = g.hosts[h]; isTerminal(over.status) && !over.recovery_assignment.empty()) {
     fx.cancel_assignments.push_back(over.recovery_assignment);

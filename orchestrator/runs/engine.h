@@ -40,6 +40,7 @@
 #include "common/agent_protocol.h"
 #include "common/result.h"
 #include "orchestrator/core/clock.h"
+#include "orchestrator/runs/read_back.h"
 #include "orchestrator/workflow/spec.h"
 
 namespace kiln::runs {
@@ -181,6 +182,9 @@ struct Effects {
   // the time given, instead of losing them: a reboot whose host is being power-cycled, so that
   // the agent's report of its new boot is still taken.
   std::vector<std::pair<std::string, TimePoint>> extend_leases;
+  // What read-back steps' devices reported of themselves (read_back.h): written as the devices'
+  // component versions with the step's result.
+  std::vector<DeviceVersion> device_versions;
   std::optional<TimePoint> next_wakeup;     // earliest timer the caller must tick at
 };
 

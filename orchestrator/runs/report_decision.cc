@@ -76,6 +76,9 @@ Result<MergedGroup> mergeReports(const RunRow& run, GroupState state, const std:
                                  u->effects.cancel_assignments.end());
     fx.hosts_finished.insert(fx.hosts_finished.end(), u->effects.hosts_finished.begin(),
                              u->effects.hosts_finished.end());
+    fx.extend_leases.insert(fx.extend_leases.end(), u->effects.extend_leases.begin(), u->effects.extend_leases.end());
+    fx.device_versions.insert(fx.device_versions.end(), u->effects.device_versions.begin(),
+                              u->effects.device_versions.end());
     fx.next_wakeup = u->effects.next_wakeup;  // the engine computes it from the whole group
     for (auto& t : u->transitions) m.transitions.emplace_back(std::move(t), core::Actor{"agent:" + it.host, it.host});
   }

@@ -17,17 +17,33 @@ using nlohmann::json;
 namespace {
 
 // Whether a workflow reaches its hosts' BMCs (issue 32): a step about the BMC, a reboot it may
-// recover with a power cycle, or a template naming host.bmc* or host.runner.
+// recover with a power cycle, or a template naming host.bmc*, host.runner, pod.switch_bmcs or
+// pod.bmc_credential.
 bool reachesBmcs(const workflow::WorkflowSpec& sp) {
   auto names = [](const std::string& text) {
-    return text.find("host.bmc") != std::string::npos || text.find("host.runner") != std::string::npos;
+    return text.find("host.bmc") != std::string::npos || text.find("host.runner") != std::string::npos ||
+           text.find("pod.switch_bmcs") != std::string::npos || text.find("pod.bmc_credential") != std::string::npos;
   };
   for (const auto& st : sp.steps) {
-    if (st.target == workflow::Target::kBmc || st.recover || names(st.when)) return true;
+    if (st.target != workflow::Target::kHost || st.recover || names(st.when)) return true;
     for (const auto& a : st.run)
       if (names(a)) return true;
   }
   return false;
+}
+
+// The pod's NVLink switch trays and their BMCs, as kiln-oob's device list ("p1-s1=ADDR:PORT,..."),
+// from the pod's layout (the trays the fleet import made); empty when the block names no
+// switch_bmc template.
+std::string switchBmcList(const core::ManagementSpec& m, const core::HostSummary& h) {
+  if (m.switch_bmc.empty()) return "";
+  auto platform = core::parsePlatform(h.platform);
+  if (!platform) return "";
+  std::string out;
+  for (const auto& s : core::expandPod(h.pod, *platform).switch_trays)
+    if (auto bmc = core::switchBmcOf(m, s.id, h.pod, s.rack_id, s.tray))
+      out += (out.empty() ? "" : ",") + s.id + "=" + core::bmcArgument(*bmc);
+  return out;
 }
 
 }  // namespace
@@ -225,7 +241,9 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
       if (reaches_bmcs) {
         // Empty when the pod names none: a step about the BMC then fails saying so.
         auto& fields = hosts.back().second;
-        for (const char* f : {"host.runner", "host.bmc", "host.bmc_protocol", "host.bmc_credential"}) fields[f] = "";
+        for (const char* f : {"host.runner", "host.bmc", "host.bmc_protocol", "host.bmc_credential", "pod.switch_bmcs",
+                              "pod.bmc_credential"})
+          fields[f] = "";
       }
       if (auto m = management.find(h.pod); m != management.end()) {
         auto& fields = hosts.back().second;
@@ -235,6 +253,8 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
           fields["host.bmc_protocol"] = bmc->protocol;
           fields["host.bmc_credential"] = bmc->credential;
         }
+        fields["pod.switch_bmcs"] = switchBmcList(m->second, h);
+        fields["pod.bmc_credential"] = m->second.credential;
       }
       ids.push_back(h.id);
     }

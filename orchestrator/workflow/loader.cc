@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/component_kinds.h"
 #include "common/yaml_json.h"
 #include "orchestrator/workflow/checks.h"
 #include "orchestrator/workflow/substitute.h"
@@ -71,6 +72,9 @@ json scalarToJson(const YAML::Node& n) {
 }
 
 const std::regex kNameRe("[a-z0-9][a-z0-9_-]*");
+const std::regex kFirmwareIdRe("[A-Za-z0-9._-]{1,64}");
+// A compute tray's component kinds, as a read-back's `inventory` names them.
+const std::vector<std::string> kHostKinds(components::kHostKinds.begin(), components::kHostKinds.end());
 const std::regex kParamNameRe("[a-z_][a-z0-9_]*");
 
 struct StepIndex {
@@ -427,10 +431,10 @@ class Validator {
       return s;
     }
     s.mark = {n.Mark().line + 1, n.Mark().column + 1};
-    Entries e = entries(n, path,
-                        {"id", "description", "type", "run", "timeout", "retries", "expect_exit",
-                         "parse", "checks", "on_failure", "run_on", "when", "retest", "artifacts",
-                         "target", "recover", "agree"});
+    Entries e =
+        entries(n, path,
+                {"id", "description", "type", "run", "timeout", "retries", "expect_exit", "parse", "checks",
+                 "on_failure", "run_on", "when", "retest", "artifacts", "target", "recover", "agree", "inventory"});
     if (auto* id = required(e, "id", n, path)) {
       if (auto v = text(id->value, path + ".id")) {
         s.id = *v;
@@ -560,10 +564,28 @@ class Validator {
             error(t->value.Mark(), path + ".target", "target: bmc is for run steps (a tool like kiln-oob on the out-of-band runner)");
           else if (s.run_on == RunOn::kLeader)
             error(t->value.Mark(), path + ".target", "target: bmc runs once per host's BMC: it cannot be run_on: leader");
+        } else if (*v == "switch_trays") {
+          s.target = Target::kSwitchTrays;
+          if (s.type != StepType::kRun)
+            error(t->value.Mark(), path + ".target",
+                  "target: switch_trays is for run steps (a tool like kiln-oob on the out-of-band runner)");
+          else if (s.run_on != RunOn::kLeader)
+            error(
+                t->value.Mark(), path + ".target",
+                "target: switch_trays runs once per pod, about all its switch trays: add run_on: leader (scope: pod)");
         } else {
-          error(t->value.Mark(), path + ".target", "expected host or bmc, got " + quoteText(*v));
+          error(t->value.Mark(), path + ".target", "expected host, bmc or switch_trays, got " + quoteText(*v));
         }
       }
+    }
+    if (auto* i = optional(e, "inventory")) {
+      if (s.target == Target::kHost || s.type != StepType::kRun)
+        error(i->key.Mark(), path + ".inventory",
+              "inventory is for run steps with target: bmc or switch_trays (a read-back from the device itself)");
+      else if (s.parse != "json")
+        error(i->key.Mark(), path + ".inventory", "inventory needs parse: json (kiln-oob firmware list's answer)");
+      else
+        s.inventory = inventory(i->value, path + ".inventory", s.target);
     }
     if (auto* a = optional(e, "agree")) {
       if (s.type != StepType::kBarrier)
@@ -613,6 +635,37 @@ class Validator {
       }
     }
     return a;
+  }
+
+  // A read-back's `inventory: {KIND: FIRMWARE_ID}`: Kiln's component kinds, each to the id of the
+  // device's FirmwareInventory member that holds it.
+  std::map<std::string, std::string> inventory(const YAML::Node& n, const std::string& path, Target target) {
+    std::map<std::string, std::string> out;
+    if (!n.IsMap() || n.size() == 0) {
+      error(n.Mark(), path,
+            "expected a mapping of component kind to firmware id like {bmc: BMC_Firmware}, got " + describeNode(n));
+      return out;
+    }
+    const bool switches = target == Target::kSwitchTrays;
+    for (const auto& kv : n) {
+      auto kind = text(kv.first, path, "a component kind");
+      if (!kind) continue;
+      const std::string p = path + "." + *kind;
+      const bool known = std::find(kHostKinds.begin(), kHostKinds.end(), *kind) != kHostKinds.end();
+      if (switches && *kind != "nvswitch")
+        error(kv.first.Mark(), p, "a switch tray's read-back holds nvswitch only, got " + quoteText(*kind));
+      else if (!switches && !known)
+        error(kv.first.Mark(), p,
+              "expected one of " + listOf(kHostKinds) + " (a compute tray's own components), got " + quoteText(*kind));
+      auto id = text(kv.second, p, "a FirmwareInventory member id");
+      if (!id) continue;
+      if (!std::regex_match(*id, kFirmwareIdRe))
+        error(kv.second.Mark(), p,
+              "expected a FirmwareInventory member id (1 to 64 of A-Z a-z 0-9 . _ -), got " + quoteText(*id));
+      else
+        out[*kind] = *id;
+    }
+    return out;
   }
 
   // A reboot step's `recover: {power_cycles, timeout}`.

@@ -97,7 +97,17 @@ const char* onFailureName(OnFailure f) {
 
 const char* runOnName(RunOn r) { return r == RunOn::kEach ? "each" : "leader"; }
 
-const char* targetName(Target t) { return t == Target::kHost ? "host" : "bmc"; }
+const char* targetName(Target t) {
+  switch (t) {
+    case Target::kHost:
+      return "host";
+    case Target::kBmc:
+      return "bmc";
+    case Target::kSwitchTrays:
+      return "switch_trays";
+  }
+  return "host";
+}
 
 const char* checkOpName(CheckOp op) {
   switch (op) {
@@ -122,9 +132,9 @@ const std::vector<std::string>& knownParseFormats() {
 
 const std::vector<std::string>& knownContextFields() {
   static const std::vector<std::string> kFields = {
-      "host.id", "host.name", "host.pod", "host.rack", "host.tray", "host.platform",
-      "pod.id",  "pod.name",  "pod.hosts", "host.bmc", "host.bmc_protocol", "host.bmc_credential",
-      "host.runner"};
+      "host.id",     "host.name",       "host.pod",          "host.rack", "host.tray",         "host.platform",
+      "pod.id",      "pod.name",        "pod.hosts",         "host.bmc",  "host.bmc_protocol", "host.bmc_credential",
+      "host.runner", "pod.switch_bmcs", "pod.bmc_credential"};
   return kFields;
 }
 
@@ -283,6 +293,7 @@ nlohmann::json stepJson(const StepSpec& s) {
   j["on_failure"] = onFailureName(s.on_failure);
   j["run_on"] = runOnName(s.run_on);
   if (s.target != Target::kHost) j["target"] = targetName(s.target);
+  if (!s.inventory.empty()) j["inventory"] = s.inventory;
   if (s.agree) j["agree"] = {{"step", s.agree->step}, {"paths", s.agree->paths}};
   if (s.recover)
     j["recover"] = {{"power_cycles", s.recover->power_cycles}, {"timeout", formatDuration(s.recover->timeout)}};

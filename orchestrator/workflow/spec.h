@@ -25,7 +25,10 @@ using ParamValues = std::map<std::string, std::string>;
 // "pod.name", "pod.hosts" (comma-joined host names of the pod, pod-scope workflows only), and
 // the host's BMC from its pod's management block (issue 32; empty when the pod names none):
 // "host.bmc" (address[:port]), "host.bmc_protocol", "host.bmc_credential" (a credential's
-// name in the runner's store, never a secret), "host.runner" (the out-of-band runner).
+// name in the runner's store, never a secret), "host.runner" (the out-of-band runner), and
+// "pod.switch_bmcs": the pod's NVLink switch trays and their BMCs as kiln-oob's device list,
+// "p1-s1=p1-s1-bmc:443,p1-s2=...", in tray order (empty when the pod names no switch_bmc), and
+// "pod.bmc_credential": the credential name of the pod's management block.
 using ContextFields = std::map<std::string, std::string>;
 
 // A length of time written like "90s", "15m", "1h30m", "500ms" or "0s".
@@ -74,8 +77,10 @@ enum class RunOn { kEach, kLeader };
 // Where a run step executes (issue 32): host = on the host's own agent (default); bmc = on the
 // out-of-band runner that serves the host's pod (the pod's management block names it), about
 // the host's BMC: `{{host.bmc}}`, `{{host.bmc_protocol}}` and `{{host.bmc_credential}}` name it
-// for a tool like kiln-oob. The host's agent never sees such a step.
-enum class Target { kHost, kBmc };
+// for a tool like kiln-oob. The host's agent never sees such a step. switch_trays = once per pod
+// (run_on: leader) on the pod's runner, about the pod's NVLink switch trays: `{{pod.switch_bmcs}}`
+// lists them for kiln-oob's device-list mode; they have no agent of their own.
+enum class Target { kHost, kBmc, kSwitchTrays };
 // Check operators. kMaxIncrease is the delta form (`delta_from` + `max_increase`).
 enum class CheckOp { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn, kMatches, kExists, kMaxIncrease };
 
@@ -182,6 +187,13 @@ struct StepSpec {
   Target target = Target::kHost;    // run steps only
   std::optional<Recover> recover;   // reboot steps only
   std::optional<Agree> agree;       // barrier steps only
+  // A read-back (issue 32), on target: bmc or switch_trays steps with parse: json: Kiln's
+  // component kind -> the device's FirmwareInventory member id ({bmc: BMC_Firmware}). The
+  // versions the step's output reports (kiln-oob firmware list: `firmware[]` for the host's own
+  // BMC, `devices[*].firmware[]` for switch trays) become the devices' component versions:
+  // compliance counts each device by its own read-back. Kinds: the host's (not nvswitch) for
+  // target: bmc, nvswitch only for target: switch_trays.
+  std::map<std::string, std::string> inventory;
   std::string when;  // template; empty, "false" or "0" after substitution = skip the step
   std::optional<Retest> retest;
   std::vector<std::string> artifacts;  // stage steps: the artifact params to fetch (non-empty)

@@ -12,6 +12,9 @@
 #include <fstream>
 
 #include "tests/e2e/e2e_support.h"
+#ifdef KILN_VFLEET_BIN
+#include "tests/e2e/vfleet.h"
+#endif
 
 namespace kiln::e2e {
 namespace {
@@ -82,6 +85,7 @@ class OobTest : public E2eTest {
     runner_.reset();
     E2eTest::TearDown();
     bmc_.reset();
+    trays_.clear();
   }
 
   // The runner: a kiln-agent polling as runner:oob-e2e with an agent token an admin made for it.
@@ -118,9 +122,51 @@ class OobTest : public E2eTest {
         root_ + "/runner.log");
   }
 
+  // The pod's 9 NVLink switch trays' BMCs: kiln-hwsim bmc processes on 127.0.0.<tray> (one port
+  // for all: the whole 127/8 is loopback), and the pod's management block naming them through
+  // `switch_bmc: "127.0.0.{tray}:PORT"` (a re-import updates it).
+  void startSwitchTrays() {
+    std::string port;
+    for (int s = 1; s <= 9; ++s) {
+      const std::string name = std::string(kPod) + "-s" + std::to_string(s);
+      const std::string port_file = root_ + "/switch-port-" + std::to_string(s);
+      trays_.push_back(std::make_unique<Child>(
+          std::vector<std::string>{
+              KILN_HWSIM_BIN, "bmc", "--listen", "127.0.0." + std::to_string(s) + ":" + (s == 1 ? "0" : port), "--user",
+              "root", "--password-file", root_ + "/bmc-password", "--tray", name, "--firmware",
+              "BMC_Firmware=88.0002.1139", "--firmware", "NVSwitch_Firmware=36.2501.0004", "--port-file", port_file},
+          std::map<std::string, std::string>{}, root_ + "/switch-" + std::to_string(s) + ".log"));
+      ASSERT_TRUE(waitUntil([&] { return fs::exists(port_file) && !readFile(port_file).empty(); }, 10s))
+          << readFile(root_ + "/switch-" + std::to_string(s) + ".log");
+      if (s == 1) port = readFile(port_file).substr(0, readFile(port_file).find('\n'));
+    }
+    const std::string tray_port = readFile(root_ + "/bmc-port").substr(0, readFile(root_ + "/bmc-port").find('\n'));
+    json imported =
+        importFleet(fleetYaml(1, "available") +
+                    "management:\n  protocol: redfish\n  credential: tray-bmc\n  tray_bmc: \"127.0.0.1:" + tray_port +
+                    "\"\n  switch_bmc: \"127.0.0.{tray}:" + port + "\"\n  runner: oob-e2e\n");
+    EXPECT_EQ(imported.value("pods_management_updated", 0), 1) << imported.dump();
+  }
+  // A simulated switch-tray image of 36.2601.0001, and its sha256.
+  std::pair<std::string, std::string> switchImage() {
+    const std::string image = root_ + "/nvswitch.fwpkg";
+    std::ofstream(image) << "KILN-HWSIM-FW NVSwitch_Firmware 36.2601.0001\n" << std::string(100000, 'y');
+    return {image, runCommand({"/usr/bin/sha256sum", image}, {}).output.substr(0, 64)};
+  }
+  // Each tray's BMC took one push, then a power cycle (the activation), in that order.
+  void expectEveryTrayFlashedThenCycled() {
+    for (int s = 1; s <= 9; ++s) {
+      const std::string log = readFile(root_ + "/switch-" + std::to_string(s) + ".log");
+      EXPECT_NE(log.find("update pushed (1 so far)"), std::string::npos) << "tray " << s << ": " << log;
+      EXPECT_NE(log.find("reset PowerCycle"), std::string::npos) << "tray " << s << ": " << log;
+      EXPECT_LT(log.find("update pushed"), log.find("reset PowerCycle")) << "pushed, then activated: " << log;
+    }
+  }
+
   std::string root_, boot_id_file_;
   std::vector<std::string> hosts_;
   std::unique_ptr<Child> bmc_, runner_;
+  std::vector<std::unique_ptr<Child>> trays_;
 };
 
 TEST_F(OobTest, AHostSilentAfterItsRebootIsPowerCycledThroughItsBmcAndTheRunGoesOn) {
@@ -200,6 +246,92 @@ TEST_F(OobTest, ATraysBmcFirmwareIsPushedResetIntoAndReadBackThroughTheRunner) {
   EXPECT_EQ(log.find("reset PowerCycle"), std::string::npos) << "the tray's power is untouched: " << log;
   EXPECT_LT(log.find("update pushed"), log.find("manager reset")) << "pushed first, then reset";
 }
+
+// The pod's 9 NVLink switch trays through the runner (workflows/switch-tray-firmware.yaml): one
+// step per pod pushes the verified image to every tray's own BMC (kiln-hwsim bmc, one process per
+// tray on 127.0.0.<tray>), power-cycles them to activate it, and reads each tray's version back;
+// the pod's switch-tray versions are then what each tray said of itself.
+TEST_F(OobTest, ThePodsSwitchTraysAreFlashedCycledAndEachReadBackFromItself) {
+  startSwitchTrays();
+  if (HasFatalFailure()) return;
+  startRunner();
+  const auto [image, sha] = switchImage();
+  ASSERT_EQ(sha.size(), 64u);
+  json run = startRun({{"workflow", "switch-tray-firmware"},
+                       {"pods", {kPod}},
+                       {"purpose", "manual"},
+                       {"params",
+                        {{"nvswitch_image", image + "#sha256=" + sha},
+                         {"nvswitch_sha256", sha},
+                         {"nvswitch_version", "36.2601.0001"}}}});
+  json done = waitRun(run.value("id", ""), 120s);
+  ASSERT_EQ(done.value("state", ""), "passed") << done.dump(1).substr(0, 6000) << "\nrunner:\n"
+                                               << tailLines(readFile(root_ + "/runner.log"), 30);
+  // Once for the pod, by its first tray's step on the runner; the others share it.
+  for (const char* step : {"switch-flash", "switch-activate", "switch-read-back"}) {
+    auto led = stepRecords(done, hosts_[0], step);
+    ASSERT_EQ(led.size(), 1u) << step;
+    EXPECT_EQ(led[0].value("outcome", ""), "passed") << step << " " << led[0].dump();
+    EXPECT_EQ(stepRecords(done, hosts_[5], step).at(0).value("outcome", ""), "shared") << step;
+  }
+  expectEveryTrayFlashedThenCycled();
+  // Every switch tray's version is its own read-back now (the import had said 36.2501.0004).
+  json pod = call("GET", std::string("/api/v1/pods/") + kPod);
+  EXPECT_EQ(pod["component_versions"]["nvswitch"], (json{{"36.2601.0001", 9}})) << pod["component_versions"].dump();
+  EXPECT_EQ(readFile(root_ + "/runner.log").find("e2e-bmc-secret"), std::string::npos);
+  EXPECT_EQ(done.dump().find("e2e-bmc-secret"), std::string::npos);
+}
+
+#ifdef KILN_VFLEET_BIN
+// The issue's bar: a bundle with switch-tray firmware upgrades and verifies all 9 switch trays of
+// the pod. A real rollout (drain, the bundle's install workflow on the runner, validation on the
+// hosts of kiln-vfleet, the consistency rule, undrain), and compliance counting the trays by
+// their own read-back.
+TEST_F(OobTest, ARolloutOfSwitchTrayFirmwareUpgradesAndVerifiesAllNineTraysOfThePod) {
+  startSwitchTrays();
+  if (HasFatalFailure()) return;
+  startRunner();
+  VirtualFleet fleet(KILN_VFLEET_BIN, dir_ + "/vfleet", kilnd_->url(), enrollTokenFile(), kilnd_->adminTokenFile(),
+                     0.001, {});
+  const auto [image, sha] = switchImage();
+  ASSERT_EQ(sha.size(), 64u);
+  json bundle = call(
+      "POST", "/api/v1/bundles",
+      {{"name", "e2e-nvswitch"},
+       {"version", "36.2601"},
+       {"platforms", {"catalina"}},
+       {"workflow", "switch-tray-firmware"},
+       {"components", {{{"kind", "nvswitch"}, {"version", "36.2601.0001"}, {"artifact", image}, {"sha256", sha}}}}},
+      201);
+  const std::string id = bundle.value("id", "");
+  const std::string compliance = "/api/v1/bundles/" + id + "/compliance?building=e2e-b01";
+  EXPECT_EQ(call("GET", compliance)["counts"]["needs_upgrade"], 1) << call("GET", compliance).dump();
+
+  json r = call("POST", "/api/v1/rollouts",
+                {{"bundle", id},
+                 {"selector", {{"pods", {kPod}}}},
+                 {"policy",
+                  {{"canary_pods", 1},
+                   {"waves", {"100%"}},
+                   {"soak", "0s"},
+                   {"max_concurrent_pods", 1},
+                   {"capacity_floor", {{"max_percent_down", 100}}},
+                   {"failure_budget", {{"pods", 1}}}}},
+                 {"start", true}},
+                201);
+  watchRollout(r.value("id", ""));
+  json done = waitRollout(r.value("id", ""), {"completed", "halted", "aborted"}, 200s);
+  ASSERT_EQ(done.value("state", ""), "completed") << done.dump() << "\nrunner:\n"
+                                                  << tailLines(readFile(root_ + "/runner.log"), 30) << "\nvfleet:\n"
+                                                  << fleet.logTail();
+  expectEveryTrayFlashedThenCycled();
+  json after = call("GET", compliance);
+  EXPECT_EQ(after["counts"]["compliant"], 1) << after.dump();
+  json pod = call("GET", std::string("/api/v1/pods/") + kPod);
+  EXPECT_EQ(pod["component_versions"]["nvswitch"], (json{{"36.2601.0001", 9}})) << pod["component_versions"].dump();
+  EXPECT_EQ(pod.value("state", ""), "in_service") << pod.dump().substr(0, 2000);
+}
+#endif
 
 // Trust at the edge: a host's agent token cannot take or report the runner's steps, and a
 // runner's token acts only for its own key.

@@ -61,6 +61,10 @@ class Backend {
   virtual std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) = 0;
   // The pod's management block (issue 32), as an import sets it.
   virtual void setManagement(const core::ManagementSpec& m) = 0;
+  // The version of `kind` stored for a device (a host or a switch tray); "" when none.
+  virtual std::string componentVersion(const std::string& device, const std::string& kind) = 0;
+  // Whether an agent's reported inventory is written (PostgreSQL; the fake keeps none).
+  virtual bool keepsAgentInventory() const = 0;
 
  protected:
   // PostgreSQL stamps leases with its own now(): the clock starts at the wall time.
@@ -79,6 +83,11 @@ class FakeBackend final : public Backend {
   const std::vector<std::string>& hosts() const override { return hosts_; }
   void setHostState(const std::string& host, core::HostState state) override { fleet_.setState(host, state); }
   void setManagement(const core::ManagementSpec& m) override { fleet_.setManagement(pod_, m); }
+  std::string componentVersion(const std::string& device, const std::string& kind) override {
+    auto it = store_.deviceVersions().find({device, kind});
+    return it == store_.deviceVersions().end() ? "" : it->second;
+  }
+  bool keepsAgentInventory() const override { return false; }
   std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) override {
     std::vector<core::AuditRecord> out;
     for (const auto& a : fleet_.audits())
@@ -113,8 +122,13 @@ class PgBackend final : public Backend {
   }
   void setManagement(const core::ManagementSpec& m) override {
     db_.query("UPDATE pods SET management = '{\"protocol\": \"" + m.protocol + "\", \"credential\": \"" + m.credential +
-              "\", \"tray_bmc\": \"" + m.tray_bmc + "\", \"runner\": \"" + m.runner + "\"}' WHERE id = '" + pod_ + "'");
+              "\", \"tray_bmc\": \"" + m.tray_bmc + "\", \"switch_bmc\": \"" + m.switch_bmc + "\", \"runner\": \"" +
+              m.runner + "\"}' WHERE id = '" + pod_ + "'");
   }
+  std::string componentVersion(const std::string& device, const std::string& kind) override {
+    return db_.query("SELECT version FROM components WHERE target_id = '" + device + "' AND kind = '" + kind + "'");
+  }
+  bool keepsAgentInventory() const override { return true; }
   std::vector<core::AuditRecord> audits(const std::string& action, const std::string& target) override {
     auto page = fleet_->listAudit({.action = action, .target = target, .limit = 1000});
     EXPECT_TRUE(page.ok());
@@ -195,6 +209,16 @@ class RunStoreContractTest : public ::testing::TestWithParam<contract::Implement
     auto h = backend_->fleet().getHost(id);
     EXPECT_TRUE(h.ok()) << id;
     return h.ok() ? h->host : core::HostSummary{};
+  }
+  // Whether every host of the run ended as `status` (the run's own verdict comes at the
+  // controller's next pass).
+  bool finished(const std::string& run, runs::HostStatus status) {
+    auto v = service_->runs.runView(run);
+    EXPECT_TRUE(v.ok());
+    if (!v.ok() || v->hosts.empty()) return false;
+    for (const auto& h : v->hosts)
+      if (h.status != status) return false;
+    return true;
   }
   std::set<std::string> openWork() {
     auto hosts = store().hostsWithOpenWork();
@@ -717,6 +741,66 @@ TEST_P(RunStoreContractTest, AStepAboutABmcIsTheRunnersAndARebootUnderRecoveryKe
   auto late = service_->agent_work.reportBatch({report(host(0), reboot)});
   ASSERT_TRUE(late[0].ok()) << late[0].error().message;
   EXPECT_EQ(late[0]->outcome, ReportOutcome::kAccepted);
+}
+
+// A read-back of the pod's switch trays by the runner is each tray's version, by its own answer;
+// an answer that speaks for a tray of another pod records nothing; and once the pod's switch
+// trays have BMCs, a compute host's report of the switch firmware no longer overwrites them.
+TEST_P(RunStoreContractTest, ASwitchTrayReadBackIsEachTraysVersionAndOnlyThePodsOwn) {
+  backend_->setManagement({"redfish", "tray-bmc", "{host}-bmc.mgmt:443", "{switch}-bmc.mgmt:443", "oob-b01"});
+  ASSERT_TRUE(service_->workflows
+                  .putWorkflow("switches",
+                               "name: switches\nversion: \"1\"\nscope: pod\nsteps:\n"
+                               "  - id: read-back\n    target: switch_trays\n    run_on: leader\n"
+                               "    run: [kiln-oob, firmware, list, --bmc, \"{{pod.switch_bmcs}}\"]\n"
+                               "    parse: json\n    inventory: {nvswitch: NVSwitch_Firmware}\n    timeout: 5m\n",
+                               kAdmin)
+                  .ok());
+  const std::string pod = backend_->pod(), runner = "runner:oob-b01";
+  auto answer = [&](const std::string& version, const std::string& extra) {
+    json devices = json::array();
+    for (int s = 1; s <= 9; ++s)
+      devices.push_back({{"device", pod + "-s" + std::to_string(s)},
+                         {"firmware", json::array({{{"id", "NVSwitch_Firmware"}, {"version", version}}})}});
+    if (!extra.empty())
+      devices.push_back(
+          {{"device", extra}, {"firmware", json::array({{{"id", "NVSwitch_Firmware"}, {"version", version}}})}});
+    return json{{"devices", devices}, {"failed", json::array()}};
+  };
+
+  // A hostile answer: the pod's nine trays and one of another pod. Nothing is recorded.
+  const std::string forged_run = start("switches", {}, "manual", {pod});
+  protocol::Assignment a = claim(runner);
+  EXPECT_EQ(a.argv[4].substr(0, pod.size() + 4), pod + "-s1=");
+  auto forged = report(runner, a);
+  forged.body["parsed"] = answer("36.9999", "zz-other-p09-s1");
+  ASSERT_TRUE(service_->agent_work.reportBatch({forged})[0].ok());
+  EXPECT_TRUE(finished(forged_run, runs::HostStatus::kFailed));
+  for (int s = 1; s <= 9; ++s)
+    EXPECT_NE(backend_->componentVersion(pod + "-s" + std::to_string(s), "nvswitch"), "36.9999");
+  EXPECT_EQ(backend_->componentVersion("zz-other-p09-s1", "nvswitch"), "");
+
+  // The honest answer: every tray recorded as it said, the run passes once for the pod.
+  const std::string run = start("switches", {}, "manual", {pod});
+  a = claim(runner);
+  auto honest = report(runner, a);
+  honest.body["parsed"] = answer("36.2601.0001", "");
+  ASSERT_TRUE(service_->agent_work.reportBatch({honest})[0].ok());
+  EXPECT_TRUE(finished(run, runs::HostStatus::kPassed));
+  for (int s = 1; s <= 9; ++s)
+    EXPECT_EQ(backend_->componentVersion(pod + "-s" + std::to_string(s), "nvswitch"), "36.2601.0001") << s;
+  EXPECT_EQ(backend_->componentVersion(host(0), "nvswitch"), "") << "a switch version is never a host's";
+
+  if (!backend_->keepsAgentInventory()) return;
+  // A host's agent still reports what it sees of the switch firmware: its own kinds are kept,
+  // the switch trays keep their own read-back.
+  start("one-step", {host(3)});
+  auto step = claim(host(3));
+  auto with_inventory = report(host(3), step);
+  with_inventory.body["inventory"] = {{"nvswitch", "36.2501.0004"}, {"bmc", "25.09-7"}};
+  ASSERT_TRUE(service_->agent_work.reportBatch({with_inventory})[0].ok());
+  EXPECT_EQ(backend_->componentVersion(host(3), "bmc"), "25.09-7");
+  EXPECT_EQ(backend_->componentVersion(pod + "-s4", "nvswitch"), "36.2601.0001");
 }
 
 // --- workflows ---

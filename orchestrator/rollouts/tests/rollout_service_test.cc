@@ -77,6 +77,12 @@ TEST_F(RolloutServiceTest, InstallParamsNameArtifactsWithTheirSha256AndCarryTheB
             (json{{"bmc_image", "https://fw.example/bmc.fwpkg#sha256=" + std::string(64, 'd')},
                   {"bmc_sha256", std::string(64, 'd')},
                   {"bmc_version", "25.09-1"}}));
+  // Switch-tray firmware, as switch-tray-firmware takes it.
+  b.components.push_back({"nvswitch", "36.2601.0001", "https://fw.example/nvsw.fwpkg", std::string(64, 'e')});
+  EXPECT_EQ(installParams(b, {"nvswitch_image", "nvswitch_sha256", "nvswitch_version"}),
+            (json{{"nvswitch_image", "https://fw.example/nvsw.fwpkg#sha256=" + std::string(64, 'e')},
+                  {"nvswitch_sha256", std::string(64, 'e')},
+                  {"nvswitch_version", "36.2601.0001"}}));
 }
 
 TEST_F(RolloutServiceTest, AnUploadedBundleMustPassTheTrustRuleOrNothingIsStored) {

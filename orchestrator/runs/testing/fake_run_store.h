@@ -46,7 +46,8 @@ namespace kiln::runs::testing {
 //   transitions all or nothing), heartbeats set their last_seen, quarantine() reads them and
 //   the fleet's audit records (repairs, the last failure); without one, transitions are not
 //   applied and quarantine() answers kUnavailable. No inventory is kept (an agent's report or
-//   enrolment writes no component versions), no host events are written, and enrollAgent
+//   enrolment writes no component versions; read-back steps' versions are, in deviceVersions(),
+//   with a fleet), no host events are written, and enrollAgent
 //   and issueEnrolment answer kUnavailable: tokens are the wide fleet store's, not a part the fake
 //   fleet keeps (the enrolment rule is core::decideEnrolment, tested alone).
 // Times the database stamps with now() come from `clock` when given, else they are the epoch.
@@ -94,6 +95,8 @@ class FakeRunStore final : public runs::RunStore {
   std::optional<Error> fail_agent_work;  // set: claimWork, claimBatch and reportBatch answer it
   std::optional<Error> fail_heartbeats;  // set: recordHeartbeats answers it, writing nothing
   // The beats of every recordHeartbeats call, in call order, written or not.
+  // The versions read-back steps recorded (runs/read_back.h): (device, kind) -> version.
+  const std::map<std::pair<std::string, std::string>, std::string>& deviceVersions() const { return device_versions_; }
   std::vector<std::vector<runs::Heartbeat>> heartbeatBatches() const {
     core::testing::FakesLock fakes_lock;
     return heartbeat_batches_;
@@ -644,6 +647,21 @@ class FakeRunStore final : public runs::RunStore {
         a->finished_at = now();
       }
     applyTransitions(u.transitions, actor);
+    for (const auto& v : u.effects.device_versions)
+      if (acceptsDeviceVersion(v)) device_versions_[{v.device, v.kind}] = v.version;
+  }
+  // As the device_versions statement: the reporting host itself (not nvswitch), or a switch
+  // tray of its pod (nvswitch only); without a fleet, nothing.
+  bool acceptsDeviceVersion(const runs::DeviceVersion& v) const {
+    if (!fleet_) return false;
+    auto h = fleet_->getHost(v.reported_by);
+    if (!h.ok()) return false;
+    if (v.device == h->host.id) return v.kind != core::kSwitchComponent;
+    auto platform = core::parsePlatform(h->host.platform);
+    if (!platform || v.kind != core::kSwitchComponent) return false;
+    for (const auto& s : core::expandPod(h->host.pod, *platform).switch_trays)
+      if (s.id == v.device) return true;
+    return false;
   }
   // A transition the host's state refuses is skipped (the run's verdict stands), as the store does.
   void applyTransitions(const std::vector<core::HostTransition>& ts, const core::Actor& actor) {
@@ -691,6 +709,7 @@ class FakeRunStore final : public runs::RunStore {
   std::map<std::string, core::TimePoint> last_seen_;  // without a fleet
   std::set<std::string> unreachable_;
   std::vector<std::vector<runs::Heartbeat>> heartbeat_batches_;
+  std::map<std::pair<std::string, std::string>, std::string> device_versions_;
 };
 
 }  // namespace kiln::runs::testing

@@ -781,6 +781,85 @@ TEST_F(EngineTest, AStepAboutTheBmcGoesToThePodsRunnerNeverToTheHost) {
   EXPECT_NE(none.hosts[0].failures[0].find("pod p2's management block names no out-of-band runner"), std::string::npos);
 }
 
+// ---- The pod's switch trays through the runner, each read back by itself (issue 32) ----
+
+constexpr const char* kSwitchTrays = R"(
+name: switch-trays
+version: "1"
+scope: pod
+steps:
+  - id: read-back
+    target: switch_trays
+    run_on: leader
+    run: [kiln-oob, firmware, list, --bmc, "{{pod.switch_bmcs}}", --credential, tray-bmc, --protocol, redfish]
+    parse: json
+    inventory: {nvswitch: NVSwitch_Firmware}
+    timeout: 5m
+)";
+
+TEST_F(EngineTest, ASwitchTrayStepRunsOnceOnThePodsRunnerAndItsReadBackIsTheTraysVersions) {
+  auto spec = load(kSwitchTrays);
+  Engine e(spec, params_);
+  const std::string trays = "p1-s1=p1-s1-bmc:443,p1-s2=p1-s2-bmc:443";
+  auto fields = [&](const std::string& h) {
+    return workflow::ContextFields{
+        {"host.id", h}, {"host.pod", "p1"}, {"host.runner", "oob-b01"}, {"pod.switch_bmcs", trays}};
+  };
+  auto g = e.newGroup("r1", "p1", {{"p1-h01", fields("p1-h01")}, {"p1-h02", fields("p1-h02")}});
+  auto fx = e.start(g, now_);
+  ASSERT_EQ(fx.dispatches.size(), 1u) << "once per pod, the leader's";
+  EXPECT_EQ(fx.dispatches[0].runner, "oob-b01");
+  EXPECT_EQ(fx.dispatches[0].host, "p1-h01");
+  EXPECT_EQ(fx.dispatches[0].argv[4], trays);
+
+  auto tray = [](const std::string& name, const std::string& v) {
+    return json{{"device", name}, {"firmware", json::array({{{"id", "NVSwitch_Firmware"}, {"version", v}}})}};
+  };
+  // One tray did not answer: the step fails naming it, the other's version is still recorded.
+  auto after = e.onResult(
+      g, fx.dispatches[0].assignment_id,
+      exited(1, json{{"devices",
+                      json::array({tray("p1-s1", "1.4.0"), json{{"device", "p1-s2"}, {"error", "timed out"}}})}}),
+      now_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->device_versions, (std::vector<DeviceVersion>{{"p1-s1", "nvswitch", "1.4.0", "p1-h01"}}));
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[0].failures.back().find("no read-back of p1-s2"), std::string::npos) << g.hosts[0].failures.back();
+  // The pod-wide step failed (on_failure: fail): the pod's other host fails with it, and does not
+  // run the step again as the next leader.
+  EXPECT_TRUE(after->dispatches.empty());
+  EXPECT_EQ(g.hosts[1].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[1].failures.back().find("read-back: pod-wide step failed on p1-h01"), std::string::npos)
+      << g.hosts[1].failures.back();
+  EXPECT_TRUE(Engine::done(g));
+
+  // Every tray answered: the step passes for the pod, both trays recorded.
+  auto again = e.newGroup("r2", "p1", {{"p1-h01", fields("p1-h01")}, {"p1-h02", fields("p1-h02")}});
+  fx = e.start(again, now_);
+  after = e.onResult(again, fx.dispatches[0].assignment_id,
+                     exited(0, json{{"devices", json::array({tray("p1-s1", "1.4.0"), tray("p1-s2", "1.4.0")})}}), now_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->device_versions.size(), 2u);
+  EXPECT_TRUE(after->dispatches.empty()) << "the last step ran once, by the leader";
+  EXPECT_TRUE(Engine::done(again));
+  EXPECT_EQ(again.hosts[1].history.back().outcome, "shared");
+  EXPECT_EQ(again.hosts[0].status, HostStatus::kPassed);
+  EXPECT_EQ(again.hosts[1].status, HostStatus::kPassed);
+}
+
+TEST_F(EngineTest, ASwitchTrayStepOnAPodWithoutSwitchTrayBmcsFailsSayingSo) {
+  auto spec = load(kSwitchTrays);
+  Engine e(spec, params_);
+  auto g = e.newGroup(
+      "r1", "p2",
+      {{"p2-h01", {{"host.id", "p2-h01"}, {"host.pod", "p2"}, {"host.runner", "oob-b01"}, {"pod.switch_bmcs", ""}}}});
+  auto fx = e.start(g, now_);
+  EXPECT_TRUE(fx.dispatches.empty());
+  EXPECT_EQ(g.hosts[0].status, HostStatus::kFailed);
+  EXPECT_NE(g.hosts[0].failures[0].find("names no BMC address for them (management.switch_bmc)"), std::string::npos)
+      << g.hosts[0].failures[0];
+}
+
 // ---- The NVLink domain as a whole: a barrier's agreement (issue 32) ----
 
 constexpr const char* kDomain = R"(

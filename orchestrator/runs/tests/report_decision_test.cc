@@ -99,6 +99,7 @@ TEST(ReportDecisionTest, MergesAGroupsReportsInOrder) {
       seen.push_back(tag);
       GroupUpdate u{std::move(g), {}, {}};
       u.effects.cancel_assignments.push_back("cancel-" + tag);
+      u.effects.device_versions.push_back({"s-" + tag, "nvswitch", "1." + tag, "h"});
       u.effects.next_wakeup = wake;
       u.transitions.push_back({"host-" + tag, core::HostAction::kBurnInPass, std::nullopt, tag});
       return u;
@@ -112,6 +113,9 @@ TEST(ReportDecisionTest, MergesAGroupsReportsInOrder) {
   ASSERT_TRUE(m.ok()) << m.error();
   EXPECT_EQ(seen, (std::vector<std::string>{"c", "a"}));
   EXPECT_EQ(m->update.effects.cancel_assignments, (std::vector<std::string>{"cancel-c", "cancel-a"}));
+  // A read-back's versions are written with the batch: none is dropped by the merge.
+  ASSERT_EQ(m->update.effects.device_versions.size(), 2u);
+  EXPECT_EQ(m->update.effects.device_versions[0].device, "s-c");
   EXPECT_EQ(m->update.effects.next_wakeup, TimePoint{std::chrono::seconds(5)});
   ASSERT_EQ(m->transitions.size(), 2u);
   EXPECT_EQ(m->transitions[0].second.token_id, "agent:h3");

@@ -180,7 +180,7 @@ steps:
   EXPECT_EQ(toJson(*spec)["steps"][1]["recover"]["timeout"], "5m");
 
   Error e = errorsOf(replaced(ok, "    target: bmc\n", "    target: switch\n"));
-  EXPECT_TRUE(hasField(e, "steps[0].target", "expected host or bmc")) << e.message;
+  EXPECT_TRUE(hasField(e, "steps[0].target", "expected host, bmc or switch_trays")) << e.message;
   e = errorsOf(replaced(ok, "    type: reboot\n", "    type: reboot\n    target: bmc\n"));
   EXPECT_TRUE(hasField(e, "steps[1].target", "for run steps")) << e.message;
   e = errorsOf(replaced(ok, "    parse: json\n", "    parse: json\n    recover: {power_cycles: 1}\n"));
@@ -191,6 +191,52 @@ steps:
   EXPECT_TRUE(hasField(e, "steps[1].recover.timeout", "from 10s to 1h")) << e.message;
   e = errorsOf(replaced(ok, "timeout: 5m}", "timeout: 5m, attempts: 3}"));
   EXPECT_TRUE(hasField(e, "steps[1].recover.attempts", "unknown key")) << e.message;
+}
+
+// Issue 32: a pod's switch trays through its runner, and read-backs that record devices' versions.
+TEST(WorkflowLoaderTest, SwitchTraysAndInventoryAreReadAndCheckedWhereTheyBelong) {
+  const char* ok = R"(name: rack
+version: "1"
+scope: pod
+steps:
+  - id: bmc-read-back
+    target: bmc
+    run: [kiln-oob, firmware, list, --bmc, "{{host.bmc}}"]
+    parse: json
+    inventory: {bmc: BMC_Firmware, hmc_bundle: HMC_Firmware}
+    timeout: 1m
+  - id: switch-read-back
+    target: switch_trays
+    run_on: leader
+    run: [kiln-oob, firmware, list, --bmc, "{{pod.switch_bmcs}}"]
+    parse: json
+    inventory: {nvswitch: NVSwitch_Firmware}
+    timeout: 1m
+)";
+  auto spec = loadWorkflow(ok, "rack.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->steps[0].inventory,
+            (std::map<std::string, std::string>{{"bmc", "BMC_Firmware"}, {"hmc_bundle", "HMC_Firmware"}}));
+  EXPECT_EQ(spec->steps[1].target, Target::kSwitchTrays);
+  EXPECT_EQ(toJson(*spec)["steps"][1]["target"], "switch_trays");
+  EXPECT_EQ(toJson(*spec)["steps"][1]["inventory"]["nvswitch"], "NVSwitch_Firmware");
+
+  Error e = errorsOf(replaced(ok, "    run_on: leader\n", ""));
+  EXPECT_TRUE(hasField(e, "steps[1].target", "add run_on: leader")) << e.message;
+  e = errorsOf(replaced(ok, "{nvswitch: NVSwitch_Firmware}", "{bmc: BMC_Firmware}"));
+  EXPECT_TRUE(hasField(e, "steps[1].inventory.bmc", "nvswitch only")) << e.message;
+  e = errorsOf(replaced(ok, "{bmc: BMC_Firmware, hmc_bundle: HMC_Firmware}", "{nvswitch: X}"));
+  EXPECT_TRUE(hasField(e, "steps[0].inventory.nvswitch", "a compute tray's own components")) << e.message;
+  e = errorsOf(replaced(ok, "hmc_bundle: HMC_Firmware", "hmc_bundle: \"HMC Firmware\""));
+  EXPECT_TRUE(hasField(e, "steps[0].inventory.hmc_bundle", "FirmwareInventory member id")) << e.message;
+  e = errorsOf(replaced(ok, "    target: bmc\n", ""));
+  EXPECT_TRUE(hasField(e, "steps[0].inventory", "target: bmc or switch_trays")) << e.message;
+  e = errorsOf(replaced(ok, "    parse: json\n    inventory: {bmc", "    parse: nvidia-smi-xml\n    inventory: {bmc"));
+  EXPECT_TRUE(hasField(e, "steps[0].inventory", "needs parse: json")) << e.message;
+  e = errorsOf(replaced(ok, "{nvswitch: NVSwitch_Firmware}", "[nvswitch]"));
+  EXPECT_TRUE(hasField(e, "steps[1].inventory", "mapping of component kind")) << e.message;
+  e = errorsOf(replaced(ok, "scope: pod", "scope: host"));
+  EXPECT_TRUE(hasField(e, "steps[1].run_on", "needs scope: pod")) << e.message;
 }
 
 // Found by tests/fuzz (workflow_yaml): a byte that is not UTF-8 in a string made the loader's
@@ -467,7 +513,7 @@ TEST(ShippedWorkflowsTest, AllLoadWithoutErrors) {
   for (const auto& w : *r) names.push_back(w.name);
   EXPECT_EQ(names, (std::vector<std::string>{"artifact-stage", "firmware-upgrade", "l11-burn-in",
                                              "nvlink-domain-validation", "pre-job-health", "quarantine-validation",
-                                             "tray-bmc-firmware"}));
+                                             "switch-tray-firmware", "tray-bmc-firmware"}));
   for (const auto& w : *r) {
     EXPECT_FALSE(w.description.empty()) << w.name;
     for (const auto& p : w.params) EXPECT_FALSE(p.description.empty()) << w.name << " " << p.name;
