@@ -82,6 +82,9 @@ class OobTest : public E2eTest {
   }
 
   void TearDown() override {
+#ifdef KILN_VFLEET_BIN
+    fleet_.reset();
+#endif
     runner_.reset();
     E2eTest::TearDown();
     bmc_.reset();
@@ -152,6 +155,34 @@ class OobTest : public E2eTest {
     const std::string image = root_ + "/nvswitch.fwpkg";
     std::ofstream(image) << "KILN-HWSIM-FW NVSwitch_Firmware 36.2601.0001\n" << std::string(100000, 'y');
     return {image, runCommand({"/usr/bin/sha256sum", image}, {}).output.substr(0, 64)};
+  }
+#ifdef KILN_VFLEET_BIN
+  // The pod whole: its switch trays' BMCs, the runner, and its 18 hosts in kiln-vfleet.
+  void startWholePod() {
+    startSwitchTrays();
+    if (HasFatalFailure()) return;
+    startRunner();
+    fleet_ = std::make_unique<VirtualFleet>(KILN_VFLEET_BIN, dir_ + "/vfleet", kilnd_->url(), enrollTokenFile(),
+                                            kilnd_->adminTokenFile(), 0.001, std::vector<std::string>{});
+  }
+  std::unique_ptr<VirtualFleet> fleet_;
+#endif
+  // A rollout of `bundle` to the pod alone (one wave), followed to its end.
+  json rollOutToThePod(const std::string& bundle) {
+    json r = call("POST", "/api/v1/rollouts",
+                  {{"bundle", bundle},
+                   {"selector", {{"pods", {kPod}}}},
+                   {"policy",
+                    {{"canary_pods", 1},
+                     {"waves", {"100%"}},
+                     {"soak", "0s"},
+                     {"max_concurrent_pods", 1},
+                     {"capacity_floor", {{"max_percent_down", 100}}},
+                     {"failure_budget", {{"pods", 1}}}}},
+                   {"start", true}},
+                  201);
+    watchRollout(r.value("id", ""));
+    return waitRollout(r.value("id", ""), {"completed", "halted", "aborted"}, 200s);
   }
   // Each tray's BMC took one push, then a power cycle (the activation), in that order.
   void expectEveryTrayFlashedThenCycled() {
@@ -288,11 +319,8 @@ TEST_F(OobTest, ThePodsSwitchTraysAreFlashedCycledAndEachReadBackFromItself) {
 // hosts of kiln-vfleet, the consistency rule, undrain), and compliance counting the trays by
 // their own read-back.
 TEST_F(OobTest, ARolloutOfSwitchTrayFirmwareUpgradesAndVerifiesAllNineTraysOfThePod) {
-  startSwitchTrays();
+  startWholePod();
   if (HasFatalFailure()) return;
-  startRunner();
-  VirtualFleet fleet(KILN_VFLEET_BIN, dir_ + "/vfleet", kilnd_->url(), enrollTokenFile(), kilnd_->adminTokenFile(),
-                     0.001, {});
   const auto [image, sha] = switchImage();
   ASSERT_EQ(sha.size(), 64u);
   json bundle = call(
@@ -307,29 +335,45 @@ TEST_F(OobTest, ARolloutOfSwitchTrayFirmwareUpgradesAndVerifiesAllNineTraysOfThe
   const std::string compliance = "/api/v1/bundles/" + id + "/compliance?building=e2e-b01";
   EXPECT_EQ(call("GET", compliance)["counts"]["needs_upgrade"], 1) << call("GET", compliance).dump();
 
-  json r = call("POST", "/api/v1/rollouts",
-                {{"bundle", id},
-                 {"selector", {{"pods", {kPod}}}},
-                 {"policy",
-                  {{"canary_pods", 1},
-                   {"waves", {"100%"}},
-                   {"soak", "0s"},
-                   {"max_concurrent_pods", 1},
-                   {"capacity_floor", {{"max_percent_down", 100}}},
-                   {"failure_budget", {{"pods", 1}}}}},
-                 {"start", true}},
-                201);
-  watchRollout(r.value("id", ""));
-  json done = waitRollout(r.value("id", ""), {"completed", "halted", "aborted"}, 200s);
+  json done = rollOutToThePod(id);
   ASSERT_EQ(done.value("state", ""), "completed") << done.dump() << "\nrunner:\n"
                                                   << tailLines(readFile(root_ + "/runner.log"), 30) << "\nvfleet:\n"
-                                                  << fleet.logTail();
+                                                  << fleet_->logTail();
   expectEveryTrayFlashedThenCycled();
   json after = call("GET", compliance);
   EXPECT_EQ(after["counts"]["compliant"], 1) << after.dump();
   json pod = call("GET", std::string("/api/v1/pods/") + kPod);
   EXPECT_EQ(pod["component_versions"]["nvswitch"], (json{{"36.2601.0001", 9}})) << pod["component_versions"].dump();
   EXPECT_EQ(pod.value("state", ""), "in_service") << pod.dump().substr(0, 2000);
+}
+
+// The whole rack in one workflow (workflows/rack-firmware.yaml) over a bundle of tray and
+// switch-tray firmware: the hosts (kiln-vfleet) flash their trays, the runner the switch trays,
+// the pod is activated once, and every BMC and switch tray is read back and recorded by itself.
+TEST_F(OobTest, ARackFirmwareRolloutUpgradesTraysAndSwitchTraysAndReadsEveryDeviceBack) {
+  startWholePod();
+  if (HasFatalFailure()) return;
+  const auto [image, sha] = switchImage();
+  ASSERT_EQ(sha.size(), 64u);
+  json doc = bundleDoc("1.0", "GB200-P4975_0004_250601.1.0", "28.43.2026", "570.124.06");
+  doc["name"] = "e2e-rack";
+  doc["workflow"] = "rack-firmware";
+  doc["components"] =
+      json::array({doc["components"][0],
+                   {{"kind", "nvswitch"}, {"version", "36.2601.0001"}, {"artifact", image}, {"sha256", sha}}});
+  json bundle = call("POST", "/api/v1/bundles", doc, 201);
+  json done = rollOutToThePod(bundle.value("id", ""));
+  ASSERT_EQ(done.value("state", ""), "completed") << done.dump() << "\nrunner:\n"
+                                                  << tailLines(readFile(root_ + "/runner.log"), 30) << "\nvfleet:\n"
+                                                  << fleet_->logTail();
+  expectEveryTrayFlashedThenCycled();
+  json pod = call("GET", std::string("/api/v1/pods/") + kPod);
+  const json& versions = pod["component_versions"];
+  EXPECT_EQ(versions["nvswitch"], (json{{"36.2601.0001", 9}})) << versions.dump();
+  EXPECT_EQ(versions["hmc_bundle"], (json{{"GB200-P4975_0004_250601.1.0", 18}})) << versions.dump();
+  // Every tray's BMC version is the one its BMC read back (kiln-hwsim's), not the fleet file's.
+  EXPECT_EQ(versions["bmc"], (json{{"25.06-2", 18}})) << versions.dump();
+  EXPECT_EQ(readFile(root_ + "/runner.log").find("e2e-bmc-secret"), std::string::npos);
 }
 #endif
 

@@ -513,7 +513,7 @@ TEST(ShippedWorkflowsTest, AllLoadWithoutErrors) {
   for (const auto& w : *r) names.push_back(w.name);
   EXPECT_EQ(names, (std::vector<std::string>{"artifact-stage", "firmware-upgrade", "l11-burn-in",
                                              "nvlink-domain-validation", "pre-job-health", "quarantine-validation",
-                                             "switch-tray-firmware", "tray-bmc-firmware"}));
+                                             "rack-firmware", "switch-tray-firmware", "tray-bmc-firmware"}));
   for (const auto& w : *r) {
     EXPECT_FALSE(w.description.empty()) << w.name;
     for (const auto& p : w.params) EXPECT_FALSE(p.description.empty()) << w.name << " " << p.name;
