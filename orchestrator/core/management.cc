@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <set>
 
 #include "common/runner_key.h"
 
@@ -126,9 +128,43 @@ std::vector<std::pair<std::string, std::string>> validateManagement(const Manage
   if (m.tray_bmc.empty() && m.switch_bmc.empty()) errors.push_back({"tray_bmc", "give tray_bmc, switch_bmc or both"});
   if (auto e = templateError(m.tray_bmc, {"host", "pod", "rack", "tray"})) errors.push_back({"tray_bmc", *e});
   if (auto e = templateError(m.switch_bmc, {"switch", "pod", "rack", "tray"})) errors.push_back({"switch_bmc", *e});
-  if (!m.runner.empty() && !validRunnerName(m.runner))
-    errors.push_back({"runner", "expected an out-of-band runner's name: 1 to 63 of a-z 0-9 . _ -, starting with a letter or digit"});
+  if (!m.runner.empty()) {
+    const auto names = runnersOf(m);
+    std::set<std::string> seen;
+    bool ok = names.size() <= 16;
+    for (const auto& n : names) ok = ok && validRunnerName(n) && seen.insert(n).second;
+    // runnersOf drops empty entries: "a,,b" or a trailing comma is refused too.
+    ok = ok && std::count(m.runner.begin(), m.runner.end(), ',') + 1 == static_cast<long>(names.size());
+    if (!ok)
+      errors.push_back(
+          {"runner",
+           "expected an out-of-band runner's name, or up to 16 distinct names separated by commas: each 1 to "
+           "63 of a-z 0-9 . _ -, starting with a letter or digit"});
+  }
   return errors;
+}
+
+std::vector<std::string> runnersOf(const ManagementSpec& m) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= m.runner.size() && !m.runner.empty()) {
+    auto comma = m.runner.find(',', start);
+    if (comma == std::string::npos) comma = m.runner.size();
+    if (comma > start) out.push_back(m.runner.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string runnerFor(const ManagementSpec& m, const std::string& device) {
+  const auto names = runnersOf(m);
+  if (names.empty()) return "";
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  for (unsigned char c : device) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return names[h % names.size()];
 }
 
 ManagementSpec inheritManagement(ManagementSpec inner, const ManagementSpec& outer) {

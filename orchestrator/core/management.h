@@ -12,6 +12,7 @@
 //     tray_bmc: "{host}-bmc.mgmt.prn.example" # {host} {pod} {rack} {tray}; optional ":PORT"
 //     switch_bmc: "{switch}-bmc.mgmt.prn.example"  # {switch} {pod} {rack} {tray}
 //     runner: oob-b01                         # the out-of-band runner that reaches these BMCs
+//                                             # (or several: "oob-b01a,oob-b01b", steps spread by tray)
 
 #include <map>
 #include <optional>
@@ -29,6 +30,8 @@ struct ManagementSpec {
   std::string switch_bmc;  // address template for NVLink switch trays
   // The out-of-band runner (a kiln-agent on a management host, common/runner_key.h) that runs
   // the pod's steps about its BMCs; empty: none (such steps fail, a reboot is not recovered).
+  // Several, comma-separated ("oob-b01a,oob-b01b,oob-b01c"): the steps are spread over them by
+  // device (runnerFor), so that a rack upgrade's BMC steps run side by side.
   std::string runner;
 
   bool empty() const {
@@ -55,6 +58,13 @@ std::vector<std::pair<std::string, std::string>> validateManagement(const Manage
 
 // `inner` with every field it leaves empty taken from `outer`.
 ManagementSpec inheritManagement(ManagementSpec inner, const ManagementSpec& outer);
+
+// The runners a block names, in its order (empty: none).
+std::vector<std::string> runnersOf(const ManagementSpec& m);
+// The runner that runs the steps about `device`'s BMC: one of runnersOf(m), always the same one
+// for the same device and list (FNV-1a of the device id, so every kilnd and every version agree);
+// "" when the block names none.
+std::string runnerFor(const ManagementSpec& m, const std::string& device);
 
 // The endpoint of a compute tray / a switch tray, or nullopt when the pod names no template for
 // it. Values: {host}/{switch} the device id, {pod}, {rack} the rack id, {tray} its tray number.

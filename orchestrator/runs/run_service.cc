@@ -247,7 +247,7 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
       }
       if (auto m = management.find(h.pod); m != management.end()) {
         auto& fields = hosts.back().second;
-        fields["host.runner"] = m->second.runner;
+        fields["host.runner"] = core::runnerFor(m->second, h.id);  // one of several: spread by tray
         if (auto bmc = core::trayBmcOf(m->second, h.id, h.pod, h.rack, h.tray)) {
           fields["host.bmc"] = core::bmcArgument(*bmc);
           fields["host.bmc_protocol"] = bmc->protocol;

@@ -1,6 +1,8 @@
 // A pod's management endpoints from its templates (issue 32): expansion per device, ports,
 // inheritance, and what a block may not hold.
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "orchestrator/core/management.h"
@@ -96,6 +98,42 @@ TEST(ManagementTest, TheRunnerIsInheritedAndMustBeAName) {
   EXPECT_EQ(errors[0].first, "runner");
   EXPECT_EQ(bmcArgument({"10.1.3.2", 443, "redfish", "tray-bmc"}), "10.1.3.2:443");
   EXPECT_EQ(bmcArgument({"fd00::7", 623, "ipmi", "tray-bmc"}), "[fd00::7]:623");
+}
+
+// Several runners for one pod: a rack upgrade's BMC steps run side by side, each tray's always
+// on the same runner (its recovery too), the same answer from every kilnd.
+TEST(ManagementTest, SeveralRunnersShareAPodsTraysAndEachTrayKeepsItsRunner) {
+  ManagementSpec m = spec();
+  m.runner = "oob-b01a,oob-b01b,oob-b01c";
+  EXPECT_TRUE(validateManagement(m).empty());
+  EXPECT_EQ(runnersOf(m), (std::vector<std::string>{"oob-b01a", "oob-b01b", "oob-b01c"}));
+  std::map<std::string, int> trays;
+  for (int t = 1; t <= 18; ++t) {
+    const std::string host = "prn-b01-p0001-h" + std::string(t < 10 ? "0" : "") + std::to_string(t);
+    const std::string r = runnerFor(m, host);
+    EXPECT_EQ(runnerFor(m, host), r) << "always the same runner for the same tray";
+    ++trays[r];
+  }
+  ASSERT_EQ(trays.size(), 3u) << "the 18 trays are spread over all three runners";
+  for (const auto& [runner, n] : trays) EXPECT_GE(n, 3) << runner;
+  // FNV-1a of the id: fixed, so a kilnd of another build picks the same.
+  EXPECT_EQ(runnerFor(m, "prn-b01-p0001-h01"), runnerFor(m, std::string("prn-b01-p0001-h01")));
+  m.runner = "oob-b01";
+  EXPECT_EQ(runnerFor(m, "anything"), "oob-b01");
+  m.runner = "";
+  EXPECT_EQ(runnerFor(m, "anything"), "");
+  EXPECT_TRUE(runnersOf(m).empty());
+
+  for (const char* bad : {"oob-a,oob-a", "oob-a,,oob-b", "oob-a,", ",oob-a", "oob-a,runner:x", "oob a"}) {
+    ManagementSpec b = spec();
+    b.runner = bad;
+    auto errors = validateManagement(b);
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0].first, "runner") << bad;
+  }
+  ManagementSpec many = spec();
+  for (int i = 0; i < 17; ++i) many.runner += (i ? ",r" : "r") + std::to_string(i);
+  EXPECT_FALSE(validateManagement(many).empty()) << "at most 16";
 }
 
 }  // namespace

@@ -382,5 +382,38 @@ TEST(RunServiceTest, AsAgentWorkItPassesTheStoresFailuresOnPerReport) {
   EXPECT_TRUE(t.told.empty());
 }
 
+// Issue 32: a pod served by several out-of-band runners: its trays' BMC steps are spread over
+// them (a rack upgrade's 18 BMC pushes side by side), each tray's on the one runnerFor names, and
+// each runner is told of its own work.
+TEST(RunServiceTest, ABmcStepGoesToTheRunnerOfItsTrayAmongThePodsRunners) {
+  RunServiceUnderTest t;
+  core::ManagementSpec m{"redfish", "tray-bmc", "{host}-bmc.mgmt:443", "", "oob-a,oob-b,oob-c"};
+  t.fleet.setManagement("b1-p1", m);
+  ASSERT_TRUE(
+      t.room.workflows
+          .putWorkflow("bmc-status",
+                       "name: bmc-status\nversion: \"1\"\nscope: host\nsteps:\n  - id: status\n    target: bmc\n"
+                       "    run: [kiln-oob, power, status, --bmc, \"{{host.bmc}}\"]\n    timeout: 1m\n",
+                       {"alice", "alice"})
+          .ok());
+  StartRequest req;
+  req.workflow = "bmc-status";
+  for (int i = 1; i <= 18; ++i) req.hosts.push_back("b1-p1-h" + std::string(i < 10 ? "0" : "") + std::to_string(i));
+  auto run = t.service.startRun(req, {"alice", "alice"});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto assignments = t.store.runAssignments(run->row.id);
+  ASSERT_TRUE(assignments.ok());
+  std::set<std::string> used;
+  for (const auto& a : *assignments) {
+    EXPECT_EQ(a.runner, core::runnerFor(m, a.host)) << a.host;
+    used.insert(a.runner);
+  }
+  EXPECT_EQ(assignments->size(), 18u);
+  EXPECT_EQ(used, (std::set<std::string>{"oob-a", "oob-b", "oob-c"}));
+  EXPECT_EQ(std::set<std::string>(t.told.begin(), t.told.end()),
+            (std::set<std::string>{"runner:oob-a", "runner:oob-b", "runner:oob-c"}))
+      << "each runner is told, no host is";
+}
+
 }  // namespace
 }  // namespace kiln::runs
