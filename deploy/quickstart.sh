@@ -2,7 +2,8 @@
 # Kiln demo in one command: installs missing Debian packages, builds with -j2, starts a private
 # PostgreSQL 15 cluster under .kiln/ (user "kiln", socket only), kilnd on 127.0.0.1:8080, imports
 # a demo fleet, starts a simulated fleet of agents and a simulated job scheduler (kiln-jobsim,
-# holding two pods with jobs), and prints the console URL and admin token. Running it again
+# holding two pods with jobs), the switch-tray BMCs of one pod with an out-of-band runner
+# (deploy/lib/demo-oob.sh), and prints the console URL and admin token. Running it again
 # reuses what exists.
 #
 #   deploy/quickstart.sh          # start (or restart kilnd with a fresh build)
@@ -43,6 +44,8 @@ case "$ACTION" in
   stop)
     stop_pidfile "$STATE/prometheus.pid"
     stop_pidfile "$STATE/jobsim.pid"
+    stop_pidfile "$STATE/oob/runner.pid"
+    for s in 1 2 3 4 5 6 7 8 9; do stop_pidfile "$STATE/oob/switch-$s.pid"; done
     stop_pidfile "$STATE/fleet.pid" 100
     stop_pidfile "$STATE/kilnd.pid"
     [ -f "$SLURM_DIR/slurm.conf" ] && "$KILN_ROOT/deploy/lib/slurm-cluster.sh" stop "$SLURM_DIR" >/dev/null 2>&1 || true
@@ -50,7 +53,7 @@ case "$ACTION" in
     log "stopped (data kept in $STATE; rm -rf it for a clean start)"
     exit 0 ;;
   status)
-    for p in kilnd fleet jobsim prometheus; do
+    for p in kilnd fleet jobsim prometheus oob/runner; do
       if [ -f "$STATE/$p.pid" ] && kill -0 "$(cat "$STATE/$p.pid")" 2>/dev/null; then
         echo "$p: running (pid $(cat "$STATE/$p.pid"))"; else echo "$p: stopped"; fi
     done
@@ -104,6 +107,8 @@ if [ -x "$KILN_ROOT/deploy/lib/demo-extras.sh" ]; then
   KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD KILN_JOBSIM_LISTEN=$JOBSIM_LISTEN \
     KILN_NO_JOBSIM=$([ "$SLURM" = 1 ] && echo 1) "$KILN_ROOT/deploy/lib/demo-extras.sh"
 fi
+# Out of band (issue 32): prn-b01-p02's switch trays as simulated BMCs, a runner, a switch-tray bundle.
+KILN_URL=$URL KILN_TOKEN=$TOKEN KILN_STATE=$STATE KILN_BUILD=$BUILD "$KILN_ROOT/deploy/lib/demo-oob.sh"
 
 SCHED_LINES="                  .kiln/jobsim.log (simulated job scheduler: jobs on prn-b01-p01 and prn-b02-p02)"
 TRY_LINES="  The canary prn-b01-p01 runs a job: the rollout waits (\"allocated\"), asks kiln-jobsim to
@@ -164,5 +169,9 @@ $SCHED_LINES
     build/cli/kilnctl rollout create --bundle gb200-fw-2026.12@1.0.0 --start
     build/cli/kilnctl rollout watch ro-1
 $TRY_LINES
+
+  Switch trays through their own BMCs (an out-of-band runner, .kiln/oob/runner.log):
+    build/cli/kilnctl rollout create --bundle demo-nvswitch@36.2601.0001 --pod prn-b01-p02 --start
+    build/cli/kilnctl rollout watch ID       (the id it printed; then: build/cli/kilnctl pods show prn-b01-p02)
 
 MSG
