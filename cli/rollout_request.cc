@@ -98,28 +98,69 @@ std::vector<FlagSpec> selectorFlags() {
 
 std::vector<FlagSpec> policyFlags() {
   return {
-      {.name = "canary", .type = FlagType::kInt, .value_name = "N", .help = "canary pods first (default 1)", .min = 0, .max = 1000},
-      {.name = "waves", .value_name = "LIST", .help = "cumulative waves after the canary, e.g. 10%,50%,100% (default) or 5,20,100"},
+      {.name = "canary",
+       .type = FlagType::kInt,
+       .value_name = "N",
+       .help = "canary pods first (default 1)",
+       .min = 0,
+       .max = 1000},
+      {.name = "waves",
+       .value_name = "LIST",
+       .help = "cumulative waves after the canary, e.g. 10%,50%,100% (default) or 5,20,100"},
       {.name = "soak", .value_name = "D", .help = "wait D after each wave before the next (default 10m; 0s for none)"},
-      {.name = "max-concurrent", .type = FlagType::kInt, .value_name = "N", .help = "pods in flight at once (default 2)",
-       .min = 1, .max = 10000},
-      {.name = "max-down", .type = FlagType::kInt, .value_name = "N",
-       .help = "capacity floor: at most N pods of a building out of service at once", .min = 1, .max = 100000},
-      {.name = "max-percent-down", .type = FlagType::kNumber, .value_name = "X",
-       .help = "capacity floor: at most X% of a building's pods out of service (default 25)", .min = 0.001, .max = 100},
-      {.name = "allocated", .value_name = "wait|skip", .help = "pods running jobs: wait for the scheduler (default) or skip them"},
-      {.name = "failure-budget", .type = FlagType::kInt, .value_name = "N", .help = "halt when more than N pods fail (default 1)",
-       .min = 0, .max = 1000000},
-      {.name = "failure-budget-percent", .type = FlagType::kNumber, .value_name = "X",
-       .help = "halt when more than X% of the pods fail", .min = 0, .max = 100},
-      {.name = "max-rebooting", .type = FlagType::kInt, .value_name = "N",
-       .help = "pods flashing and rebooting at once per building (default 2; power swings)", .min = 1, .max = 10000},
-      {.name = "order", .value_name = "spread|name", .help = "pod order: round-robin over buildings (default) or by name"},
-      {.name = "window", .value_name = "SPEC",
+      {.name = "max-concurrent",
+       .type = FlagType::kInt,
+       .value_name = "N",
+       .help = "pods in flight at once (default 2)",
+       .min = 1,
+       .max = 10000},
+      {.name = "max-down",
+       .type = FlagType::kInt,
+       .value_name = "N",
+       .help = "capacity floor: at most N pods of a building out of service at once",
+       .min = 1,
+       .max = 100000},
+      {.name = "max-percent-down",
+       .type = FlagType::kNumber,
+       .value_name = "X",
+       .help = "capacity floor: at most X% of a building's pods out of service (default 25)",
+       .min = 0.001,
+       .max = 100},
+      {.name = "allocated",
+       .value_name = "wait|skip",
+       .help = "pods running jobs: wait for the scheduler (default) or skip them"},
+      {.name = "failure-budget",
+       .type = FlagType::kInt,
+       .value_name = "N",
+       .help = "halt when more than N pods fail (default 1)",
+       .min = 0,
+       .max = 1000000},
+      {.name = "failure-budget-percent",
+       .type = FlagType::kNumber,
+       .value_name = "X",
+       .help = "halt when more than X% of the pods fail",
+       .min = 0,
+       .max = 100},
+      {.name = "max-rebooting",
+       .type = FlagType::kInt,
+       .value_name = "N",
+       .help = "pods flashing and rebooting at once per building (default 2; power swings)",
+       .min = 1,
+       .max = 10000},
+      {.name = "order",
+       .value_name = "spread|name",
+       .help = "pod order: round-robin over buildings (default) or by name"},
+      {.name = "window",
+       .value_name = "SPEC",
        .help = "start new pods only inside this UTC maintenance window, e.g. 'mon-fri 22:00-06:00' (repeat for more; "
                "pods in flight finish after it closes)",
        .repeated = true},
-      {.name = "policy-file", .value_name = "FILE", .help = "a policy object in YAML or JSON; flags override its fields"},
+      {.name = "validation-workflow",
+       .value_name = "NAME",
+       .help = "the workflow that validates each upgraded pod (default: the bundle's, else pre-job-health)"},
+      {.name = "policy-file",
+       .value_name = "FILE",
+       .help = "a policy object in YAML or JSON; flags override its fields"},
   };
 }
 
@@ -188,6 +229,10 @@ Result<json> policyFromFlags(const ParsedCommand& cmd, const System& system) {
     const std::string o = cmd.value("order");
     if (o != "spread" && o != "name") return invalidArgument("--order must be spread or name, not '" + o + "'");
     policy["order"] = o;
+  }
+  if (cmd.has("validation-workflow")) {
+    if (cmd.value("validation-workflow").empty()) return invalidArgument("--validation-workflow needs a workflow name");
+    policy["validation_workflow"] = cmd.value("validation-workflow");
   }
   if (cmd.has("window")) {
     json windows = json::array();

@@ -35,11 +35,48 @@ json planDoc() {
 TEST(RolloutPlanTest, BuildsSelectorAndPolicyFromFlags) {
   CliHarness h;
   h.transport.reply(200, planDoc().dump());
-  auto r = h.run({"rollout", "plan", "--bundle", "gb200-fw@2026.03", "--site", "prn", "--building", "b01,b02",
-                  "--building", "b03,b01", "--platform", "clemente", "--pod", "p1", "--label", "rack=a", "--label", "row=3",
-                  "--canary", "2", "--waves", "5,20%,100%", "--soak", "30m", "--max-concurrent", "4", "--max-percent-down",
-                  "12.5", "--allocated", "skip", "--failure-budget-percent", "5", "--max-rebooting", "3", "--order", "name",
-                  "--window", "mon-fri 22:00-06:00", "--window", "sat,sun 00:00-24:00"});
+  auto r = h.run({"rollout",
+                  "plan",
+                  "--bundle",
+                  "gb200-fw@2026.03",
+                  "--site",
+                  "prn",
+                  "--building",
+                  "b01,b02",
+                  "--building",
+                  "b03,b01",
+                  "--platform",
+                  "clemente",
+                  "--pod",
+                  "p1",
+                  "--label",
+                  "rack=a",
+                  "--label",
+                  "row=3",
+                  "--canary",
+                  "2",
+                  "--waves",
+                  "5,20%,100%",
+                  "--soak",
+                  "30m",
+                  "--max-concurrent",
+                  "4",
+                  "--max-percent-down",
+                  "12.5",
+                  "--allocated",
+                  "skip",
+                  "--failure-budget-percent",
+                  "5",
+                  "--max-rebooting",
+                  "3",
+                  "--order",
+                  "name",
+                  "--window",
+                  "mon-fri 22:00-06:00",
+                  "--window",
+                  "sat,sun 00:00-24:00",
+                  "--validation-workflow",
+                  "nvlink-domain-validation"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   ASSERT_EQ(h.transport.requests.size(), 1u);
   const ApiRequest& req = h.transport.requests[0];
@@ -52,7 +89,8 @@ TEST(RolloutPlanTest, BuildsSelectorAndPolicyFromFlags) {
     "policy": {"canary_pods": 2, "waves": [5, "20%", "100%"], "soak": "30m", "max_concurrent_pods": 4,
                "capacity_floor": {"max_percent_down": 12.5}, "allocated": "skip", "failure_budget": {"percent": 5.0},
                "max_rebooting_pods_per_building": 3, "order": "name",
-               "windows": ["mon-fri 22:00-06:00", "sat,sun 00:00-24:00"]}})"));
+               "windows": ["mon-fri 22:00-06:00", "sat,sun 00:00-24:00"],
+               "validation_workflow": "nvlink-domain-validation"}})"));
 }
 
 TEST(RolloutPlanTest, SendsOnlyTheGivenFieldsSoTheServerDefaultsTheRest) {

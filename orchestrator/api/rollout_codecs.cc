@@ -32,7 +32,8 @@ Result<rollouts::Bundle> decodeBundle(const json& doc, const std::function<bool(
 }
 
 Result<rollouts::CreateRequest> decodeCreateRollout(
-    const json& body, const std::function<Result<rollouts::Bundle>(const std::string&)>& find_bundle) {
+    const json& body, const std::function<Result<rollouts::Bundle>(const std::string&)>& find_bundle,
+    const std::function<bool(const std::string&)>& workflow_exists) {
   if (!body.is_object()) return invalidContent("expected {bundle, selector, policy, dry_run, start, allow_downgrade, reason}");
   // Every bad field of the request in one 422, and nothing written before all are checked.
   Error bad = invalidContent("invalid rollout");
@@ -66,6 +67,8 @@ Result<rollouts::CreateRequest> decodeCreateRollout(
   if (!selector.ok()) take(selector.error(), "selector");
   auto policy = parsePolicy(body.contains("policy") ? body["policy"] : json());
   if (!policy.ok()) take(policy.error(), "policy");
+  else if (const auto& v = policy->validation_workflow; !v.empty() && workflow_exists && !workflow_exists(v))
+    fail("policy.validation_workflow", "validation workflow '" + v + "' does not exist");
   if (!bad.fields.empty()) {
     bad.message = "invalid rollout: " + bad.fields[0].path + ": " + bad.fields[0].message;
     // The one-field form as well (details.field), as the console and scripts read it.

@@ -21,7 +21,9 @@ Result<rollouts::Bundle> decodeBundle(const nlohmann::json& doc,
 // POST /api/v1/rollouts: {bundle, selector, policy, dry_run, start, allow_downgrade, reason}.
 // `find_bundle` looks the bundle up by id or name@version; its kNotFound is a bad `bundle`
 // field, any other error is returned as it is.
+// `workflow_exists` (when given) checks the policy's validation_workflow with the rest.
 Result<rollouts::CreateRequest> decodeCreateRollout(
-    const nlohmann::json& body, const std::function<Result<rollouts::Bundle>(const std::string& ref)>& find_bundle);
+    const nlohmann::json& body, const std::function<Result<rollouts::Bundle>(const std::string& ref)>& find_bundle,
+    const std::function<bool(const std::string&)>& workflow_exists = nullptr);
 
 }  // namespace kiln::api

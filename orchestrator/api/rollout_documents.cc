@@ -160,10 +160,17 @@ Result<Policy> parsePolicy(const json& doc) {
   Error bad = invalidContent("invalid policy");
   auto fail = [&](const std::string& path, const std::string& m) { bad.fields.push_back({"policy." + path, m}); };
   if (!doc.is_object()) return invalidContent("policy must be an object");
-  static const std::set<std::string> known = {
-      "canary_pods",    "waves",     "soak",           "max_concurrent_pods",
-      "capacity_floor", "allocated", "failure_budget", "max_rebooting_pods_per_building",
-      "order",          "windows"};
+  static const std::set<std::string> known = {"canary_pods",
+                                              "waves",
+                                              "soak",
+                                              "max_concurrent_pods",
+                                              "capacity_floor",
+                                              "allocated",
+                                              "failure_budget",
+                                              "max_rebooting_pods_per_building",
+                                              "order",
+                                              "windows",
+                                              "validation_workflow"};
   for (const auto& [k, _] : doc.items())
     if (!known.count(k)) fail(k, "unknown field");
   auto intField = [&](const char* key, int& out, int lo, int hi) {
@@ -190,6 +197,13 @@ Result<Policy> parsePolicy(const json& doc) {
           p.waves.push_back(*w);
       }
     }
+  }
+  if (doc.contains("validation_workflow")) {
+    const json& v = doc["validation_workflow"];
+    if (!v.is_string() || v.get<std::string>().empty())
+      fail("validation_workflow", "expected a workflow name (omit it for the bundle's or pre-job-health)");
+    else
+      p.validation_workflow = v.get<std::string>();
   }
   if (doc.contains("soak")) {
     auto d = doc["soak"].is_string() ? workflow::parseDuration(doc["soak"].get<std::string>()) : std::nullopt;
@@ -296,16 +310,18 @@ json toJson(const Policy& p) {
   if (p.failure_budget_percent) budget["percent"] = *p.failure_budget_percent;
   json windows = json::array();
   for (const auto& w : p.windows) windows.push_back(w.text);
-  return {{"canary_pods", p.canary_pods},
-          {"waves", waves},
-          {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
-          {"max_concurrent_pods", p.max_concurrent_pods},
-          {"capacity_floor", floor},
-          {"allocated", p.skip_allocated ? "skip" : "wait"},
-          {"failure_budget", budget},
-          {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
-          {"order", p.order},
-          {"windows", windows}};
+  json out = {{"canary_pods", p.canary_pods},
+              {"waves", waves},
+              {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
+              {"max_concurrent_pods", p.max_concurrent_pods},
+              {"capacity_floor", floor},
+              {"allocated", p.skip_allocated ? "skip" : "wait"},
+              {"failure_budget", budget},
+              {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
+              {"order", p.order},
+              {"windows", windows}};
+  if (!p.validation_workflow.empty()) out["validation_workflow"] = p.validation_workflow;  // only when chosen
+  return out;
 }
 
 Result<Selector> parseSelector(const json& doc) {

@@ -83,7 +83,9 @@ void addRolloutRoutes(Router& router, Services& s) {
                 return idempotentCreate(
                     ctx, *s.store, "rollout",
                     [&](const std::optional<core::IdempotencyClaim>& claim) -> Result<http::Response> {
-                      auto req = decodeCreateRollout(*body, [&s](const std::string& ref) { return s.rollouts->bundleFor(ref); });
+                      auto req = decodeCreateRollout(
+                          *body, [&s](const std::string& ref) { return s.rollouts->bundleFor(ref); },
+                          [&s](const std::string& w) { return s.rollouts->workflowExists(w); });
                       if (!req.ok()) return req.error();
                       auto r = s.rollouts->create(*req, ctx.actor, "", claim);
                       if (!r.ok()) return r.error();

@@ -92,16 +92,18 @@ json storedPolicy(const rollouts::Policy& p) {
   if (p.failure_budget_pods) budget["pods"] = *p.failure_budget_pods;
   if (p.failure_budget_percent) budget["percent"] = *p.failure_budget_percent;
   for (const auto& w : p.windows) windows.push_back(w.text);
-  return {{"canary_pods", p.canary_pods},
-          {"waves", waves},
-          {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
-          {"max_concurrent_pods", p.max_concurrent_pods},
-          {"capacity_floor", floor},
-          {"allocated", p.skip_allocated ? "skip" : "wait"},
-          {"failure_budget", budget},
-          {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
-          {"order", p.order},
-          {"windows", windows}};
+  json out = {{"canary_pods", p.canary_pods},
+              {"waves", waves},
+              {"soak", workflow::formatDuration({std::chrono::duration_cast<std::chrono::milliseconds>(p.soak)})},
+              {"max_concurrent_pods", p.max_concurrent_pods},
+              {"capacity_floor", floor},
+              {"allocated", p.skip_allocated ? "skip" : "wait"},
+              {"failure_budget", budget},
+              {"max_rebooting_pods_per_building", p.max_rebooting_pods_per_building},
+              {"order", p.order},
+              {"windows", windows}};
+  if (!p.validation_workflow.empty()) out["validation_workflow"] = p.validation_workflow;
+  return out;
 }
 
 Result<rollouts::Policy> policyFromStored(const json& doc) {
@@ -148,6 +150,7 @@ Result<rollouts::Policy> policyFromStored(const json& doc) {
       if (!w) badField("windows", why);
       p.windows.push_back(*w);
     }
+    p.validation_workflow = d.value("validation_workflow", std::string());
     return p;
   });
 }

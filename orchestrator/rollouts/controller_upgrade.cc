@@ -48,8 +48,11 @@ int RolloutController::upgrade(PodStep& step) {
     return step.finish(PodPhase::kUpgrading, PodPhase::kFailed, "the upgrade failed on every host" + why);
   }
   runs::StartRequest req;
-  // The bundle's own validation (a pod-scope one checks the upgraded hosts together), else kilnd's.
-  req.workflow = ro.bundle.validation_workflow.empty() ? options_.validation_workflow : ro.bundle.validation_workflow;
+  // The rollout's own validation, else the bundle's (a pod-scope one checks the upgraded hosts
+  // together), else kilnd's.
+  req.workflow = !ro.row.policy.validation_workflow.empty() ? ro.row.policy.validation_workflow
+                 : !ro.bundle.validation_workflow.empty()   ? ro.bundle.validation_workflow
+                                                            : options_.validation_workflow;
   req.hosts = passed;
   req.purpose = "rollout";
   req.owner = ro.row.id + "/" + pod.pod + "/validate/" + std::to_string(pod.attempt);

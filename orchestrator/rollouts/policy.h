@@ -71,6 +71,9 @@ struct Policy {
   // New pods start only inside one of these (none, the default: at any time). Pods in flight when a window
   // closes finish, as when the rollout is paused.
   std::vector<MaintenanceWindow> windows;
+  // The workflow that validates each upgraded pod (issue 32): this rollout's choice, else the
+  // bundle's validation_workflow, else kilnd's default (pre-job-health).
+  std::string validation_workflow;
   bool operator==(const Policy&) const = default;
 };
 

@@ -206,6 +206,26 @@ TEST_F(RolloutsApiTest, ABundleNamesItsValidationWorkflowWhichMustExist) {
   EXPECT_EQ(ok.doc().value("validation_workflow", ""), b["validation_workflow"].get<std::string>()) << ok.body;
 }
 
+// A rollout chooses its own validation workflow (before its bundle's); it must exist too, and
+// the rollout's answer shows the choice.
+TEST_F(RolloutsApiTest, ARolloutNamesItsValidationWorkflowWhichMustExist) {
+  const std::string bundle = mixedFleetAndBundle();
+  json req = {{"bundle", bundle},
+              {"selector", {{"pods", {"t01-b01-p0001"}}}},
+              {"policy", {{"validation_workflow", "no-such-workflow"}}},
+              {"dry_run", true}};
+  Reply r = call(*op_, "POST", "/api/v1/rollouts", req.dump());
+  ASSERT_TRUE(isError(r, 422, "invalid_content")) << r.body;
+  EXPECT_EQ(fieldPaths(r), std::set<std::string>{"policy.validation_workflow"}) << r.body;
+  req["policy"]["validation_workflow"] = "nvlink-domain-validation";  // shipped
+  req.erase("dry_run");
+  Reply ok = call(*op_, "POST", "/api/v1/rollouts", req.dump());
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(ok.doc()["policy"].value("validation_workflow", ""), "nvlink-domain-validation") << ok.body;
+  Reply got = call(*op_, "GET", "/api/v1/rollouts/" + ok.doc().value("id", ""));
+  EXPECT_EQ(got.doc()["policy"].value("validation_workflow", ""), "nvlink-domain-validation") << got.body;
+}
+
 TEST_F(RolloutsApiTest, ABundleIsAcceptedAsYamlAndAYamlSyntaxErrorIs400SayingWhere) {
   const std::string yaml = "name: gb200-driver\n"
                            "version: \"2026.11\"\n"

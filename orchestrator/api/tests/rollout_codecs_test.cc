@@ -2,6 +2,7 @@
 // typed values or one 422 naming every bad field; the JSON the routes send.
 
 #include "orchestrator/api/rollout_codecs.h"
+#include "orchestrator/api/rollout_documents.h"
 #include "orchestrator/api/rollout_views.h"
 
 #include <chrono>
@@ -57,6 +58,31 @@ TEST(RolloutCodecsTest, CreateBodyDecodesToATypedRequestWithTheBundleLookedUp) {
   EXPECT_FALSE(defaults->dry_run);
   EXPECT_FALSE(defaults->start);
   EXPECT_EQ(defaults->policy, rollouts::Policy{});
+}
+
+// Issue 32: the workflow that validates each upgraded pod, chosen per rollout; it must exist.
+TEST(RolloutCodecsTest, ARolloutChoosesItsValidationWorkflowWhichMustExist) {
+  auto exists = [](const std::string& w) { return w == "nvlink-domain-validation"; };
+  auto r = decodeCreateRollout({{"bundle", "b-3"}, {"policy", {{"validation_workflow", "nvlink-domain-validation"}}}},
+                               findBundle, exists);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->policy.validation_workflow, "nvlink-domain-validation");
+  EXPECT_EQ(toJson(r->policy)["validation_workflow"], "nvlink-domain-validation");
+  EXPECT_FALSE(toJson(rollouts::Policy{}).contains("validation_workflow")) << "only when chosen";
+
+  auto missing = decodeCreateRollout({{"bundle", "b-3"}, {"policy", {{"validation_workflow", "nope"}, {"soak", "x"}}}},
+                                     findBundle, exists);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kInvalidContent);
+  EXPECT_EQ(paths(missing.error()), (std::set<std::string>{"policy.soak"}))
+      << "a policy that does not parse is reported first: " << missing.error();
+  auto unknown =
+      decodeCreateRollout({{"bundle", "b-3"}, {"policy", {{"validation_workflow", "nope"}}}}, findBundle, exists);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(paths(unknown.error()), (std::set<std::string>{"policy.validation_workflow"}));
+  auto empty = decodeCreateRollout({{"bundle", "b-3"}, {"policy", {{"validation_workflow", ""}}}}, findBundle, exists);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(paths(empty.error()), (std::set<std::string>{"policy.validation_workflow"}));
 }
 
 TEST(RolloutCodecsTest, EveryBadFieldOfTheCreateBodyIsInOne422TheUnknownBundleIncluded) {

@@ -25,6 +25,7 @@ rollouts::Policy everyField() {
   p.max_rebooting_pods_per_building = 1;
   p.order = "name";
   p.windows = {rollouts::parseWindow("mon-fri 22:00-06:00").value()};
+  p.validation_workflow = "nvlink-domain-validation";
   return p;
 }
 
@@ -32,7 +33,7 @@ TEST(RolloutCodecsTest, APolicyIsKeptInTheFormTheApiAnswers) {
   EXPECT_EQ(storedPolicy(everyField()), json::parse(R"({"canary_pods": 2, "waves": ["20%", 50, "100%"],
       "soak": "30m", "max_concurrent_pods": 4, "capacity_floor": {"max_pods_down": 2}, "allocated": "skip",
       "failure_budget": {"percent": 5.0}, "max_rebooting_pods_per_building": 1, "order": "name",
-      "windows": ["mon-fri 22:00-06:00"]})"));
+      "windows": ["mon-fri 22:00-06:00"], "validation_workflow": "nvlink-domain-validation"})"));
   EXPECT_EQ(*policyFromStored(storedPolicy(everyField())), everyField());
   EXPECT_EQ(*policyFromStored(storedPolicy(rollouts::Policy{})), rollouts::Policy{});
 }

@@ -948,6 +948,30 @@ TEST_P(RolloutControllerTest, ABundlesPodScopeValidationChecksTheUpgradedHostsTo
   EXPECT_EQ(fleet_.state(host("b1-p1", 9)), core::HostState::kRepair);
 }
 
+// The rollout's own choice of validation comes before its bundle's (and kilnd's default).
+TEST_P(RolloutControllerTest, ARolloutsValidationWorkflowComesBeforeItsBundles) {
+  for (const char* name : {"bundles-own", "rollouts-own"})
+    ASSERT_TRUE(room_.workflows
+                    .putWorkflow(name,
+                                 std::string("name: ") + name +
+                                     "\nversion: \"1\"\ndescription: t\nscope: host\nsteps:\n"
+                                     "  - id: gpu\n    run: [nvidia-smi, -q, -x]\n    timeout: 1m\n",
+                                 kSre)
+                    .ok());
+  bundle_.validation_workflow = "bundles-own";
+  rollouts_.addRollout("ro-1", bundle_, {"b1-p1"},
+                       policy(1, [](Policy& p) { p.validation_workflow = "rollouts-own"; }));
+  auto& svc = service();
+  svc.tick();
+  svc.tick();
+  finishUpgrade("b1-p1", {});
+  svc.tick();
+  ASSERT_EQ(phase("b1-p1"), PodPhase::kValidating);
+  EXPECT_EQ(run_store_.runsOf("rollouts-own").size(), 1u);
+  EXPECT_TRUE(run_store_.runsOf("bundles-own").empty());
+  EXPECT_TRUE(run_store_.runsOf("validate").empty());
+}
+
 TEST_P(RolloutControllerTest, AHostFailingValidationGoesToRepairAndCountsAgainstTheSpares) {
   rollouts_.addRollout("ro-1", bundle_, {"b1-p1", "b1-p2"}, policy(2));
   auto& svc = service();
