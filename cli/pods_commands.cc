@@ -44,6 +44,12 @@ std::string renderPod(const json& pod) {
     hosts.push_back({field(h, "id"), field(h, "tray"), h.value("spare", false) ? "spare" : "", field(h, "state"),
                      field(h, "state_since"), field(h, "state_reason"), bmcText(h)});
   out += "\nHosts:\n" + renderTable({"ID", "TRAY", "SPARE", "STATE", "SINCE", "REASON", "BMC"}, hosts);
+  // Each NVLink switch tray with its own version (its read-back, issue 32) and its BMC.
+  std::vector<std::vector<std::string>> trays;
+  for (const auto& t : pod.value("switch_trays", json::array()))
+    trays.push_back({field(t, "id"), field(t, "tray"),
+                     t.value("versions", json::object()).value("nvswitch", std::string("-")), bmcText(t)});
+  if (!trays.empty()) out += "\nSwitch trays:\n" + renderTable({"ID", "TRAY", "NVSWITCH", "BMC"}, trays);
   std::vector<std::vector<std::string>> versions;
   const json component_versions = pod.value("component_versions", json::object());
   for (const auto& [kind, by_version] : component_versions.items())

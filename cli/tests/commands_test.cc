@@ -125,7 +125,9 @@ TEST(PodsCommandTest, ShowEncodesTheIdAndPrintsHostsAndVersions) {
     "hosts": [{"id": "p1-h01", "tray": 1, "spare": false, "state": "available",
                "bmc": {"address": "p1-h01-bmc", "port": 443, "protocol": "redfish", "credential": "tray-bmc"}},
               {"id": "p1-h17", "tray": 17, "spare": true, "state": "failed", "state_reason": "xid 79"}],
-    "switch_trays": [{"id": "s1"}, {"id": "s2"}],
+    "switch_trays": [{"id": "s1", "tray": 1, "versions": {"nvswitch": "36.2601.0001"},
+                      "bmc": {"address": "127.0.0.1", "port": 8643, "protocol": "redfish", "credential": "tray-bmc"}},
+                     {"id": "s2", "tray": 2, "versions": {}}],
     "component_versions": {"driver": {"570.1": 17, "565.9": 1}}})");
   auto r = h.run({"pods", "show", "p1/x y"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -136,6 +138,10 @@ TEST(PodsCommandTest, ShowEncodesTheIdAndPrintsHostsAndVersions) {
   EXPECT_NE(r.out.find("driver     565.9    1\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("management:      redfish, credential tray-bmc, runner oob-b01\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p1-h01-bmc:443 (redfish, credential tray-bmc)"), std::string::npos) << r.out;
+  // Each switch tray with its own version (a tray never read back shows "-").
+  EXPECT_NE(r.out.find("s1  1     36.2601.0001  127.0.0.1:8643 (redfish, credential tray-bmc)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("s2  2     -"), std::string::npos) << r.out;
 }
 
 TEST(HostsCommandTest, ListSendsFilters) {

@@ -1,5 +1,7 @@
 #include "orchestrator/api/json_views.h"
 
+#include <map>
+
 #include "orchestrator/core/iso_time.h"
 
 namespace kiln::api {
@@ -83,12 +85,22 @@ json toJson(const core::PodDetail& d) {
   }
   j["hosts"] = hosts;
   j["spares"] = spares;
+  // Each switch tray's own versions: a tray that differs stands out by name, not only in a count.
+  std::map<std::string, json> tray_versions;
+  for (const auto& c : d.components) {
+    auto& v = tray_versions[c.target];
+    if (v.is_null()) v = json::object();
+    v[c.kind] = c.version;
+  }
   json trays = json::array();
-  for (const auto& t : d.switch_trays)
+  for (const auto& t : d.switch_trays) {
+    auto v = tray_versions.find(t.id);
     trays.push_back({{"id", t.id},
                      {"rack", t.rack},
                      {"tray", t.tray},
-                     {"bmc", bmcJson(core::switchBmcOf(d.management, t.id, d.pod.id, t.rack, t.tray))}});
+                     {"bmc", bmcJson(core::switchBmcOf(d.management, t.id, d.pod.id, t.rack, t.tray))},
+                     {"versions", v == tray_versions.end() ? json::object() : v->second}});
+  }
   j["switch_trays"] = trays;
   j["management"] = managementJson(d.management);
   // Versions per component kind: {"driver": {"570.1": 18}, ...}: a mixed pod stands out.

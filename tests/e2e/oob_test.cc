@@ -309,6 +309,8 @@ TEST_F(OobTest, ThePodsSwitchTraysAreFlashedCycledAndEachReadBackFromItself) {
   // Every switch tray's version is its own read-back now (the import had said 36.2501.0004).
   json pod = call("GET", std::string("/api/v1/pods/") + kPod);
   EXPECT_EQ(pod["component_versions"]["nvswitch"], (json{{"36.2601.0001", 9}})) << pod["component_versions"].dump();
+  for (const auto& t : pod["switch_trays"])
+    EXPECT_EQ(t["versions"].value("nvswitch", ""), "36.2601.0001") << t.dump();  // each tray by name
   EXPECT_EQ(readFile(root_ + "/runner.log").find("e2e-bmc-secret"), std::string::npos);
   EXPECT_EQ(done.dump().find("e2e-bmc-secret"), std::string::npos);
 }
