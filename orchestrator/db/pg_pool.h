@@ -74,12 +74,22 @@ Result<T> PgPool::run(const std::function<Result<T>(Txn&)>& fn, bool commit) {
     auto conn = acquire(&acquire_error);
     if (!conn) return acquire_error;
     try {
-      Txn txn(*conn);
-      Result<T> result = fn(txn);
-      if (commit) {
-        if (result.ok()) txn.commit();
-        else txn.abort();
-      }
+      // The transaction object ends before its connection goes back to the pool: a
+      // nontransaction is registered on the connection until it is destroyed, and another
+      // thread that took the connection meanwhile failed with "Started transaction<READ
+      // COMMITTED> while nontransaction still active" (seen once in the e2e rollout test that
+      // kills kilnd: a pod's staging could not start).
+      Result<T> result = [&]() -> Result<T> {
+        Txn txn(*conn);
+        Result<T> r = fn(txn);
+        if (commit) {
+          if (r.ok())
+            txn.commit();
+          else
+            txn.abort();
+        }
+        return r;
+      }();
       release(std::move(conn));
       return result;
     } catch (const std::exception& e) {
