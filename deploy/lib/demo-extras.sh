@@ -11,6 +11,7 @@
 # KILN_JOBSIM_PODS (default prn-b01-p01,prn-b02-p02), KILN_JOBSIM_HOLD (seconds, default 30).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/demo-api.sh"
 
 : "${KILN_URL:?}" "${KILN_TOKEN:?}" "${KILN_STATE:?}" "${KILN_BUILD:?}"
 BIN=$KILN_BUILD/agents/sim/fleet/kiln-vfleet
@@ -27,27 +28,6 @@ stop_pidfile "$KILN_STATE/jobsim.pid"
 stop_pidfile "$PIDFILE" 100
 
 umask 077
-api() {  # METHOD PATH [JSON]
-  curl -fsS -X "$1" -H "Authorization: Bearer $KILN_TOKEN" -H 'Content-Type: application/json' \
-    ${3:+--data "$3"} "$KILN_URL$2"
-}
-
-# fresh_token ROLE NAME FILE: a new token of ROLE in FILE (its id in FILE.id); the one made by
-# the previous start is revoked.
-fresh_token() {
-  local role=$1 name=$2 file=$3 created token token_id old
-  created=$(api POST /api/v1/tokens "{\"role\":\"$role\",\"name\":\"$name\"}") \
-    || die "cannot create a $role token"
-  token=$(printf '%s' "$created" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
-  token_id=$(printf '%s' "$created" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-  [ -n "$token" ] || die "no token in the answer: $created"
-  if [ -f "$file.id" ]; then
-    old=$(cat "$file.id")
-    [ -n "$old" ] && [ "$old" != "$token_id" ] && api DELETE "/api/v1/tokens/$old" >/dev/null 2>&1 || true
-  fi
-  printf '%s\n' "$token" >"$file"
-  printf '%s\n' "$token_id" >"$file.id"
-}
 
 if [ ! -x "$BIN" ]; then
   log "no $BIN: the virtual fleet is not started"

@@ -14,6 +14,7 @@
 # Optional: KILN_DEMO_BMC_PORT (default 8643).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/demo-api.sh"
 
 : "${KILN_URL:?}" "${KILN_TOKEN:?}" "${KILN_STATE:?}" "${KILN_BUILD:?}"
 PORT=${KILN_DEMO_BMC_PORT:-8643}
@@ -32,11 +33,6 @@ done
 
 umask 077
 mkdir -p "$DIR/creds" "$DIR/runner" "$DIR/bin"
-api() {  # METHOD PATH [JSON]
-  curl -fsS -X "$1" -H "Authorization: Bearer $KILN_TOKEN" -H 'Content-Type: application/json' \
-    ${3:+--data "$3"} "$KILN_URL$2"
-}
-
 # The switch trays' BMC password: made once, kept in the runner's credential file only.
 [ -s "$DIR/bmc-password" ] || head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$DIR/bmc-password"
 printf '{"user": "root", "password": "%s"}\n' "$(cat "$DIR/bmc-password")" >"$DIR/creds/bmc-tray-bmc"
@@ -55,16 +51,7 @@ for s in 1 2 3 4 5 6 7 8 9; do
 done
 
 # The runner's token (shown once; the previous start's is revoked), in its state directory.
-created=$(api POST /api/v1/tokens "{\"role\":\"agent\",\"name\":\"$RUNNER runner\",\"runner\":\"$RUNNER\"}") \
-  || die "cannot create the runner's token"
-token=$(printf '%s' "$created" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
-token_id=$(printf '%s' "$created" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-[ -n "$token" ] || die "no token in the answer: $created"
-if [ -s "$DIR/runner-token.id" ] && [ "$(cat "$DIR/runner-token.id")" != "$token_id" ]; then
-  api DELETE "/api/v1/tokens/$(cat "$DIR/runner-token.id")" >/dev/null 2>&1 || true
-fi
-printf '%s\n' "$token" >"$DIR/runner/agent_token"
-printf '%s\n' "$token_id" >"$DIR/runner-token.id"
+fresh_token agent "$RUNNER runner" "$DIR/runner/agent_token" "$RUNNER"
 ln -sf "$OOB" "$DIR/bin/kiln-oob"
 [ -s "$DIR/runner-boot-id" ] || cat /proc/sys/kernel/random/uuid >"$DIR/runner-boot-id"
 
@@ -94,7 +81,7 @@ curl -fsS -H "Authorization: Bearer $KILN_TOKEN" -H 'Content-Type: application/y
   || die "re-importing $POD's management block failed"
 
 # The switch-tray image (kiln-hwsim reads the component and version from its first line) and
-# its bundle; a second start finds the bundle there already (409).
+# its bundle; a second start finds the bundle there already (200, unchanged).
 printf 'KILN-HWSIM-FW NVSwitch_Firmware 36.2601.0001\n' >"$DIR/nvswitch-36.2601.0001.fwpkg"
 head -c 200000 /dev/zero >>"$DIR/nvswitch-36.2601.0001.fwpkg"
 chmod 0644 "$DIR/nvswitch-36.2601.0001.fwpkg"
@@ -103,6 +90,6 @@ bundle="{\"name\":\"demo-nvswitch\",\"version\":\"36.2601.0001\",\"platforms\":[
 code=$(curl -sS -o "$DIR/bundle-answer.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $KILN_TOKEN" \
   -H 'Content-Type: application/json' --data "$bundle" "$KILN_URL/api/v1/bundles")
 case "$code" in
-  201|409) ;;
+  200|201) ;;  # created, or there already (unchanged)
   *) die "loading the switch-tray bundle failed ($code): $(cat "$DIR/bundle-answer.json")" ;;
 esac

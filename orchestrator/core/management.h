@@ -59,7 +59,7 @@ std::vector<std::pair<std::string, std::string>> validateManagement(const Manage
 // `inner` with every field it leaves empty taken from `outer`.
 ManagementSpec inheritManagement(ManagementSpec inner, const ManagementSpec& outer);
 
-// The runners a block names, in its order (empty: none).
+// The runners a block names, in its order (empty: none; a validated block has no empty entry).
 std::vector<std::string> runnersOf(const ManagementSpec& m);
 // The runner that runs the steps about `device`'s BMC: one of runnersOf(m), always the same one
 // for the same device and list (FNV-1a of the device id, so every kilnd and every version agree);

@@ -225,6 +225,7 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
     if (!found.ok()) return found.error();
     management = std::move(*found);
   }
+  std::map<std::string, std::string> switch_lists;  // pod -> pod.switch_bmcs
   Engine engine(sp, *params);
   const auto now = clock_.now();
   Effects all;
@@ -253,7 +254,10 @@ Result<RunView> RunService::startRun(const StartRequest& req, const core::Actor&
           fields["host.bmc_protocol"] = bmc->protocol;
           fields["host.bmc_credential"] = bmc->credential;
         }
-        fields["pod.switch_bmcs"] = switchBmcList(m->second, h);
+        // Once per pod, not per tray: every tray of the pod gets the same list.
+        auto list = switch_lists.find(h.pod);
+        if (list == switch_lists.end()) list = switch_lists.emplace(h.pod, switchBmcList(m->second, h)).first;
+        fields["pod.switch_bmcs"] = list->second;
         fields["pod.bmc_credential"] = m->second.credential;
       }
       ids.push_back(h.id);

@@ -46,8 +46,8 @@ namespace kiln::runs::testing {
 //   transitions all or nothing), heartbeats set their last_seen, quarantine() reads them and
 //   the fleet's audit records (repairs, the last failure); without one, transitions are not
 //   applied and quarantine() answers kUnavailable. No inventory is kept (an agent's report or
-//   enrolment writes no component versions; read-back steps' versions are, in deviceVersions(),
-//   with a fleet), no host events are written, and enrollAgent
+//   enrolment writes no component versions; read-back steps' versions are, in deviceVersions()),
+//   no host events are written, and enrollAgent
 //   and issueEnrolment answer kUnavailable: tokens are the wide fleet store's, not a part the fake
 //   fleet keeps (the enrolment rule is core::decideEnrolment, tested alone).
 // Times the database stamps with now() come from `clock` when given, else they are the epoch.
@@ -647,21 +647,9 @@ class FakeRunStore final : public runs::RunStore {
         a->finished_at = now();
       }
     applyTransitions(u.transitions, actor);
-    for (const auto& v : u.effects.device_versions)
-      if (acceptsDeviceVersion(v)) device_versions_[{v.device, v.kind}] = v.version;
-  }
-  // As the device_versions statement: the reporting host itself (not nvswitch), or a switch
-  // tray of its pod (nvswitch only); without a fleet, nothing.
-  bool acceptsDeviceVersion(const runs::DeviceVersion& v) const {
-    if (!fleet_) return false;
-    auto h = fleet_->getHost(v.reported_by);
-    if (!h.ok()) return false;
-    if (v.device == h->host.id) return v.kind != core::kSwitchComponent;
-    auto platform = core::parsePlatform(h->host.platform);
-    if (!platform || v.kind != core::kSwitchComponent) return false;
-    for (const auto& s : core::expandPod(h->host.pod, *platform).switch_trays)
-      if (s.id == v.device) return true;
-    return false;
+    // What the engine decided (runs/read_back.h holds the rule of which device an answer may
+    // speak for); the PostgreSQL statement's join on the pod's trays is a second fence only.
+    for (const auto& v : u.effects.device_versions) device_versions_[{v.device, v.kind}] = v.version;
   }
   // A transition the host's state refuses is skipped (the run's verdict stands), as the store does.
   void applyTransitions(const std::vector<core::HostTransition>& ts, const core::Actor& actor) {
