@@ -949,12 +949,17 @@ int main(int argc, char** argv) {
       std::string id, state;
       long failed_hosts = 0, lost_leases = 0;  // hosts the check failed; of them, for a report past its lease
       long out_of_pool = 0;                    // the job's hosts in state failed after the check
+      std::string where;                       // where the machine's time went meanwhile
     };
     int job_no = 1000;
     auto checkOnce = [&]() -> Check {
       Check c;
       const std::string log = work + "/prolog-" + std::to_string(job_no) + ".log";
       const auto t = Clock::now();
+      const Snapshot before = watch.snapshot(kilnd_pids);
+      const auto counters0 = agentCounters(api);
+      std::vector<double> fleet_cpu0;
+      for (const auto& sh : bulk.shards) fleet_cpu0.push_back(kiln::bench::cpuSeconds(sh.proc->pid()));
       kiln::bench::ChildProcess prolog({"/usr/bin/env", "KILN_URL=" + front, "KILN_TOKEN_FILE=" + token_file,
                                         "SLURM_JOB_ID=" + std::to_string(job_no++), "SLURM_JOB_NODELIST=" + hostlist,
                                         "SLURM_SCRIPT_CONTEXT=prolog_slurmctld", o.kilnctl_bin, "--timeout", "60",
@@ -962,6 +967,32 @@ int main(int argc, char** argv) {
                                        log);
       const int status = prolog.waitExit(std::chrono::minutes(6));
       c.client_s = since(t);
+      {
+        // Where the time went: each process's CPU (cores over the check's wall time) and the
+        // report path's waits (kilnd's histograms: mean queue wait, mean transaction).
+        const Usage u = usage(before, watch.snapshot(kilnd_pids));
+        const auto counters1 = agentCounters(api);
+        auto delta = [&](const std::string& k) {
+          const double a = counters0.count(k) ? counters0.at(k) : 0.0, b = counters1.count(k) ? counters1.at(k) : 0.0;
+          return b - a;
+        };
+        char buf[512];
+        std::string fleets;
+        for (std::size_t k = 0; k < bulk.shards.size(); ++k)
+          fleets += (fleets.empty() ? "" : " + ") +
+                    std::to_string(static_cast<int>(
+                        100 * (kiln::bench::cpuSeconds(bulk.shards[k].proc->pid()) - fleet_cpu0[k]) / u.seconds)) +
+                    " %";
+        const double reports = delta("kiln_agent_report_queue_seconds_count");
+        std::snprintf(buf, sizeof buf,
+                      "kilnd %.0f %%, DB backends %.0f %%, kiln-vfleet %s of a core; %.0f reports in %.0f "
+                      "transactions, queued %.0f ms and applied in %.0f ms on average",
+                      100 * u.kilnd_cores, 100 * u.db_cores, fleets.c_str(), reports,
+                      delta("kiln_agent_report_batches_total"),
+                      reports > 0 ? 1000 * delta("kiln_agent_report_queue_seconds_sum") / reports : 0.0,
+                      reports > 0 ? 1000 * delta("kiln_agent_report_apply_seconds_sum") / reports : 0.0);
+        c.where = buf;
+      }
       const std::string text = readText(log);
       // Exit 1 is a verdict (the check failed): counted and shown, not fatal.
       if (status != 0 && status != 1) die("kilnctl slurm prolog exited " + std::to_string(status) + ": " + text.substr(0, 2000));
@@ -1013,6 +1044,7 @@ int main(int argc, char** argv) {
           "(kilnd's clock) %.2f s, slowest host's tools %.2f s, overhead %.2f s",
           i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts, c.lost_leases, c.out_of_pool, c.client_s, c.kilnd_s,
           c.tools_s, c.client_s - c.tools_s);
+      add("    meanwhile: %s", c.where.c_str());
     }
     for (int i = 0; i < o.job_checks && !burst.empty(); ++i) {
       json pods = json::array();
@@ -1030,6 +1062,7 @@ int main(int argc, char** argv) {
           "lost lease, %ld out of the pool); kilnctl %.2f s, run %.2f s, tools %.2f s, overhead %.2f s",
           burst.size(), burst_id.c_str(), burst_state.c_str(), i + 1, c.id.c_str(), c.state.c_str(), c.failed_hosts,
           c.lost_leases, c.out_of_pool, c.client_s, c.kilnd_s, c.tools_s, c.client_s - c.tools_s);
+      add("    meanwhile: %s", c.where.c_str());
       const auto t = Clock::now();
       while (runState(burst_id) == "running" && since(t) < o.run_timeout_s) std::this_thread::sleep_for(1s);
     }
