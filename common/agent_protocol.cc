@@ -68,6 +68,7 @@ Result<Assignment> assignmentFromJson(const json& j) {
   auto grace = field<std::int64_t>(j, "kill_grace_ms", 5000);
   auto parse = field<std::string>(j, "parse", "");
   auto cap = field<std::int64_t>(j, "output_cap", 64 * 1024);
+  auto parsed_cap = field<std::int64_t>(j, "parsed_output_cap", -1);
   auto inventory_after = field<bool>(j, "inventory_after", false);
   auto artifacts = field<json>(j, "artifacts", json::array());
   for (const Error* e : {lease ? nullptr : &lease.error(), run_id ? nullptr : &run_id.error(),
@@ -75,7 +76,7 @@ Result<Assignment> assignmentFromJson(const json& j) {
                          attempt ? nullptr : &attempt.error(), type ? nullptr : &type.error(),
                          argv ? nullptr : &argv.error(), timeout ? nullptr : &timeout.error(),
                          grace ? nullptr : &grace.error(), parse ? nullptr : &parse.error(),
-                         cap ? nullptr : &cap.error(),
+                         cap ? nullptr : &cap.error(), parsed_cap ? nullptr : &parsed_cap.error(),
                          inventory_after ? nullptr : &inventory_after.error(),
                          artifacts ? nullptr : &artifacts.error()}) {
     if (e != nullptr) return *e;
@@ -116,6 +117,11 @@ Result<Assignment> assignmentFromJson(const json& j) {
     return invalidContent("assignment " + a.id + ": negative timeout, grace or output_cap");
   }
   a.output_cap = std::min<std::size_t>(static_cast<std::size_t>(*cap), kMaxOutputCap);
+  // Absent (or null): the whole tail; a negative one is as bad as a negative output_cap.
+  if (j.contains("parsed_output_cap") && !j.at("parsed_output_cap").is_null()) {
+    if (*parsed_cap < 0) return invalidContent("assignment " + a.id + ": negative parsed_output_cap");
+    a.parsed_output_cap = std::min<std::size_t>(static_cast<std::size_t>(*parsed_cap), a.output_cap);
+  }
   return a;
 }
 
@@ -132,12 +138,25 @@ json toJson(const Assignment& a) {
               {"parse", a.parse},
               {"output_cap", a.output_cap},
               {"inventory_after", a.inventory_after}};
+  if (a.parsed_output_cap) out["parsed_output_cap"] = *a.parsed_output_cap;
   if (!a.artifacts.empty()) {
     json& list = out["artifacts"] = json::array();
     for (const auto& r : a.artifacts)
       list.push_back({{"url", r.url}, {"sha256", r.sha256}, {"checksums", r.checksums}, {"signature", r.signature}});
   }
   return out;
+}
+
+void trimParsedStdout(const Assignment& a, StepReport& r) {
+  if (!a.parsed_output_cap || !r.started || r.exit_code != 0 || r.signal != 0 || r.timed_out || r.cancelled ||
+      !r.parse_error.empty() || r.parsed.is_null())
+    return;
+  const std::size_t cap = *a.parsed_output_cap;
+  if (r.stdout_tail.size() <= cap) return;
+  std::size_t from = r.stdout_tail.size() - cap;
+  // Not into the middle of a character: skip UTF-8 continuation bytes (10xxxxxx).
+  while (from < r.stdout_tail.size() && (static_cast<unsigned char>(r.stdout_tail[from]) & 0xC0) == 0x80) ++from;
+  r.stdout_tail.erase(0, from);
 }
 
 Result<PollAnswer> pollAnswerFromBody(const std::string& body) {

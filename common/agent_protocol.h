@@ -55,6 +55,10 @@ struct Assignment {
   std::int64_t kill_grace_ms = 5000;
   std::string parse;  // a kiln::parsers format name, or empty
   std::size_t output_cap = 64 * 1024;
+  // Bytes of stdout sent back instead when the tool exited 0 and its output parsed (the step's
+  // stdout_when_parsed, issue 35): the parsed document carries what the checks read. nullopt:
+  // output_cap always. Sent only when set; an agent that predates it sends output_cap.
+  std::optional<std::size_t> parsed_output_cap;
   bool inventory_after = false;
   std::vector<ArtifactRef> artifacts;  // sent only when non-empty
 
@@ -126,6 +130,12 @@ struct StepReport {
 // Every field, always (the agents' side). `ready` is added by the sender, at the moment it
 // sends (whether the agent holds another step then).
 nlohmann::json toJson(const StepReport& r);
+
+// The agents' one rule for a.parsed_output_cap: a step that started, exited 0 without a signal,
+// timeout or cancellation, and whose output parsed keeps only the last parsed_output_cap bytes
+// of its stdout tail (cut at a UTF-8 character's start); anything else keeps its tail as it is.
+// stdout_bytes still counts the whole output.
+void trimParsedStdout(const Assignment& a, StepReport& r);
 
 // ---- Registration (POST registerPath() with the enrolment token) ----
 

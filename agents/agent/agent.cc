@@ -516,6 +516,8 @@ void Agent::addProcessResult(StepReport& body, const Assignment& a, const exec::
   } else {
     body.parse_error = doc.error().message;
   }
+  // A clean, parsed run sends only the step's parsed_output_cap of its stdout.
+  trimParsedStdout(a, body);
 }
 
 void Agent::addInventory(StepReport& body) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -111,6 +112,74 @@ TEST(AgentProtocolTest, RefusesWhatNoAgentMayRun) {
   auto capped = assignmentFromJson({{"id", "a"}, {"argv", {"x"}}, {"output_cap", std::int64_t{1} << 40}});
   ASSERT_TRUE(capped.ok());
   EXPECT_EQ(capped->output_cap, kMaxOutputCap);
+}
+
+// Issue 35: a clean, parsed run sends only parsed_output_cap bytes of its stdout.
+TEST(AgentProtocolTest, ParsedOutputCapIsReadBoundedAndSentOnlyWhenSet) {
+  auto a = assignmentFromJson({{"id", "a"}, {"argv", {"x"}}, {"parsed_output_cap", 2048}});
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->parsed_output_cap, std::optional<std::size_t>(2048));
+  EXPECT_EQ(toJson(*a)["parsed_output_cap"], 2048);
+  EXPECT_EQ(*assignmentFromJson(toJson(*a)), *a);
+  auto none = assignmentFromJson({{"id", "a"}, {"argv", {"x"}}, {"parsed_output_cap", nullptr}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->parsed_output_cap.has_value());
+  EXPECT_FALSE(toJson(*none).contains("parsed_output_cap"));
+  // Never more than the whole tail.
+  auto over = assignmentFromJson({{"id", "a"}, {"argv", {"x"}}, {"output_cap", 100}, {"parsed_output_cap", 5000}});
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->parsed_output_cap, std::optional<std::size_t>(100));
+  for (const json& bad : {json(-1), json("2048"), json(1.5)}) {
+    auto r = assignmentFromJson({{"id", "a"}, {"argv", {"x"}}, {"parsed_output_cap", bad}});
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidContent);
+  }
+}
+
+TEST(AgentProtocolTest, OnlyACleanParsedRunHasItsStdoutTrimmed) {
+  Assignment a;
+  a.id = "a";
+  a.argv = {"nvidia-smi"};
+  a.parsed_output_cap = 4;
+  StepReport clean;
+  clean.started = true;
+  clean.exit_code = 0;
+  clean.stdout_tail = "0123456789";
+  clean.stdout_bytes = 10;
+  clean.parsed = json{{"gpu_count", 4}};
+
+  StepReport r = clean;
+  trimParsedStdout(a, r);
+  EXPECT_EQ(r.stdout_tail, "6789");
+  EXPECT_EQ(r.stdout_bytes, 10) << "still the whole output's size";
+
+  // Not at the start of a character: "é" is two bytes; a cut inside it starts after it.
+  r = clean;
+  r.stdout_tail = std::string("abcd\xC3\xA9") + "fgh";  // a b c d é f g h
+  trimParsedStdout(a, r);
+  EXPECT_EQ(r.stdout_tail, "fgh");
+
+  // Whatever did not end cleanly and parse keeps its tail.
+  std::vector<std::pair<const char*, std::function<void(StepReport&)>>> kept = {
+      {"exit 1", [](StepReport& s) { s.exit_code = 1; }},
+      {"signal", [](StepReport& s) { s.signal = 9; }},
+      {"timed out", [](StepReport& s) { s.timed_out = true; }},
+      {"cancelled", [](StepReport& s) { s.cancelled = true; }},
+      {"parse error", [](StepReport& s) { s.parse_error = "bad XML"; }},
+      {"nothing parsed", [](StepReport& s) { s.parsed = nullptr; }},
+      {"not started", [](StepReport& s) { s.started = false; }},
+  };
+  for (const auto& [why, change] : kept) {
+    r = clean;
+    change(r);
+    trimParsedStdout(a, r);
+    EXPECT_EQ(r.stdout_tail, "0123456789") << why;
+  }
+  // Without the cap, nothing changes.
+  a.parsed_output_cap.reset();
+  r = clean;
+  trimParsedStdout(a, r);
+  EXPECT_EQ(r.stdout_tail, "0123456789");
 }
 
 TEST(AgentProtocolTest, APollAnswerKeepsTheRawAssignmentAndTheStringCancels) {

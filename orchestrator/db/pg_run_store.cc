@@ -64,7 +64,7 @@ std::string assignmentColumns(const std::string& a) {
          "parse, " + a + "state, " + a + "attempt, " + a + "lease, " + a + "argv::text, " + a + "timeout_ms, " + a +
          "inventory_after, extract(epoch from " + a + "dispatched_at)::float8, extract(epoch from " + a +
          "lease_expires_at)::float8, extract(epoch from " + a + "finished_at)::float8, " + a + "result::text, " + a +
-         "artifacts::text, coalesce(" + a + "runner, '')";
+         "artifacts::text, coalesce(" + a + "runner, ''), coalesce(" + a + "parsed_output_cap, -1)";
 }
 const std::string kAssignmentColumns = assignmentColumns("");
 
@@ -95,6 +95,7 @@ AssignmentRow assignmentFromRow(const pqxx::row& r) {
     a.artifacts = std::move(*artifacts);
   }
   a.runner = r[18].as<std::string>();
+  a.parsed_output_cap = r[19].as<std::int64_t>();
   return a;
 }
 
@@ -156,11 +157,12 @@ constexpr const char* kInsertRecords =
     " WITH ORDINALITY AS v(run_id, group_key, host_id, record, n) ORDER BY v.n";
 constexpr const char* kInsertAssignments =
     "INSERT INTO assignments (id, run_id, group_key, host_id, step_id, attempt, type, argv, timeout_ms, parse,"
-    " inventory_after, artifacts, runner, state)"
+    " inventory_after, artifacts, runner, parsed_output_cap, state)"
     " SELECT v.id, v.run_id, v.group_key, v.host_id, v.step_id, v.attempt, v.type, v.argv, v.timeout_ms, v.parse,"
-    " v.inventory_after, v.artifacts, NULLIF(v.runner, ''), 'pending' FROM jsonb_to_recordset($1::jsonb) AS v(id text,"
+    " v.inventory_after, v.artifacts, NULLIF(v.runner, ''), v.parsed_output_cap, 'pending'"
+    " FROM jsonb_to_recordset($1::jsonb) AS v(id text,"
     " run_id text, group_key text, host_id text, step_id text, attempt int, type text, argv jsonb, timeout_ms bigint,"
-    " parse text, inventory_after boolean, artifacts jsonb, runner text)";
+    " parse text, inventory_after boolean, artifacts jsonb, runner text, parsed_output_cap integer)";
 constexpr const char* kCancelAssignments =
     "UPDATE assignments SET state = 'cancelled', finished_at = now()"
     " WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb))) AND state IN ('pending', 'dispatched')";
@@ -282,7 +284,8 @@ void persistUpdates(pqxx::work& txn, const std::vector<GroupWrite>& writes, bool
                             {"host_id", d.host}, {"step_id", d.step_id}, {"attempt", d.attempt}, {"type", d.type},
                             {"argv", d.argv}, {"timeout_ms", d.timeout_ms}, {"parse", d.parse},
                             {"inventory_after", d.inventory_after}, {"artifacts", storedArtifacts(d.artifacts)},
-                            {"runner", d.runner}});
+                            {"runner", d.runner},
+                            {"parsed_output_cap", d.parsed_output_cap >= 0 ? json(d.parsed_output_cap) : json()}});
     for (const auto& id : u.effects.cancel_assignments) cancels.push_back(id);
     for (const auto& v : u.effects.device_versions)
       devices.push_back({{"device", v.device}, {"kind", v.kind}, {"version", v.version}, {"host", v.reported_by}});

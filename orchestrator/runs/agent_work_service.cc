@@ -23,6 +23,7 @@ protocol::Assignment assignmentOf(const AssignmentRow& r) {
   a.kill_grace_ms = 5000;
   a.parse = r.parse;
   a.output_cap = 65536;
+  if (r.parsed_output_cap >= 0) a.parsed_output_cap = static_cast<std::size_t>(r.parsed_output_cap);
   a.inventory_after = r.inventory_after;
   a.artifacts = r.artifacts;
   return a;

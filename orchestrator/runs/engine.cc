@@ -467,6 +467,7 @@ bool Engine::advanceHost(GroupState& g, std::size_t h, TimePoint now, Effects& f
   d.argv = std::move(*sub);
   d.timeout_ms = timeout->value.count();
   d.parse = step.parse;
+  d.parsed_output_cap = step.stdout_when_parsed.value_or(-1);
   d.inventory_after = step.type == StepType::kReboot;
   d.artifacts = std::move(artifacts);
   host.assignment_id = d.assignment_id;

@@ -168,6 +168,8 @@ struct Dispatch {
   std::vector<std::string> argv;
   std::int64_t timeout_ms = 0;
   std::string parse;
+  // The step's stdout_when_parsed: bytes of stdout sent back by a clean, parsed run (-1: all).
+  std::int64_t parsed_output_cap = -1;
   bool inventory_after = false;
   // The artifacts argv names (artifact params, issue 31): argv holds their placeholders, the
   // agent fetches and checks each one and puts its local path there. One per sha256.

@@ -87,6 +87,7 @@ struct AssignmentRow {
   std::vector<std::string> argv;
   std::int64_t timeout_ms = 0;
   bool inventory_after = false;
+  std::int64_t parsed_output_cap = -1;  // Dispatch::parsed_output_cap
   std::vector<protocol::ArtifactRef> artifacts;  // what the step needs fetched (Dispatch::artifacts)
   std::optional<TimePoint> dispatched_at, lease_expires_at, finished_at;
   nlohmann::json result;  // the agent's report, null until reported

@@ -434,7 +434,8 @@ class Validator {
     Entries e =
         entries(n, path,
                 {"id", "description", "type", "run", "timeout", "retries", "expect_exit", "parse", "checks",
-                 "on_failure", "run_on", "when", "retest", "artifacts", "target", "recover", "agree", "inventory"});
+                 "on_failure", "run_on", "when", "retest", "artifacts", "target", "recover", "agree", "inventory",
+                 "stdout_when_parsed"});
     if (auto* id = required(e, "id", n, path)) {
       if (auto v = text(id->value, path + ".id")) {
         s.id = *v;
@@ -577,6 +578,13 @@ class Validator {
           error(t->value.Mark(), path + ".target", "expected host, bmc or switch_trays, got " + quoteText(*v));
         }
       }
+    }
+    if (auto* o = optional(e, "stdout_when_parsed")) {
+      if (s.parse.empty())
+        error(o->key.Mark(), path + ".stdout_when_parsed",
+              "stdout_when_parsed is for run steps with a parse format (the parsed document is what is kept)");
+      else if (auto v = integer(o->value, path + ".stdout_when_parsed", 0, kMaxStdoutWhenParsed))
+        s.stdout_when_parsed = *v;
     }
     if (auto* i = optional(e, "inventory")) {
       if (s.target == Target::kHost || s.type != StepType::kRun)

@@ -294,6 +294,7 @@ nlohmann::json stepJson(const StepSpec& s) {
   j["run_on"] = runOnName(s.run_on);
   if (s.target != Target::kHost) j["target"] = targetName(s.target);
   if (!s.inventory.empty()) j["inventory"] = s.inventory;
+  if (s.stdout_when_parsed) j["stdout_when_parsed"] = *s.stdout_when_parsed;
   if (s.agree) j["agree"] = {{"step", s.agree->step}, {"paths", s.agree->paths}};
   if (s.recover)
     j["recover"] = {{"power_cycles", s.recover->power_cycles}, {"timeout", formatDuration(s.recover->timeout)}};

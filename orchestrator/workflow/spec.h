@@ -172,6 +172,9 @@ struct Agree {
   bool operator==(const Agree&) const = default;
 };
 
+// The most a step's stdout_when_parsed may keep: the whole tail kilnd asks for anyway.
+inline constexpr std::int64_t kMaxStdoutWhenParsed = 64 * 1024;
+
 struct StepSpec {
   std::string id;
   std::string description;
@@ -194,6 +197,11 @@ struct StepSpec {
   // compliance counts each device by its own read-back. Kinds: the host's (not nvswitch) for
   // target: bmc, nvswitch only for target: switch_trays.
   std::map<std::string, std::string> inventory;
+  // Bytes of the tool's stdout sent back when it exited 0 and its output parsed (issue 35): the
+  // parsed document is kept whole and is what the checks read; a step that failed or did not
+  // parse sends its whole tail (64 KiB) as before. nullopt: always the whole tail. A pre-job
+  // check of 8,192 hosts otherwise stores ~0.9 GB of raw tool output per job.
+  std::optional<std::int64_t> stdout_when_parsed;
   std::string when;  // template; empty, "false" or "0" after substitution = skip the step
   std::optional<Retest> retest;
   std::vector<std::string> artifacts;  // stage steps: the artifact params to fetch (non-empty)

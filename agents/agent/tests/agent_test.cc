@@ -289,6 +289,27 @@ TEST_F(AgentTest, AppliesTheParserToTheWholeStdoutAndSendsOnlyTheTail) {
   EXPECT_EQ(runner_.specs()[0].parse_capture_cap, settings_.parse_capture_cap);
 }
 
+// Issue 35: parsed_output_cap (a step's stdout_when_parsed) trims a clean, parsed run's tail;
+// a run that failed, or whose output did not parse, keeps its whole tail.
+TEST_F(AgentTest, AParsedRunSendsOnlyParsedOutputCapOfItsStdout) {
+  const std::string doc = R"({"gpus": [1, 2, 3], "padding": ")" + std::string(200, 'x') + "\"}";
+  runner_.script("tool", FakeProcessRunner::exited(0, doc));
+  runner_.script("failing", FakeProcessRunner::exited(1, doc));
+  runner_.script("garbled", FakeProcessRunner::exited(0, "{not json" + std::string(200, 'y')));
+  const json caps = {{"parse", "json"}, {"output_cap", 100}, {"parsed_output_cap", 10}};
+  transport_.pushAssignment(assignment("a-1", {"tool"}, caps));
+  transport_.pushAssignment(assignment("a-2", {"failing"}, caps));
+  transport_.pushAssignment(assignment("a-3", {"garbled"}, caps));
+  start();
+  ASSERT_TRUE(transport_.waitForReports(3));
+  json clean = transport_.reportBody(0);
+  EXPECT_EQ(clean["parsed"]["gpus"], json::array({1, 2, 3}));
+  EXPECT_EQ(clean["stdout_tail"], "xxxxxxxx\"}");
+  EXPECT_EQ(clean["stdout_bytes"], doc.size());
+  EXPECT_EQ(transport_.reportBody(1)["stdout_tail"].get<std::string>().size(), 100u) << "exit 1 keeps its tail";
+  EXPECT_EQ(transport_.reportBody(2)["stdout_tail"].get<std::string>().size(), 100u) << "a parse error keeps its tail";
+}
+
 TEST_F(AgentTest, ReportsParseErrors) {
   runner_.script("tool", FakeProcessRunner::exited(0, "{not json"));
   runner_.script("other", FakeProcessRunner::exited(0, "{}"));

@@ -224,6 +224,7 @@ json finishProcess(sim::HostState& state, const Assignment& a, SimProcess& p, En
       body.parse_error = doc.error().message;
     }
   }
+  protocol::trimParsedStdout(a, body);  // as kiln-agent does
   if (a.inventory_after) body.inventory = inventoryOf(state);
   return protocol::toJson(body);
 }

@@ -333,6 +333,46 @@ TEST_P(RunStoreContractTest, AnAssignmentDispatchedWithArtifactsIsClaimedWithThe
   EXPECT_TRUE(assignment(last[0]->next->id).artifacts.empty());
 }
 
+// Issue 35: a step's stdout_when_parsed reaches the agent with each of its assignments, claimed
+// or handed out with a report; a step without it sends its whole tail.
+TEST_P(RunStoreContractTest, AStepsStdoutWhenParsedGoesWithItsAssignmentsAndOnlyItsOwn) {
+  ASSERT_TRUE(service_->workflows
+                  .putWorkflow("check",
+                               "name: check\nversion: \"1\"\nscope: host\nsteps:\n"
+                               "  - id: gpu-state\n    run: [nvidia-smi, -q, -x]\n    parse: nvidia-smi-xml\n"
+                               "    stdout_when_parsed: 2048\n    timeout: 10s\n"
+                               "  - id: nvlink\n    run: [dcgmi, nvlink, -e, -g, \"0\", -j]\n"
+                               "    parse: dcgmi-nvlink-json\n    stdout_when_parsed: 0\n    timeout: 10s\n"
+                               "  - id: plain\n    run: [nvidia-smi, -q, -x]\n    parse: nvidia-smi-xml\n    timeout: 10s\n",
+                               kAdmin)
+                  .ok());
+  auto run = service_->runs.startRun({"check", {host(0)}, {}, json::object(), "pre_job", ""}, kAdmin);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+
+  const protocol::Assignment a = claim(host(0));
+  EXPECT_EQ(a.step_id, "gpu-state");
+  EXPECT_EQ(a.parsed_output_cap, std::optional<std::size_t>(2048));
+  EXPECT_EQ(a.output_cap, 65536u) << "a failed or unparsed run still sends its whole tail";
+  EXPECT_EQ(assignment(a.id).parsed_output_cap, 2048);
+
+  // Clean, parsed runs (a step with a parse format and nothing parsed fails).
+  auto parsed = [&](const protocol::Assignment& of) {
+    auto r = report(host(0), of);
+    r.body["parsed"] = json{{"gpus", json::array()}};
+    return r;
+  };
+  auto answers = service_->agent_work.reportBatch({parsed(a)});
+  ASSERT_TRUE(answers[0].ok() && answers[0]->next.has_value());
+  EXPECT_EQ(answers[0]->next->step_id, "nvlink");
+  EXPECT_EQ(answers[0]->next->parsed_output_cap, std::optional<std::size_t>(0));
+
+  auto last = service_->agent_work.reportBatch({parsed(*answers[0]->next)});
+  ASSERT_TRUE(last[0].ok() && last[0]->next.has_value());
+  EXPECT_EQ(last[0]->next->step_id, "plain");
+  EXPECT_FALSE(last[0]->next->parsed_output_cap.has_value());
+  EXPECT_EQ(assignment(last[0]->next->id).parsed_output_cap, -1);
+}
+
 // --- reports ---
 
 TEST_P(RunStoreContractTest, AReportOnItsLiveLeaseIsAcceptedAndStoredAndItsRepeatIsADuplicate) {

@@ -637,6 +637,7 @@ class FakeRunStore final : public runs::RunStore {
       a.timeout_ms = d.timeout_ms;
       a.parse = d.parse;
       a.inventory_after = d.inventory_after;
+      a.parsed_output_cap = d.parsed_output_cap;
       a.artifacts = d.artifacts;
       a.state = "pending";
       assignments_.push_back(std::move(a));

@@ -239,6 +239,39 @@ steps:
   EXPECT_TRUE(hasField(e, "steps[1].run_on", "needs scope: pod")) << e.message;
 }
 
+// Issue 35: how much raw stdout a clean, parsed run sends back.
+TEST(WorkflowLoaderTest, StdoutWhenParsedNeedsAParseAndABoundedSize) {
+  const char* ok = R"(name: check
+version: "1"
+scope: host
+steps:
+  - id: gpu-state
+    run: [nvidia-smi, -q, -x]
+    parse: nvidia-smi-xml
+    stdout_when_parsed: 2048
+    timeout: 8s
+  - id: plain
+    run: [true]
+    timeout: 8s
+)";
+  auto spec = loadWorkflow(ok, "check.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->steps[0].stdout_when_parsed, 2048);
+  EXPECT_FALSE(spec->steps[1].stdout_when_parsed.has_value());
+  EXPECT_EQ(toJson(*spec)["steps"][0]["stdout_when_parsed"], 2048);
+  EXPECT_FALSE(toJson(*spec)["steps"][1].contains("stdout_when_parsed"));
+  EXPECT_EQ(loadWorkflow(replaced(ok, "2048", "0"), "check.yaml")->steps[0].stdout_when_parsed, 0);
+
+  Error e = errorsOf(replaced(ok, "    parse: nvidia-smi-xml\n", ""));
+  EXPECT_TRUE(hasField(e, "steps[0].stdout_when_parsed", "with a parse format")) << e.message;
+  e = errorsOf(replaced(ok, "2048", "65537"));
+  EXPECT_TRUE(hasField(e, "steps[0].stdout_when_parsed", "an integer from 0 to 65536")) << e.message;
+  e = errorsOf(replaced(ok, "2048", "-1"));
+  EXPECT_TRUE(hasField(e, "steps[0].stdout_when_parsed", "an integer from 0 to 65536")) << e.message;
+  e = errorsOf(replaced(ok, "2048", "2KiB"));
+  EXPECT_TRUE(hasField(e, "steps[0].stdout_when_parsed", "an integer")) << e.message;
+}
+
 // Found by tests/fuzz (workflow_yaml): a byte that is not UTF-8 in a string made the loader's
 // error quoting throw nlohmann's type_error out of loadWorkflow (kilnd's PUT answered with the
 // library's message; a workflows/ file would have stopped kilnd at start). It is a YAML error

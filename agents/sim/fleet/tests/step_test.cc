@@ -56,6 +56,26 @@ TEST_F(StepTest, DurationIsScaledAndResultParsedWithTheRealParser) {
   EXPECT_TRUE(body["inventory"].is_null());
 }
 
+// Issue 35: as kiln-agent, a clean, parsed run sends only parsed_output_cap of its stdout.
+TEST_F(StepTest, ACleanParsedRunSendsOnlyParsedOutputCapOfItsStdout) {
+  Assignment a = assignment({"nvidia-smi", "-q", "-x"}, "nvidia-smi-xml");
+  a.parsed_output_cap = 20;
+  SimProcess p = startProcess(state_, a, 0, ctx_);
+  json body = finishProcess(state_, a, p, Ending::kFinished, p.end());
+  ASSERT_EQ(body["parse_error"], "");
+  EXPECT_EQ(body["stdout_tail"].get<std::string>().size(), 20u);
+  EXPECT_GT(body["stdout_bytes"].get<std::size_t>(), 10'000u);
+
+  sim::HostSim sim(state_);
+  ASSERT_TRUE(sim.setFault({sim::FaultKind::kRowRemapPending, 1}).ok());
+  Assignment diag = assignment({"dcgmi", "diag", "-r", "1", "-j"}, "dcgmi-diag-json");
+  diag.parsed_output_cap = 20;
+  SimProcess d = startProcess(state_, diag, 0, ctx_);
+  json failed = finishProcess(state_, diag, d, Ending::kFinished, d.end());
+  ASSERT_NE(failed["exit_code"], 0);
+  EXPECT_EQ(failed["stdout_tail"].get<std::string>().size(), 100u) << "a failed run keeps its whole tail (output_cap)";
+}
+
 TEST_F(StepTest, FailedDiagStillParsesAndReportsItsExitCode) {
   sim::HostSim sim(state_);
   ASSERT_TRUE(sim.setFault({sim::FaultKind::kRowRemapPending, 1}).ok());
