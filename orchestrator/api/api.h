@@ -33,6 +33,9 @@ class RolloutService;
 namespace kiln::reliability {
 class ReliabilityService;
 }
+namespace kiln::retention {
+class Sweeper;
+}
 namespace kiln::scheduler {
 class Driver;
 }
@@ -86,6 +89,7 @@ struct Services {
   rollouts::RolloutService* rollouts = nullptr;
   reliability::ReliabilityService* reliability = nullptr;
   scheduler::Driver* scheduler = nullptr;     // null: --scheduler none (GET /scheduler says "none")
+  retention::Sweeper* retention = nullptr;    // its kiln_retention_* series; null: not exported
   Targets targets;
   std::function<void(const std::string&)> forget_token;  // drop a revoked token from the cache
   ApiOptions options;

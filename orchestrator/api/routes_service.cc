@@ -3,6 +3,7 @@
 #include "orchestrator/api/api.h"
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/reliability/reliability_service.h"
+#include "orchestrator/retention/sweeper.h"
 #include "orchestrator/rollouts/rollout_service.h"
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/agent_work_service.h"
@@ -70,6 +71,7 @@ void addServiceRoutes(Router& router, Services& s) {
     if (s.controller) s.controller->render(out);
     if (s.agent_work) out += s.agent_work->stepMetrics();
     if (s.agents) out += s.agents->metrics();
+    if (s.retention) out += s.retention->metrics();
     if (s.rollouts) out += s.rollouts->metrics();
     if (s.reliability) out += s.reliability->metrics();
     out += "# HELP kiln_database_up 1 while this replica's PostgreSQL connection answers.\n# TYPE kiln_database_up gauge\n";

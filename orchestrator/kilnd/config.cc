@@ -1,5 +1,7 @@
 #include "orchestrator/kilnd/config.h"
 
+#include "orchestrator/retention/retention.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,7 +86,9 @@ std::vector<Setting> settings() {
       {"--trusted-keys", "KILN_TRUSTED_KEYS", "trusted_keys", false, str(&Config::trusted_keys)},
       {"--agent-client-ca", "KILN_AGENT_CLIENT_CA", "agent_client_ca", false, str(&Config::agent_client_ca)},
       {"--unreachable-after", "KILN_UNREACHABLE_AFTER", "unreachable_after", false,
-       [](Config& c, const std::string& v) { return setInt(c.unreachable_after_s, v, "--unreachable-after", 5, 86400); }},
+       [](Config& c, const std::string& v) {
+         return setInt(c.unreachable_after_s, v, "--unreachable-after", 5, 86400);
+       }},
       {"--lease-grace", "KILN_LEASE_GRACE", "lease_grace", false,
        [](Config& c, const std::string& v) { return setInt(c.lease_grace_s, v, "--lease-grace", 1, 3600); }},
       {"--agent-token-ttl", "KILN_AGENT_TOKEN_TTL", "agent_token_ttl", false,
@@ -115,7 +119,8 @@ std::vector<Setting> settings() {
        [](Config& c, const std::string& v) { return setInt(c.slurm_interval_s, v, "--slurm-interval", 1, 3600); }},
       {"--slurm-on-jobs", "KILN_SLURM_ON_JOBS", "slurm_on_jobs", false,
        [](Config& c, const std::string& v) -> Status {
-         if (v != "wait" && v != "requeue") return invalidArgument("--slurm-on-jobs must be wait or requeue, got '" + v + "'");
+         if (v != "wait" && v != "requeue")
+           return invalidArgument("--slurm-on-jobs must be wait or requeue, got '" + v + "'");
          c.slurm_on_jobs = v;
          return Ok{};
        }},
@@ -123,9 +128,13 @@ std::vector<Setting> settings() {
       {"--slurm-timeout", "KILN_SLURM_TIMEOUT", "slurm_timeout", false,
        [](Config& c, const std::string& v) { return setInt(c.slurm_timeout_s, v, "--slurm-timeout", 1, 600); }},
       {"--reliability-target", "KILN_RELIABILITY_TARGET", "reliability_target", false,
-       [](Config& c, const std::string& v) { return setPositive(c.reliability_target, v, "--reliability-target", 10000); }},
+       [](Config& c, const std::string& v) {
+         return setPositive(c.reliability_target, v, "--reliability-target", 10000);
+       }},
       {"--pod-p90-target", "KILN_POD_P90_TARGET", "pod_p90_target", false,
-       [](Config& c, const std::string& v) { return setInt(c.pod_p90_target_s, v, "--pod-p90-target", 60, 7 * 86400); }},
+       [](Config& c, const std::string& v) {
+         return setInt(c.pod_p90_target_s, v, "--pod-p90-target", 60, 7 * 86400);
+       }},
       {"--threads", "KILN_THREADS", "threads", false,
        [](Config& c, const std::string& v) { return setInt(c.threads, v, "--threads", 1, 256); }},
       {"--db-pool", "KILN_DB_POOL", "db_pool", false,
@@ -134,6 +143,17 @@ std::vector<Setting> settings() {
        [](Config& c, const std::string& v) { return setInt(c.network_threads, v, "--network-threads", 1, 64); }},
       {"--controller-threads", "KILN_CONTROLLER_THREADS", "controller_threads", false,
        [](Config& c, const std::string& v) { return setInt(c.controller_threads, v, "--controller-threads", 1, 64); }},
+      {"--retention", "KILN_RETENTION", "retention", false,
+       [](Config& c, const std::string& v) -> Status {
+         if (auto p = retention::parsePolicy(v); !p.ok()) return p.error();
+         c.retention = v;
+         return Ok{};
+       }},
+      {"--retention-interval", "KILN_RETENTION_INTERVAL", "retention_interval", false,
+       [](Config& c, const std::string& v) {
+         return setInt(c.retention_interval_s, v, "--retention-interval (0: never)", 0, 7 * 86400);
+       }},
+      {"--audit-export-dir", "KILN_AUDIT_EXPORT_DIR", "audit_export_dir", false, str(&Config::audit_export_dir)},
   };
 }
 
@@ -184,6 +204,7 @@ std::string usage() {
          "             [--slurm-interval SECONDS] [--slurm-on-jobs wait|requeue] [--slurm-bin-dir DIR]\n"
          "             [--slurm-timeout SECONDS] [--reliability-target PER_8K_GPUS_PER_DAY]\n"
          "             [--pod-p90-target SECONDS] [--controller-threads N] [--report-priority on|off]\n"
+         "             [--retention KIND=DURATION,...] [--retention-interval SECONDS] [--audit-export-dir DIR]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

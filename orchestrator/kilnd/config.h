@@ -64,6 +64,13 @@ struct Config {
   // and a rollout's P90 pod upgrade time (docs/FACTS.md: 7 h -> 2 h).
   double reliability_target = 2.0;
   int pod_p90_target_s = 7200;
+  // Retention (issue 33, orchestrator/retention/retention.h): KIND=DURATION rules over the
+  // defaults, checked at start; the leader sweeps every retention_interval_s (0: never).
+  // audit_export_dir: where audit records are written (JSON lines) before they are deleted;
+  // empty: the audit log is never pruned.
+  std::string retention;
+  int retention_interval_s = 600;
+  std::string audit_export_dir;
 
   std::string host() const;
   int port() const;

@@ -33,6 +33,7 @@
 #include "orchestrator/db/pg_live_output.h"
 #include "orchestrator/db/pg_notify.h"
 #include "orchestrator/db/pg_reliability_store.h"
+#include "orchestrator/db/pg_retention_store.h"
 #include "orchestrator/db/pg_rollout_store.h"
 #include "orchestrator/db/pg_run_store.h"
 #include "orchestrator/db/pg_store.h"
@@ -42,6 +43,7 @@
 #include "orchestrator/kilnd/config.h"
 #include "orchestrator/kilnd/controller_loop.h"
 #include "orchestrator/kilnd/scheduler_hook.h"
+#include "orchestrator/retention/sweeper.h"
 #include "orchestrator/rollouts/rollout_service.h"
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/runs_room.h"
@@ -360,6 +362,34 @@ int main(int argc, char** argv) {
   controller_metrics.setLeader(false);
   std::thread controller([&] { controller_loop->run(); });
 
+  // Retention (issue 33): the leader sweeps what is old enough, in small batches on this thread
+  // of its own (never in the controller's passes, never on the report path).
+  auto retention_store = db::makePgRetentionStore({config->database_url, 1});
+  std::unique_ptr<retention::FileAuditExport> audit_export;
+  if (!config->audit_export_dir.empty())
+    audit_export = std::make_unique<retention::FileAuditExport>(config->audit_export_dir, clock);
+  auto retention_log = log->named("retention");
+  retention::Sweeper sweeper(*retention_store, audit_export.get(), *retention::parsePolicy(config->retention), clock,
+                             *retention_log);
+  log->info(
+      "retention: {}{}", config->retention_interval_s > 0 ? retention::describe(sweeper.policy()) : "off",
+      audit_export ? ", audit exported to " + config->audit_export_dir : " (audit kept whole: no --audit-export-dir)");
+  std::mutex retention_mu;
+  std::condition_variable retention_cv;
+  std::thread retention_thread([&] {
+    if (config->retention_interval_s <= 0) return;
+    // The first sweep a minute after start (not in the middle of a restart's catch-up), then
+    // every interval, only while this replica leads.
+    auto wait = std::chrono::seconds(std::min(60, config->retention_interval_s));
+    for (;;) {
+      std::unique_lock lock(retention_mu);
+      if (retention_cv.wait_for(lock, wait, [&] { return stopping.load(); })) return;
+      lock.unlock();
+      wait = std::chrono::seconds(config->retention_interval_s);
+      if (controller_loop->leading()) sweeper.sweep();
+    }
+  });
+
   api::Services services;
   services.store = store.get();
   services.clock = &clock;
@@ -375,6 +405,7 @@ int main(int argc, char** argv) {
   services.fleet = &fleet_service;
   services.targets = {config->reliability_target, config->pod_p90_target_s};
   services.controller = &controller_metrics;
+  services.retention = &sweeper;
   services.options.web_root = config->web_root;
   services.options.agent_token_ttl = std::chrono::seconds(config->agent_token_ttl_s);
   services.options.agent_client_certs = !config->agent_client_ca.empty();
@@ -416,6 +447,8 @@ int main(int argc, char** argv) {
     notifier.stop();
     controller.join();
     revocations.join();
+    retention_cv.notify_all();
+    retention_thread.join();
     gateway.stop();
     return 1;
   }
@@ -431,6 +464,11 @@ int main(int argc, char** argv) {
   controller_loop->stop();
   controller.join();
   revocations.join();
+  {
+    std::lock_guard lock(retention_mu);
+    retention_cv.notify_all();
+  }
+  retention_thread.join();
   notifier.stop();
   if (scheduler_driver) {
     scheduler_driver->stop();

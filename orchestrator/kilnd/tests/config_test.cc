@@ -124,6 +124,29 @@ TEST(KilndConfigTest, RefusesPlainHttpOffLoopback) {
   EXPECT_TRUE(parseConfig({"--listen=0.0.0.0:8443", "--database-url=x", "--tls-cert=c", "--tls-key=k"}, {}, noFile).ok());
 }
 
+// Issue 33: retention rules, how often the leader sweeps, where audit records go first.
+TEST(KilndConfigTest, RetentionRulesAreCheckedAtStart) {
+  auto c = parseConfig({"--database-url", "x"}, {}, noFile);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->retention, "");
+  EXPECT_EQ(c->retention_interval_s, 600);
+  EXPECT_EQ(c->audit_export_dir, "");
+  auto file = [](const std::string&) -> Result<std::string> {
+    return std::string(
+        "database_url: x\nretention: pre_job_runs=3d,audit=400d\naudit_export_dir: /var/lib/kiln/audit\n");
+  };
+  c = parseConfig({"--config", "k.yaml", "--retention-interval", "0"}, {}, file);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->retention, "pre_job_runs=3d,audit=400d");
+  EXPECT_EQ(c->retention_interval_s, 0);
+  EXPECT_EQ(c->audit_export_dir, "/var/lib/kiln/audit");
+  auto bad = parseConfig({"--database-url", "x", "--retention", "runs=90"}, {}, noFile);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("runs=90: expected a duration like 90d"), std::string::npos)
+      << bad.error().message;
+  EXPECT_FALSE(parseConfig({"--database-url", "x", "--retention-interval", "-1"}, {}, noFile).ok());
+}
+
 TEST(KilndConfigTest, ClearErrors) {
   EXPECT_NE(parseConfig({"--bogus"}, {}, noFile).error().message.find("unknown flag"), std::string::npos);
   EXPECT_NE(parseConfig({}, {}, noFile).error().message.find("--database-url"), std::string::npos);
