@@ -259,6 +259,20 @@ TEST_F(RolloutTest, RollbackPutsThePreviousBundleBackOnThePodsTheRolloutChanged)
 // before the second kill (CI, 2026-12-04).
 TEST_F(RolloutTest, KilndKilledAtRandomPointsStillCompletesWithoutUpgradingAPodTwice) {
   startFleet(kilnd_->url());
+  // Every agent registered before the first kill: a kill between a registration's commit and its
+  // answer leaves that agent refused on its retry (the host has a live agent token it never got;
+  // an operator re-enrols it), and its pod would wait for it for ever. That is the enrolment's
+  // rule, not this test's subject (CI saw it once: "enrolled 143 rejected 1").
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        auto hosts = tryGet("/api/v1/hosts?limit=1000");
+        if (!hosts) return false;
+        std::size_t seen = 0;
+        for (const auto& h : (*hosts)["items"]) seen += !h["last_seen"].is_null();
+        return seen == (*hosts)["items"].size() && seen > 0;
+      },
+      60s, 100ms))
+      << fleet_->logTail();
   const std::string bundle = createBundle(bundleDoc("1.0", kHmcV1, "28.43.3010", "575.57.08"));
   const std::string id = startRollout(bundle, pods_, policy());
   InFlightSampler sampler(kilnd_->url(), kilnd_->adminToken(), id);
