@@ -57,6 +57,9 @@ struct ApiOptions {
   // agent_token_grace more, for an agent that dies before it stores the new one.
   std::chrono::seconds agent_token_ttl{30 * 24 * 3600};
   std::chrono::seconds agent_token_grace{3600};
+  // The oldest kiln-agent version a registration may have (--min-agent-version; "": any), issue
+  // 33: core::acceptAgentVersion.
+  std::string min_agent_version;
   // A token's last use is written at most this often (recordTokenUse, from followRevocations).
   std::chrono::seconds token_use_interval{600};
   // Mutual TLS for agents (kilnd --agent-client-ca): agent requests, and registrations, count

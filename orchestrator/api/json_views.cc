@@ -49,6 +49,7 @@ json toJson(const core::HostSummary& h) {
             {"tray", h.tray},   {"spare", h.spare},       {"state", std::string(core::hostStateName(h.state))},
             {"state_since", isoTime(h.state_since)},      {"state_reason", h.state_reason}};
   j["last_seen"] = h.last_seen ? json(isoTime(*h.last_seen)) : json();
+  j["agent_version"] = h.agent_version.empty() ? json() : json(h.agent_version);
   return j;
 }
 

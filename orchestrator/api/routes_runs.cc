@@ -5,6 +5,7 @@
 #include "orchestrator/api/codecs.h"
 #include "orchestrator/api/json_views.h"
 #include "orchestrator/api/run_views.h"
+#include "orchestrator/core/enrolment.h"
 #include "orchestrator/core/iso_time.h"
 #include "orchestrator/runs/agent_gateway.h"
 #include "orchestrator/runs/live_output.h"
@@ -175,6 +176,8 @@ void addRunRoutes(Router& router, Services& s) {
                   return Error(ErrorCode::kPermissionDenied,
                                "registering host " + reg->host +
                                    " needs a client certificate naming that host (kilnd requires mutual TLS for agents)");
+                if (auto v = core::acceptAgentVersion(reg->agent_version, s.options.min_agent_version); !v.ok())
+                  return v.error();
                 auto e = s.agent_link->enrollAgent(reg->host, reg->boot_id, reg->agent_version, reg->inventory,
                                                    ctx.actor, s.options.agent_token_ttl);
                 if (!e.ok()) return e.error();

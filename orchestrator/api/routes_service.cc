@@ -36,6 +36,10 @@ void renderFleetMetrics(const core::FleetCounts& c, std::string& out) {
     out += "kiln_agents{building=\"" + promLabel(building) + "\",status=\"reachable\"} " + std::to_string(a.reachable) + "\n";
     out += "kiln_agents{building=\"" + promLabel(building) + "\",status=\"unreachable\"} " + std::to_string(a.unreachable) + "\n";
   }
+  out += "# HELP kiln_agent_versions Hosts whose agent has registered (retired ones left out), by the agent version it registered with.\n"
+         "# TYPE kiln_agent_versions gauge\n";
+  for (const auto& [version, n] : c.agents_by_version)
+    out += "kiln_agent_versions{version=\"" + promLabel(version) + "\"} " + std::to_string(n) + "\n";
   out += "# HELP kiln_pods Pods (NVL72 domains) by platform.\n# TYPE kiln_pods gauge\n";
   for (auto p : core::allPlatforms())
     out += "kiln_pods{platform=\"" + std::string(core::platformName(p)) + "\"} " + count(c.pods_by_platform, core::platformName(p)) + "\n";
@@ -72,6 +76,10 @@ void addServiceRoutes(Router& router, Services& s) {
     if (s.agent_work) out += s.agent_work->stepMetrics();
     if (s.agents) out += s.agents->metrics();
     if (s.retention) out += s.retention->metrics();
+    if (!s.options.min_agent_version.empty())
+      out += "# HELP kiln_agent_min_version_info The oldest kiln-agent version this kilnd registers (--min-agent-version).\n"
+             "# TYPE kiln_agent_min_version_info gauge\n"
+             "kiln_agent_min_version_info{version=\"" + promLabel(s.options.min_agent_version) + "\"} 1\n";
     if (s.rollouts) out += s.rollouts->metrics();
     if (s.reliability) out += s.reliability->metrics();
     out += "# HELP kiln_database_up 1 while this replica's PostgreSQL connection answers.\n# TYPE kiln_database_up gauge\n";

@@ -1,5 +1,7 @@
 #include "orchestrator/core/enrolment.h"
 
+#include <algorithm>
+
 namespace kiln::core {
 
 Status decideEnrolment(const EnrolmentFacts& f) {
@@ -21,6 +23,52 @@ Status decideEnrolment(const EnrolmentFacts& f) {
         .with("host", f.host)
         .with("agent_token", *f.live_agent_token);
   return Ok{};
+}
+
+std::optional<std::vector<long>> versionNumbers(const std::string& version) {
+  std::vector<long> out;
+  std::size_t i = 0;
+  while (i < version.size() && out.size() < 8) {
+    if (version[i] < '0' || version[i] > '9') break;
+    long n = 0;
+    std::size_t digits = 0;
+    while (i < version.size() && version[i] >= '0' && version[i] <= '9' && digits < 9) {
+      n = n * 10 + (version[i] - '0');
+      ++i;
+      ++digits;
+    }
+    out.push_back(n);
+    if (i < version.size() && version[i] == '.' && i + 1 < version.size() && version[i + 1] >= '0' &&
+        version[i + 1] <= '9')
+      ++i;
+    else
+      break;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+Status acceptAgentVersion(const std::string& version, const std::string& min) {
+  if (min.empty()) return Ok{};
+  const auto want = versionNumbers(min);
+  const auto have = versionNumbers(version);
+  bool ok = want && have;
+  if (ok) {
+    const std::size_t n = std::max(want->size(), have->size());
+    for (std::size_t k = 0; k < n; ++k) {
+      const long a = k < have->size() ? (*have)[k] : 0, b = k < want->size() ? (*want)[k] : 0;
+      if (a != b) {
+        ok = a > b;
+        break;
+      }
+    }
+  }
+  if (ok) return Ok{};
+  return Error(ErrorCode::kConflict, "kilnd accepts kiln-agent " + min + " or newer (--min-agent-version); this agent is " +
+                                         (version.empty() ? std::string("of no stated version") : version) +
+                                         ": upgrade the kiln-agent package on the host")
+      .with("agent_version", version)
+      .with("min_agent_version", min);
 }
 
 }  // namespace kiln::core

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -31,5 +32,13 @@ struct EnrolmentFacts {
 //   (a fleet-wide token only enrols hosts without one): no registration takes over a live
 //   agent; an operator re-enrols the host explicitly.
 Status decideEnrolment(const EnrolmentFacts& f);
+
+// Issue 33 (agent version skew): the leading dotted numbers of a version ("0.10.2-vfleet" is
+// {0, 10, 2}); nullopt when it does not start with one.
+std::optional<std::vector<long>> versionNumbers(const std::string& version);
+// Whether kilnd (--min-agent-version `min`) takes an agent of `version`: any when `min` is empty;
+// else one whose numbers are at least min's (missing trailing numbers count as 0). kConflict
+// naming both, and what to do, otherwise (a version without numbers included).
+Status acceptAgentVersion(const std::string& version, const std::string& min);
 
 }  // namespace kiln::core

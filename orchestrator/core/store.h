@@ -70,6 +70,7 @@ struct HostSummary {
   TimePoint state_since;
   std::string state_reason;
   std::optional<TimePoint> last_seen;
+  std::string agent_version;  // what its agent said at its last enrolment; "" before any
 };
 
 struct ComponentVersion {
@@ -176,6 +177,9 @@ struct FleetCounts {
     std::int64_t reachable = 0, unreachable = 0;
   };
   std::map<std::string, Agents> agents_by_building;
+  // Hosts whose agent has registered (retired ones left out), by the version it registered with
+  // (issue 33: version skew in a rollout of the agent itself).
+  std::map<std::string, std::int64_t> agents_by_version;
 };
 
 // GET /api/v1/audit: which audit records (every field optional; all given must match).

@@ -68,7 +68,7 @@ Result<std::int64_t> numericCursor(const std::string& cursor) {
 const char* const kHostColumns =
     "h.id, h.pod_id, h.rack_id, h.building_id, h.site_id, p.platform, h.state, h.tray, h.spare,"
     " extract(epoch from h.state_since)::float8, h.state_reason,"
-    " extract(epoch from h.last_seen)::float8";
+    " extract(epoch from h.last_seen)::float8, coalesce(h.agent_version, '')";
 
 core::HostState hostStateFromDb(const std::string& name, const std::string& where) {
   if (auto s = core::parseHostState(name)) return *s;
@@ -101,6 +101,7 @@ core::HostSummary hostFromRow(const pqxx::row& r) {
   h.state_since = fromEpoch(r[9].as<double>());
   h.state_reason = r[10].as<std::string>();
   h.last_seen = optEpoch(r[11]);
+  h.agent_version = r[12].as<std::string>();
   return h;
 }
 

@@ -18,6 +18,8 @@ std::optional<core::TimePoint> optEpoch(const pqxx::field& f);
 Result<std::int64_t> numericCursor(const std::string& cursor);
 // Columns of a host summary, for "SELECT <kHostColumns> FROM hosts h JOIN pods p ON p.id = h.pod_id".
 extern const char* const kHostColumns;
+// How many columns kHostColumns is: a query's own columns after it start at this index.
+inline constexpr int kHostColumnCount = 13;
 core::HostSummary hostFromRow(const pqxx::row& r);
 // A host state column; an unknown name throws std::runtime_error, which PgPool's transaction
 // turns into a kInternal error.

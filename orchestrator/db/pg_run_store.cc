@@ -1029,10 +1029,11 @@ class PgRunStore final : public runs::RunStore {
       for (const auto& r : rows) {
         runs::QuarantineRow q;
         q.host = hostFromRow(r);
-        q.repairs = r[12].as<int>();
-        q.last_failure = r[13].is_null() ? "" : r[13].as<std::string>();
-        if (!r[14].is_null()) {
-          const std::string v = r[14].as<std::string>();
+        constexpr int k = kHostColumnCount;
+        q.repairs = r[k].as<int>();
+        q.last_failure = r[k + 1].is_null() ? "" : r[k + 1].as<std::string>();
+        if (!r[k + 2].is_null()) {
+          const std::string v = r[k + 2].as<std::string>();
           q.run_id = v.substr(0, v.find(' '));
           q.run_state = v.substr(v.find(' ') + 1);
           auto g = txn.exec_params("SELECT state::text FROM run_groups WHERE run_id = $1 AND group_key = $2", q.run_id,

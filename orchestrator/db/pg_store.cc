@@ -378,7 +378,7 @@ class PgStore final : public core::Store {
           auto out = pageFrom<core::HostSummary>(rows, limit, hostFromRow);
           if (out.next_cursor && column) {
             const auto& last = rows[limit - 1];
-            out.next_cursor = json::array({last[12].as<std::string>(), last[0].as<std::string>()}).dump();
+            out.next_cursor = json::array({last[kHostColumnCount].as<std::string>(), last[0].as<std::string>()}).dump();
           }
           return out;
         });
@@ -493,6 +493,9 @@ class PgStore final : public core::Store {
       }
       for (const auto& r : txn.exec("SELECT platform, count(*) FROM pods GROUP BY platform"))
         c.pods_by_platform[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+      for (const auto& r : txn.exec("SELECT coalesce(agent_version, ''), count(*) FROM hosts"
+                                    " WHERE last_seen IS NOT NULL AND state <> 'retired' GROUP BY 1"))
+        c.agents_by_version[r[0].as<std::string>()] = r[1].as<std::int64_t>();
       return c;
     });
   }

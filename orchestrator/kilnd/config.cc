@@ -1,5 +1,6 @@
 #include "orchestrator/kilnd/config.h"
 
+#include "orchestrator/core/enrolment.h"
 #include "orchestrator/retention/retention.h"
 
 #include <sys/stat.h>
@@ -154,6 +155,13 @@ std::vector<Setting> settings() {
          return setInt(c.retention_interval_s, v, "--retention-interval (0: never)", 0, 7 * 86400);
        }},
       {"--audit-export-dir", "KILN_AUDIT_EXPORT_DIR", "audit_export_dir", false, str(&Config::audit_export_dir)},
+      {"--min-agent-version", "KILN_MIN_AGENT_VERSION", "min_agent_version", false,
+       [](Config& c, const std::string& v) -> Status {
+         if (!v.empty() && !core::versionNumbers(v))
+           return invalidArgument("--min-agent-version must start with a version number like 0.2.0, got '" + v + "'");
+         c.min_agent_version = v;
+         return Ok{};
+       }},
   };
 }
 
@@ -205,6 +213,7 @@ std::string usage() {
          "             [--slurm-timeout SECONDS] [--reliability-target PER_8K_GPUS_PER_DAY]\n"
          "             [--pod-p90-target SECONDS] [--controller-threads N] [--report-priority on|off]\n"
          "             [--retention KIND=DURATION,...] [--retention-interval SECONDS] [--audit-export-dir DIR]\n"
+         "             [--min-agent-version VERSION]\n"
          "Each flag can also be set as KILN_<NAME> in the environment (KILN_LISTEN, KILN_DATABASE_URL, ...)\n"
          "or as <name> in the YAML config file (listen, database_url, ...). Flags win over the environment,\n"
          "the environment over the file.\n";

@@ -71,6 +71,8 @@ struct Config {
   std::string retention;
   int retention_interval_s = 600;
   std::string audit_export_dir;
+  // The oldest kiln-agent version a registration may have (issue 33: version skew); "": any.
+  std::string min_agent_version;
 
   std::string host() const;
   int port() const;

@@ -409,6 +409,7 @@ int main(int argc, char** argv) {
   services.options.web_root = config->web_root;
   services.options.agent_token_ttl = std::chrono::seconds(config->agent_token_ttl_s);
   services.options.agent_client_certs = !config->agent_client_ca.empty();
+  services.options.min_agent_version = config->min_agent_version;
   api::Api api(services, executor, log->named("api"));
   notifier.start();
 

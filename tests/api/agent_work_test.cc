@@ -27,11 +27,14 @@ class AgentWorkTest : public ApiTest {
     auto enroller = client(enroll);
     for (int i = 0; i < 2; ++i) {
       Reply r = call(*enroller, "POST", "/api/v1/agents/register",
-                     json{{"host", hosts_[i]}, {"boot_id", "boot-1"}, {"agent_version", "test"}}.dump());
+                     json{{"host", hosts_[i]}, {"boot_id", "boot-1"}, {"agent_version", agentVersion()}}.dump());
       ASSERT_EQ(r.status, 200) << r.body;
       agents_.push_back(client(r.doc()["token"].get<std::string>()));
     }
   }
+
+  // What the fixture's agents say they are.
+  virtual std::string agentVersion() const { return "test"; }
 
   std::string startRun(const std::vector<std::string>& hosts) {
     Reply r = call(*admin_, "POST", "/api/v1/workflow-runs", json{{"workflow", "two-steps"}, {"hosts", hosts}}.dump());
@@ -324,6 +327,43 @@ TEST_F(AgentWorkTest, AnEnrolmentsInventoryRecordsTheHostsVersionsAndItsPodsSwit
   EXPECT_EQ(db_->query("SELECT version FROM components WHERE target_id = '" + host + "' AND kind = 'driver'"),
             "999.2");
   EXPECT_NE(db_->query(stamps), before);
+}
+
+// Issue 33 (agent version skew): kilnd says which agent versions it registers, and every agent's
+// version is in the host's view and in /metrics.
+class AgentVersionTest : public AgentWorkTest {
+ protected:
+  std::vector<std::string> extraKilndArgs() const override {
+    return {"--workflows-dir", KILN_WORKFLOWS_DIR, "--min-agent-version", "0.2.0"};
+  }
+  std::string agentVersion() const override { return "0.3.0"; }
+};
+
+TEST_F(AgentVersionTest, AnOlderAgentIsRefusedNamingBothVersionsAndEveryAgentsVersionIsShown) {
+  const std::string host = hosts_[0];
+  Reply h = call(*admin_, "GET", "/api/v1/hosts/" + host);
+  ASSERT_EQ(h.status, 200) << h.body;
+  EXPECT_EQ(h.doc()["agent_version"], "0.3.0");
+
+  auto enrol = [&](const std::string& version) {
+    Reply t = call(*admin_, "POST", "/api/v1/hosts/" + host + "/enrolment-tokens", json{{"reenroll", true}}.dump());
+    EXPECT_EQ(t.status, 201) << t.body;
+    return call(*client(t.doc().value("token", "")), "POST", "/api/v1/agents/register",
+                json{{"host", host}, {"boot_id", "boot-2"}, {"agent_version", version}}.dump());
+  };
+  Reply old = enrol("0.1.0");
+  EXPECT_EQ(old.status, 409) << old.body;
+  EXPECT_NE(old.doc()["error"]["message"].get<std::string>().find("kilnd accepts kiln-agent 0.2.0 or newer"),
+            std::string::npos)
+      << old.body;
+  EXPECT_EQ(call(*admin_, "GET", "/api/v1/hosts/" + host).doc()["agent_version"], "0.3.0") << "nothing written";
+
+  ASSERT_EQ(enrol("0.2.1").status, 200);
+  EXPECT_EQ(call(*admin_, "GET", "/api/v1/hosts/" + host).doc()["agent_version"], "0.2.1");
+  const std::string metrics = call(*admin_, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("kiln_agent_versions{version=\"0.2.1\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("kiln_agent_versions{version=\"0.3.0\"} 1\n"), std::string::npos) << "the other agent";
+  EXPECT_NE(metrics.find("kiln_agent_min_version_info{version=\"0.2.0\"} 1\n"), std::string::npos);
 }
 
 TEST_F(AgentWorkTest, AbortingARolloutWhoseAgentsAreGoneEndsInsteadOfWaitingForever) {

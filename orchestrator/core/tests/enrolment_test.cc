@@ -65,3 +65,32 @@ TEST(EnrolmentTest, AnUnknownHostIsNotFound) {
 
 }  // namespace
 }  // namespace kiln::core
+
+namespace kiln::core {
+namespace {
+
+// Issue 33: which kiln-agent versions kilnd registers (--min-agent-version).
+TEST(AgentVersionTest, VersionsCompareByTheirLeadingNumbers) {
+  EXPECT_EQ(versionNumbers("0.10.2-vfleet"), (std::vector<long>{0, 10, 2}));
+  EXPECT_EQ(versionNumbers("2"), (std::vector<long>{2}));
+  EXPECT_EQ(versionNumbers("1.2."), (std::vector<long>{1, 2}));
+  EXPECT_FALSE(versionNumbers("test").has_value());
+  EXPECT_FALSE(versionNumbers("").has_value());
+  EXPECT_FALSE(versionNumbers("v1.2").has_value());
+
+  EXPECT_TRUE(acceptAgentVersion("anything", "").ok()) << "no minimum: any";
+  EXPECT_TRUE(acceptAgentVersion("0.2.0", "0.2.0").ok());
+  EXPECT_TRUE(acceptAgentVersion("0.10.0", "0.9.5").ok()) << "numbers, not text";
+  EXPECT_TRUE(acceptAgentVersion("0.2", "0.2.0").ok()) << "a missing number is 0";
+  EXPECT_TRUE(acceptAgentVersion("1.0.0-vfleet", "0.2.0").ok());
+  for (const std::string old : {"0.1.9", "0.1", "0.1.0-vfleet", "test", ""}) {
+    auto st = acceptAgentVersion(old, "0.2.0");
+    ASSERT_FALSE(st.ok()) << old;
+    EXPECT_EQ(st.error().code, ErrorCode::kConflict);
+    EXPECT_NE(st.error().message.find("kilnd accepts kiln-agent 0.2.0 or newer"), std::string::npos)
+        << st.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::core

@@ -147,6 +147,14 @@ TEST(KilndConfigTest, RetentionRulesAreCheckedAtStart) {
   EXPECT_FALSE(parseConfig({"--database-url", "x", "--retention-interval", "-1"}, {}, noFile).ok());
 }
 
+TEST(KilndConfigTest, TheOldestAgentVersionIsAVersionNumber) {
+  EXPECT_EQ(parseConfig({"--database-url", "x"}, {}, noFile)->min_agent_version, "");
+  EXPECT_EQ(parseConfig({"--database-url", "x", "--min-agent-version", "0.2.0"}, {}, noFile)->min_agent_version, "0.2.0");
+  auto bad = parseConfig({"--database-url", "x", "--min-agent-version", "latest"}, {}, noFile);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--min-agent-version must start with a version number"), std::string::npos);
+}
+
 TEST(KilndConfigTest, ClearErrors) {
   EXPECT_NE(parseConfig({"--bogus"}, {}, noFile).error().message.find("unknown flag"), std::string::npos);
   EXPECT_NE(parseConfig({}, {}, noFile).error().message.find("--database-url"), std::string::npos);
