@@ -28,7 +28,7 @@ std::string renderHostList(const json& page) {
 std::string renderHost(const json& host) {
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const char* key : {"id", "pod", "rack", "building", "site", "platform", "tray", "spare", "state", "state_since",
-                          "state_reason", "last_seen"})
+                          "state_reason", "last_seen", "agent_version"})
     pairs.emplace_back(key, field(host, key));
   // The tray's BMC (issue 32): where the out-of-band runners reach it, and the credential's name.
   if (const std::string b = bmcText(host); !b.empty())

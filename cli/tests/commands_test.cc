@@ -158,12 +158,13 @@ TEST(HostsCommandTest, ListSendsFilters) {
 
 TEST(HostsCommandTest, ShowPrintsGpusComponentsAndAllowedActions) {
   CliHarness h;
-  h.transport.reply(200, R"({"id": "h1", "state": "available", "allowed_actions": ["allocate", "drain"],
+  h.transport.reply(200, R"({"id": "h1", "state": "available", "agent_version": "0.3.0", "allowed_actions": ["allocate", "drain"],
     "gpus": [{"index": 0, "id": "h1-g0", "serial": "S0", "uuid": "GPU-0"}], "components": {"driver": "570.1"}})");
   auto r = h.run({"hosts", "show", "h1"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(h.transport.requests[0].pathAndQuery(), "/api/v1/hosts/h1");
   EXPECT_NE(r.out.find("allowed_actions:  allocate, drain\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("agent_version:    0.3.0\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0      h1-g0  S0      GPU-0\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("driver     570.1\n"), std::string::npos) << r.out;
 }
@@ -194,7 +195,7 @@ TEST(HostsCommandTest, ActionPostsActionReasonAndTarget) {
   EXPECT_EQ(req.pathAndQuery(), "/api/v1/hosts/h1/actions");
   EXPECT_EQ(req.content_type, "application/json");
   EXPECT_EQ(json::parse(req.body), (json{{"action", "override"}, {"reason", "validated by hand"}, {"to", "available"}}));
-  EXPECT_NE(r.out.find("state:         available\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("state:          available\n"), std::string::npos) << r.out;
 
   h.transport.reply(200, R"({"id": "h1", "state": "draining"})");
   ASSERT_EQ(h.run({"hosts", "action", "h1", "drain"}).code, kExitOk);

@@ -151,6 +151,7 @@ export function HostView({ hostId, role }) {
                   ['Spare', shown.spare ? 'yes (pod spare)' : 'no'],
                   ['Platform', shown.platform],
                   ['Agent last seen', shown.last_seen ? `${fmtTime(shown.last_seen)} (${ago(shown.last_seen)})` : 'never'],
+                  ['Agent version', shown.agent_version ? <span class="mono">{shown.agent_version}</span> : <span class="muted">none registered</span>],
                   [
                     'BMC',
                     shown.bmc ? (
