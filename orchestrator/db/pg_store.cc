@@ -122,13 +122,14 @@ core::TokenInfo tokenFromRow(const pqxx::row& r) {
   return t;
 }
 
-// /metrics: hosts by building, state and platform (for GPUs per host), with how many of them
-// have an agent that registered and is reachable or not. One scan of hosts at every scrape.
+// /metrics: hosts by building, state, platform (for GPUs per host) and agent version, with how
+// many of them have an agent that registered and is reachable or not. One scan of hosts at
+// every scrape.
 constexpr const char* kFleetCountsSql =
     "SELECT h.building_id, h.state, p.platform, count(*),"
     " count(*) FILTER (WHERE h.last_seen IS NOT NULL AND NOT h.unreachable),"
-    " count(*) FILTER (WHERE h.last_seen IS NOT NULL AND h.unreachable)"
-    " FROM hosts h JOIN pods p ON p.id = h.pod_id GROUP BY 1, 2, 3";
+    " count(*) FILTER (WHERE h.last_seen IS NOT NULL AND h.unreachable), coalesce(h.agent_version, '')"
+    " FROM hosts h JOIN pods p ON p.id = h.pod_id GROUP BY 1, 2, 3, 7";
 
 constexpr const char* kTokenColumns =
     "id, name, role, host_id, extract(epoch from created_at)::float8, created_by,"
@@ -487,15 +488,14 @@ class PgStore final : public core::Store {
         const auto platform = core::parsePlatform(r[2].as<std::string>());
         c.gpus_by_state[state] += hosts * (platform ? core::geometry(*platform).gpus_per_tray : 0);
         if (hostStateFromDb(state, "the fleet counts") != core::HostState::kRetired) {
-          c.agents_by_building[building].reachable += r[4].as<std::int64_t>();
-          c.agents_by_building[building].unreachable += r[5].as<std::int64_t>();
+          const auto reachable = r[4].as<std::int64_t>(), unreachable = r[5].as<std::int64_t>();
+          c.agents_by_building[building].reachable += reachable;
+          c.agents_by_building[building].unreachable += unreachable;
+          if (reachable + unreachable > 0) c.agents_by_version[r[6].as<std::string>()] += reachable + unreachable;
         }
       }
       for (const auto& r : txn.exec("SELECT platform, count(*) FROM pods GROUP BY platform"))
         c.pods_by_platform[r[0].as<std::string>()] = r[1].as<std::int64_t>();
-      for (const auto& r : txn.exec("SELECT coalesce(agent_version, ''), count(*) FROM hosts"
-                                    " WHERE last_seen IS NOT NULL AND state <> 'retired' GROUP BY 1"))
-        c.agents_by_version[r[0].as<std::string>()] = r[1].as<std::int64_t>();
       return c;
     });
   }

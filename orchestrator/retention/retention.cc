@@ -5,6 +5,8 @@
 namespace kiln::retention {
 namespace {
 
+constexpr std::chrono::hours kLongestRule{24 * 36500};  // 100 years
+
 std::optional<Kind> kindFromName(const std::string& name) {
   for (Kind k : kKinds)
     if (name == kindName(k)) return k;
@@ -90,6 +92,10 @@ Result<Policy> parsePolicy(const std::string& spec) {
     if (*age < std::chrono::hours(1))
       return invalidArgument("--retention: " + name + "=" + value +
                              ": at least 1h (rows younger than that are never pruned)");
+    // now - keep in the clock's nanoseconds: 2,700 years already wrap past the epoch, and a
+    // wrapped cutoff in the future would make every finished row old enough.
+    if (*age > kLongestRule)
+      return invalidArgument("--retention: " + name + "=" + value + ": at most 36500d (use forever to keep them)");
     p.keep[*kind] = *age;
   }
   return p;

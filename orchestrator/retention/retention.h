@@ -49,8 +49,9 @@ struct Policy {
 };
 
 // Reads "--retention KIND=DURATION,..." over the defaults: DURATION like 90d, 12h, 30m, or
-// "forever". kInvalidArgument naming the item for an unknown kind, a bad duration, a repeat, or
-// a rule under one hour (a typo of "1d" as "1m" must not empty the run history).
+// "forever". kInvalidArgument naming the item for an unknown kind, a bad duration, a repeat, a
+// rule under one hour (a typo of "1d" as "1m" must not empty the run history) or over 36500d
+// (the cutoff, now minus the rule, must not wrap around the clock's range into the future).
 Result<Policy> parsePolicy(const std::string& spec);
 // "runs=90d,pre_job_runs=14d,..." (every kind, in kKinds order).
 std::string describe(const Policy& p);

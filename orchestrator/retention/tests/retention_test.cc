@@ -40,6 +40,8 @@ TEST(RetentionPolicyTest, BadRulesAreRefusedNamingTheItem) {
       {"runs=30m", "at least 1h"},
       {"runs=0d", "at least 1h"},
       {"runs=90d,runs=30d", "given twice"},
+      {"runs=36501d", "at most 36500d"},
+      {"runs=99999999999d", "at most 36500d"},
       {"runs=90d,", "is not KIND=DURATION"},
   };
   for (const auto& [spec, want] : bad) {
@@ -58,6 +60,8 @@ TEST(RetentionPolicyTest, CutoffsAreNowMinusEachRuleAndTheAuditOnlyWithItsExport
   EXPECT_EQ(with.at(Kind::kPreJobRuns), now - kDay * 14);
   EXPECT_EQ(with.at(Kind::kAudit), now - kDay * 365);
   EXPECT_FALSE(with.count(Kind::kHostEvents)) << "kept for ever";
+  // The longest rule still gives a cutoff in the past.
+  EXPECT_LT(cutoffs(*parsePolicy("runs=36500d"), WallClock::now(), true).at(Kind::kRuns), WallClock::now());
   auto without = cutoffs(p, now, false);
   EXPECT_FALSE(without.count(Kind::kAudit)) << "no export, no audit pruning";
   EXPECT_TRUE(without.count(Kind::kRuns));
